@@ -1,0 +1,17 @@
+// Package ops exposes the gmcn computations as gorgonia.Op values with
+// handwritten gradients, so Gaussian-mixture layers compose with Gorgonia's
+// own ops (BatchNorm, LogSoftMax, Adam, …) in one ExprGraph.
+//
+// Every op is a small kernel type (shape inference, parameters, a Do that
+// calls a generic kernel of package ops/cpu) wrapped by one adapter that
+// implements gorgonia.Op and gorgonia.SDOp. Differentiation is symbolic: for a
+// forward op y = f(x_0, …, x_k) the SymDiff of each differentiable input x_i
+// is one grad op applied to (x_0, …, x_k, y, ∂L/∂y) that returns ∂L/∂x_i.
+// Grad ops recompute any discrete decision of the forward pass (trees,
+// selections, masks) from the same inputs, so forward and backward always see
+// the same decisions and no state is shared between them.
+//
+// Ops check ranks and sizes in InferShape and the values (finite, symmetric
+// positive-definite covariances, matching dtypes) in Do, and return errors
+// that name the op, the input, what was expected and what was found.
+package ops

@@ -1,0 +1,66 @@
+package ops
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// gradTol is the relative error (gradcheck.RelErr) every float64 gradient
+// check must reach on well-conditioned inputs.
+const gradTol = 1e-6
+
+// checkGraphGrad builds a Gorgonia graph over the float64 inputs, applies
+// build, and compares Gorgonia's symbolic gradient of L = Σ y·r (r fixed,
+// random) with central differences of the same graph, for every input in wrt.
+func checkGraphGrad(t *testing.T, rng *rand.Rand, inputs []*tensor.Dense, build func(in []*G.Node) (*G.Node, error), wrt ...int) {
+	t.Helper()
+	g := G.NewGraph()
+	nodes := make([]*G.Node, len(inputs))
+	for i, in := range inputs {
+		nodes[i] = G.NewTensor(g, tensor.Float64, in.Dims(), G.WithShape(in.Shape()...), G.WithName(fmt.Sprintf("in%d", i)), G.WithValue(in))
+	}
+	y, err := build(nodes)
+	if err != nil {
+		t.Fatalf("building the graph: %v", err)
+	}
+	rv := make([]float64, y.Shape().TotalSize())
+	for i := range rv {
+		rv[i] = rng.NormFloat64()
+	}
+	r := G.NewTensor(g, tensor.Float64, y.Dims(), G.WithShape(y.Shape()...), G.WithName("r"),
+		G.WithValue(tensor.New(tensor.WithShape(y.Shape()...), tensor.WithBacking(rv))))
+	cost := G.Must(G.Sum(G.Must(G.HadamardProd(y, r))))
+	wrtNodes := make(G.Nodes, len(wrt))
+	for i, w := range wrt {
+		wrtNodes[i] = nodes[w]
+	}
+	grads, err := G.Grad(cost, wrtNodes...)
+	if err != nil {
+		t.Fatalf("Grad: %v", err)
+	}
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	run := func() float64 {
+		vm.Reset()
+		if err := vm.RunAll(); err != nil {
+			t.Fatalf("RunAll: %v", err)
+		}
+		return cost.Value().Data().(float64)
+	}
+	run()
+	analytic := make([][]float64, len(wrt))
+	for i, gn := range grads {
+		analytic[i] = append([]float64(nil), gn.Value().Data().([]float64)...)
+	}
+	for i, w := range wrt {
+		numeric := gradcheck.Central(run, inputs[w].Data().([]float64), gradcheck.Step)
+		if e := gradcheck.RelErr(analytic[i], numeric); e > gradTol {
+			t.Errorf("input %d: relative gradient error %.3g > %g\nanalytic %v\nnumeric  %v", w, e, gradTol, analytic[i], numeric)
+		}
+	}
+}

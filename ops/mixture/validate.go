@@ -1,0 +1,85 @@
+package mixture
+
+import (
+	"math"
+
+	"github.com/pkg/errors"
+)
+
+// symmetryTol is the relative asymmetry |Σ_ij − Σ_ji| / max(1, |Σ_ij|) a
+// covariance may carry; float32 round-off in symmetric updates stays far below it.
+const symmetryTol = 1e-4
+
+// Validate checks that every component of the packed batch is finite and that
+// every covariance is symmetric and positive definite. The error names the
+// first offending component (b, c, n) and what was found.
+func Validate[T Float](data []T, l Layout) error {
+	if len(data) != l.Len() {
+		return errors.Errorf("mixture data has %d values, layout %v needs %d", len(data), l.Shape(), l.Len())
+	}
+	s := l.Stride()
+	for i := 0; i < l.B*l.C*l.N; i++ {
+		g := data[i*s : (i+1)*s]
+		if err := validateGaussian(g, l.D); err != nil {
+			b, c, n := i/(l.C*l.N), (i/l.N)%l.C, i%l.N
+			return errors.Wrapf(err, "component (b=%d, c=%d, n=%d)", b, c, n)
+		}
+	}
+	return nil
+}
+
+func validateGaussian[T Float](g []T, d int) error {
+	for j, v := range g {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return errors.Errorf("non-finite value %v at packed index %d", v, j)
+		}
+	}
+	cov := g[1+d:]
+	for r := 0; r < d; r++ {
+		for c := r + 1; c < d; c++ {
+			a, b := float64(cov[r*d+c]), float64(cov[c*d+r])
+			if math.Abs(a-b) > symmetryTol*math.Max(1, math.Max(math.Abs(a), math.Abs(b))) {
+				return errors.Errorf("covariance is not symmetric: Σ[%d,%d] = %g, Σ[%d,%d] = %g", r, c, a, c, r, b)
+			}
+		}
+	}
+	if !PositiveDefinite(cov, d) {
+		return errors.Errorf("covariance %v is not positive definite", cov)
+	}
+	return nil
+}
+
+// PositiveDefinite reports whether the symmetric d×d row-major matrix m
+// (d = 2 or 3) is positive definite, by Sylvester's criterion.
+func PositiveDefinite[T Float](m []T, d int) bool {
+	a := float64(m[0])
+	if !(a > 0) {
+		return false
+	}
+	m2 := float64(m[0])*float64(m[d+1]) - float64(m[1])*float64(m[d])
+	if !(m2 > 0) {
+		return false
+	}
+	if d == 2 {
+		return true
+	}
+	return Det3(m) > 0
+}
+
+// Det3 returns the determinant of the 3×3 row-major matrix m in float64.
+func Det3[T Float](m []T) float64 {
+	a, b, c := float64(m[0]), float64(m[1]), float64(m[2])
+	d, e, f := float64(m[3]), float64(m[4]), float64(m[5])
+	g, h, i := float64(m[6]), float64(m[7]), float64(m[8])
+	return a*(e*i-f*h) - b*(d*i-f*g) + c*(d*h-e*g)
+}
+
+// CheckFinite returns an error naming the first NaN or Inf in data.
+func CheckFinite[T Float](data []T) error {
+	for i, v := range data {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return errors.Errorf("non-finite value %v at flat index %d", v, i)
+		}
+	}
+	return nil
+}
