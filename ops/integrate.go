@@ -6,12 +6,13 @@ import (
 	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
+	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
 
 // NewIntegrate returns the op y[b,c] = Σ_k w[b,c,k] that integrates every
 // mixture of a packed batch [B, C, N, 1+D+D·D] into [B, C].
-func NewIntegrate() *op { return newOp(integrateKernel{}) }
+func NewIntegrate() G.Op { return newOp(integrateKernel{}) }
 
 type integrateKernel struct{}
 

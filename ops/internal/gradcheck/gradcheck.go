@@ -6,7 +6,7 @@ package gradcheck
 import "math"
 
 // Step is the default central-difference step. With float64 and O(1)
-// inputs the truncation error h²·f''' ≈ 1e-10 and the round-off ε/h ≈ 1e-11
+// inputs the truncation error h²·f”' ≈ 1e-10 and the round-off ε/h ≈ 1e-11
 // both stay far below the 1e-6 tolerance.
 const Step = 1e-5
 
