@@ -1,0 +1,36 @@
+# gmcn — Gaussian Mixture Convolution Networks for Gorgonia.
+# `make help` lists the targets.
+
+GO        ?= go
+PKGS      ?= ./...
+BENCHTIME ?= 1s
+BENCH     ?= .
+
+.PHONY: help test test-plain test-simd vet fmt-check bench demo deps
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+test: test-plain test-simd ## run all tests, with and without the SIMD kernels
+
+test-plain: ## run all tests with the portable (scalar) kernels
+	$(GO) test -count=1 $(PKGS)
+
+test-simd: ## run the kernel tests with GOEXPERIMENT=simd (AVX2 kernels)
+	GOEXPERIMENT=simd $(GO) test -count=1 ./ops/...
+
+vet: ## go vet, plain and SIMD builds
+	$(GO) vet $(PKGS)
+	GOEXPERIMENT=simd $(GO) vet ./ops/...
+
+fmt-check: ## fail if any Go file is not gofmt-formatted
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+bench: ## run the benchmarks (BENCH=regexp, BENCHTIME=1s)
+	GOEXPERIMENT=simd $(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) $(PKGS)
+
+deps: ## install the Debian packages the project needs (datasets)
+	bash scripts/install-deps.sh
+
+demo: ## build a small GMCN graph and train it a few Adam steps
+	$(GO) test -count=1 -run 'ExampleConv' -v ./gmnode
