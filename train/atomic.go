@@ -1,0 +1,44 @@
+package train
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/pkg/errors"
+)
+
+// WriteFileAtomic writes data to a temporary file beside path, syncs it and
+// renames it over path, so a reader never sees a half-written file and an
+// interrupted write leaves the old file intact.
+func WriteFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return errors.Wrapf(err, "creating directory %s", dir)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return errors.Wrapf(err, "creating a temporary file for %s", path)
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := firstError(werr, serr, cerr); err != nil {
+		os.Remove(tmp)
+		return errors.Wrapf(err, "writing %s", path)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return errors.Wrapf(err, "renaming %s to %s", tmp, path)
+	}
+	return nil
+}
+
+func firstError(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
