@@ -1,0 +1,235 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+)
+
+// evalCase is one shape of an evaluation test: mixtures [B, C, N, ·] in
+// dimension D at point sets [PB, PC, M, D].
+type evalCase struct {
+	B, C, N, D, PB, PC, M int
+}
+
+func (c evalCase) String() string {
+	return fmt.Sprintf("%dD_B%d_C%d_N%d_PB%d_PC%d_M%d", c.D, c.B, c.C, c.N, c.PB, c.PC, c.M)
+}
+
+func (c evalCase) layout() mixture.Layout { return mixture.Layout{B: c.B, C: c.C, N: c.N, D: c.D} }
+
+// evalCases covers both dimensions and every broadcast variant of the points.
+func evalCases() []evalCase {
+	var cs []evalCase
+	for _, d := range []int{2, 3} {
+		for _, pbc := range [][2]int{{1, 1}, {1, 3}, {2, 1}, {2, 3}} {
+			cs = append(cs, evalCase{B: 2, C: 3, N: 4, D: d, PB: pbc[0], PC: pbc[1], M: 5})
+		}
+	}
+	return cs
+}
+
+// evalInputs returns a random mixture batch (weights in [−1, 1), positions in
+// [−2, 2), covariances B·Bᵀ + 0.5·I) and points in [−3, 3) for case c.
+func evalInputs(rng *rand.Rand, c evalCase) (x, pts []float64) {
+	l := c.layout()
+	x = make([]float64, l.Len())
+	s := l.Stride()
+	for i := 0; i < len(x); i += s {
+		g := x[i : i+s]
+		g[0] = 2*rng.Float64() - 1
+		for j := range c.D {
+			g[1+j] = 4*rng.Float64() - 2
+		}
+		var f [9]float64
+		for j := range c.D * c.D {
+			f[j] = rng.Float64() - 0.5
+		}
+		for r := range c.D {
+			for cc := range c.D {
+				var v float64
+				for k := range c.D {
+					v += f[r*c.D+k] * f[cc*c.D+k]
+				}
+				if r == cc {
+					v += 0.5
+				}
+				g[1+c.D+r*c.D+cc] = v
+			}
+		}
+	}
+	pts = make([]float64, c.PB*c.PC*c.M*c.D)
+	for i := range pts {
+		pts[i] = 6*rng.Float64() - 3
+	}
+	return x, pts
+}
+
+// TestEvaluateBackwardMixture compares EvaluateBackwardMixture with central
+// differences of L = Σ y·r, r random, for every broadcast variant.
+func TestEvaluateBackwardMixture(t *testing.T) {
+	for _, c := range evalCases() {
+		t.Run(c.String(), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(11, uint64(c.D*100+c.PB*10+c.PC)))
+			l := c.layout()
+			x, pts := evalInputs(rng, c)
+			r := make([]float64, c.B*c.C*c.M)
+			for i := range r {
+				r[i] = rng.NormFloat64()
+			}
+			y := make([]float64, len(r))
+			loss := func() float64 {
+				Evaluate(y, x, pts, l, c.PB, c.PC, c.M)
+				return gradcheck.Dot(y, r)
+			}
+			dx := make([]float64, len(x))
+			EvaluateBackwardMixture(dx, x, pts, r, l, c.PB, c.PC, c.M)
+			num := gradcheck.Central(loss, x, gradcheck.Step)
+			if e := gradcheck.RelErr(dx, num); e > 1e-6 {
+				t.Errorf("relative error %.3g > 1e-6", e)
+			}
+		})
+	}
+}
+
+// TestEvaluateBackwardPoints compares EvaluateBackwardPoints with central
+// differences, including the sums over broadcast dimensions.
+func TestEvaluateBackwardPoints(t *testing.T) {
+	for _, c := range evalCases() {
+		t.Run(c.String(), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(12, uint64(c.D*100+c.PB*10+c.PC)))
+			l := c.layout()
+			x, pts := evalInputs(rng, c)
+			r := make([]float64, c.B*c.C*c.M)
+			for i := range r {
+				r[i] = rng.NormFloat64()
+			}
+			y := make([]float64, len(r))
+			loss := func() float64 {
+				Evaluate(y, x, pts, l, c.PB, c.PC, c.M)
+				return gradcheck.Dot(y, r)
+			}
+			// Poisoned so a row the kernel forgets to clear fails the check.
+			dp := make([]float64, len(pts))
+			for i := range dp {
+				dp[i] = math.NaN()
+			}
+			EvaluateBackwardPoints(dp, x, pts, r, l, c.PB, c.PC, c.M)
+			num := gradcheck.Central(loss, pts, gradcheck.Step)
+			if e := gradcheck.RelErr(dp, num); !(e <= 1e-6) {
+				t.Errorf("relative error %.3g > 1e-6", e)
+			}
+		})
+	}
+}
+
+// TestEvaluateBackwardPointsBlocks checks the row blocking of
+// EvaluateBackwardPoints with more rows than one block holds: the result must
+// equal the per-point sum computed without blocks.
+func TestEvaluateBackwardPointsBlocks(t *testing.T) {
+	c := evalCase{B: 2, C: 2, N: 3, D: 2, PB: 1, PC: 1, M: 2*evaluatePointRows + 7}
+	rng := rand.New(rand.NewPCG(13, 0))
+	l := c.layout()
+	x, pts := evalInputs(rng, c)
+	g := make([]float64, c.B*c.C*c.M)
+	for i := range g {
+		g[i] = rng.NormFloat64()
+	}
+	dp := make([]float64, len(pts))
+	EvaluateBackwardPoints(dp, x, pts, g, l, c.PB, c.PC, c.M)
+	want := make([]float64, len(pts))
+	ps := make([]Prepared[float64], c.N)
+	for mi := range l.Mixtures() {
+		PrepareMixture(c.D, mixture.Mixture(x, l, mi), ps)
+		for i := range c.M {
+			pointGrad(c.D, ps, pts[i*c.D:(i+1)*c.D], g[mi*c.M+i], want[i*c.D:(i+1)*c.D])
+		}
+	}
+	if e := gradcheck.RelErr(dp, want); e > 1e-12 {
+		t.Errorf("blocked result differs from the unblocked sum: relative error %.3g", e)
+	}
+}
+
+// TestEvaluateFloat32 runs all three kernels in float32 (the SIMD forward
+// when built with GOEXPERIMENT=simd) and compares them with float64.
+func TestEvaluateFloat32(t *testing.T) {
+	cases := append(evalCases(),
+		// More components than SIMD lanes, with a remainder, and a point count
+		// that is not a multiple of anything.
+		evalCase{B: 2, C: 2, N: 37, D: 2, PB: 2, PC: 1, M: 29},
+		evalCase{B: 1, C: 3, N: 21, D: 3, PB: 1, PC: 3, M: 70})
+	for _, c := range cases {
+		t.Run(c.String(), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(14, uint64(c.N*1000+c.D*100+c.PB*10+c.PC)))
+			l := c.layout()
+			x, pts := evalInputs(rng, c)
+			g := make([]float64, c.B*c.C*c.M)
+			for i := range g {
+				g[i] = rng.NormFloat64()
+			}
+			x32, pts32, g32 := evalTo32(x), evalTo32(pts), evalTo32(g)
+			check := func(what string, f32 []float32, f64 []float64) {
+				t.Helper()
+				if e := gradcheck.RelErr(evalTo64(f32), f64); e > 1e-5 {
+					t.Errorf("%s: float32 differs from float64 by %.3g relative", what, e)
+				}
+			}
+			y := make([]float64, c.B*c.C*c.M)
+			y32 := make([]float32, len(y))
+			Evaluate(y, x, pts, l, c.PB, c.PC, c.M)
+			Evaluate(y32, x32, pts32, l, c.PB, c.PC, c.M)
+			check("Evaluate", y32, y)
+			evaluateGeneric(y32, x32, pts32, l, c.PB, c.PC, c.M)
+			check("evaluateGeneric", y32, y)
+			dx, dx32 := make([]float64, len(x)), make([]float32, len(x))
+			EvaluateBackwardMixture(dx, x, pts, g, l, c.PB, c.PC, c.M)
+			EvaluateBackwardMixture(dx32, x32, pts32, g32, l, c.PB, c.PC, c.M)
+			check("EvaluateBackwardMixture", dx32, dx)
+			dp, dp32 := make([]float64, len(pts)), make([]float32, len(pts))
+			EvaluateBackwardPoints(dp, x, pts, g, l, c.PB, c.PC, c.M)
+			EvaluateBackwardPoints(dp32, x32, pts32, g32, l, c.PB, c.PC, c.M)
+			check("EvaluateBackwardPoints", dp32, dp)
+		})
+	}
+}
+
+// TestEvaluateFarPoints checks that points far from every component give
+// exact zeros, not NaN, on every path (the polynomial exp must underflow
+// cleanly).
+func TestEvaluateFarPoints(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		c := evalCase{B: 1, C: 1, N: 19, D: d, PB: 1, PC: 1, M: 3}
+		rng := rand.New(rand.NewPCG(15, uint64(d)))
+		x, pts := evalInputs(rng, c)
+		for i := range pts {
+			pts[i] = 1e4 * float64(1-2*(i%2))
+		}
+		y := make([]float32, c.M)
+		Evaluate(y, evalTo32(x), evalTo32(pts), c.layout(), 1, 1, c.M)
+		for i, v := range y {
+			if v != 0 {
+				t.Errorf("%dD: y[%d] = %v at distance 1e4, want 0", d, i, v)
+			}
+		}
+	}
+}
+
+func evalTo32(s []float64) []float32 {
+	out := make([]float32, len(s))
+	for i, v := range s {
+		out[i] = float32(v)
+	}
+	return out
+}
+
+func evalTo64(s []float32) []float64 {
+	out := make([]float64, len(s))
+	for i, v := range s {
+		out[i] = float64(v)
+	}
+	return out
+}
