@@ -1,0 +1,238 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+)
+
+// covscaleBatch returns a random packed batch with covariances A·Aᵀ + 0.3·I
+// of a random overall size, so that the mean traces differ between mixtures.
+func covscaleBatch[T Float](rng *rand.Rand, l mixture.Layout) []T {
+	x := make([]T, l.Len())
+	st, d := l.Stride(), l.D
+	for m := range l.Mixtures() {
+		size := 0.2 + 3*rng.Float64()
+		mx := mixture.Mixture(x, l, m)
+		for k := 0; k < len(mx); k += st {
+			g := mx[k : k+st]
+			g[0] = T(2*rng.Float64() - 1)
+			for j := range d {
+				g[1+j] = T(4*rng.Float64() - 2)
+			}
+			var a [9]float64
+			for j := range d * d {
+				a[j] = rng.Float64() - 0.5
+			}
+			for r := range d {
+				for c := range d {
+					var s float64
+					for q := range d {
+						s += a[r*d+q] * a[c*d+q]
+					}
+					if r == c {
+						s += 0.3
+					}
+					g[1+d+r*d+c] = T(size * s)
+				}
+			}
+		}
+	}
+	return x
+}
+
+// covscalePerSample runs the per-sample CovScaleNorm forward into y and
+// returns the factors and mean traces it used.
+func covscalePerSample[T Float](t *testing.T, y, x []T, l mixture.Layout) ([]T, []float64) {
+	t.Helper()
+	tau := make([]float64, l.Mixtures())
+	MeanTraces(tau, x, l)
+	s := make([]T, len(tau))
+	for m, v := range tau {
+		f, ok := CovScaleFactor(l.D, v)
+		if !ok {
+			t.Fatalf("mixture %d: mean trace %g has no scale factor", m, v)
+		}
+		s[m] = T(f)
+	}
+	ScaleMixtures(y, x, l, s)
+	return s, tau
+}
+
+func TestCovScaleBackwardPerSample(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(11, uint64(d)))
+			l := mixture.Layout{B: 2, C: 3, N: 4, D: d}
+			x := covscaleBatch[float64](rng, l)
+			r := make([]float64, l.Len())
+			for i := range r {
+				r[i] = rng.NormFloat64()
+			}
+			y := make([]float64, l.Len())
+			loss := func() float64 {
+				covscalePerSample(t, y, x, l)
+				return gradcheck.Dot(y, r)
+			}
+			s, tau := covscalePerSample(t, y, x, l)
+			dx := make([]float64, l.Len())
+			CovScaleBackward(dx, r, x, l, s, tau)
+			num := gradcheck.Central(loss, x, gradcheck.Step)
+			if e := gradcheck.RelErr(dx, num); e > 1e-6 {
+				t.Errorf("relative gradient error %.3g > 1e-6", e)
+			}
+		})
+	}
+}
+
+func TestCovScaleBackwardDetached(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(12, uint64(d)))
+			l := mixture.Layout{B: 2, C: 2, N: 3, D: d}
+			x := covscaleBatch[float64](rng, l)
+			s := make([]float64, l.Mixtures())
+			for i := range s {
+				s[i] = 0.5 + rng.Float64()
+			}
+			r := make([]float64, l.Len())
+			for i := range r {
+				r[i] = rng.NormFloat64()
+			}
+			y := make([]float64, l.Len())
+			loss := func() float64 {
+				ScaleMixtures(y, x, l, s)
+				return gradcheck.Dot(y, r)
+			}
+			dx := make([]float64, l.Len())
+			ScaleMixturesBackward(dx, r, l, s)
+			if e := gradcheck.RelErr(dx, gradcheck.Central(loss, x, gradcheck.Step)); e > 1e-6 {
+				t.Errorf("relative gradient error %.3g > 1e-6", e)
+			}
+		})
+	}
+}
+
+// TestCovScaleProperties checks the defining property (mean trace D after
+// scaling) on hand-made and random mixtures, and that weights, the ratio
+// μ/sqrt(tr Σ) and positive definiteness survive.
+func TestCovScaleProperties(t *testing.T) {
+	single := func(cov ...float64) (mixture.Layout, []float64) {
+		d := int(math.Sqrt(float64(len(cov))))
+		l := mixture.Layout{B: 1, C: 1, N: 1, D: d}
+		x := make([]float64, l.Len())
+		x[0] = 0.7
+		for j := range d {
+			x[1+j] = float64(j + 1)
+		}
+		copy(x[1+d:], cov)
+		return l, x
+	}
+	cases := []struct {
+		name      string
+		cov       []float64
+		wantScale float64
+	}{
+		{"identity 2D unchanged", []float64{1, 0, 0, 1}, 1},
+		{"identity 3D unchanged", []float64{1, 0, 0, 0, 1, 0, 0, 0, 1}, 1},
+		{"diag(4,4)", []float64{4, 0, 0, 4}, 0.5},
+		{"diag(4,9)", []float64{4, 0, 0, 9}, math.Sqrt(2.0 / 13)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l, x := single(c.cov...)
+			y := make([]float64, len(x))
+			s, _ := covscalePerSample(t, y, x, l)
+			if math.Abs(s[0]-c.wantScale) > 1e-15 {
+				t.Errorf("scale %g, want %g", s[0], c.wantScale)
+			}
+			tau := make([]float64, 1)
+			MeanTraces(tau, y, l)
+			if math.Abs(tau[0]-float64(l.D)) > 1e-14 {
+				t.Errorf("trace after scaling %g, want %d", tau[0], l.D)
+			}
+			if y[0] != x[0] {
+				t.Errorf("weight changed from %g to %g", x[0], y[0])
+			}
+			for j := range l.D {
+				if want := c.wantScale * x[1+j]; math.Abs(y[1+j]-want) > 1e-14 {
+					t.Errorf("position %d: %g, want %g", j, y[1+j], want)
+				}
+			}
+		})
+	}
+	t.Run("random 3D [20,10,30]", func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(13, 3))
+		l := mixture.Layout{B: 20, C: 10, N: 30, D: 3}
+		x := covscaleBatch[float64](rng, l)
+		y := make([]float64, len(x))
+		covscalePerSample(t, y, x, l)
+		if err := mixture.Validate(y, l); err != nil {
+			t.Fatalf("scaled batch is not a valid mixture: %v", err)
+		}
+		tau := make([]float64, l.Mixtures())
+		MeanTraces(tau, y, l)
+		for m, v := range tau {
+			if math.Abs(v-3) > 1e-12 {
+				t.Fatalf("mixture %d: mean trace %g after scaling, want 3", m, v)
+			}
+		}
+		for i := 0; i < len(x); i += l.Stride() {
+			if y[i] != x[i] {
+				t.Fatalf("weight at %d changed from %g to %g", i, x[i], y[i])
+			}
+		}
+	})
+}
+
+func TestCovScaleFactorRejects(t *testing.T) {
+	for _, tau := range []float64{0, -1, math.NaN(), math.Inf(1), math.Inf(-1)} {
+		if s, ok := CovScaleFactor(2, tau); ok {
+			t.Errorf("τ = %g gave factor %g, want rejection", tau, s)
+		}
+	}
+}
+
+// TestCovScaleFloat32 checks that the float32 kernels match float64 within
+// float32 precision, forward and backward.
+func TestCovScaleFloat32(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		rng := rand.New(rand.NewPCG(14, uint64(d)))
+		l := mixture.Layout{B: 3, C: 4, N: 50, D: d}
+		x64 := covscaleBatch[float64](rng, l)
+		g64 := make([]float64, l.Len())
+		for i := range g64 {
+			g64[i] = rng.NormFloat64()
+		}
+		x32, g32 := make([]float32, l.Len()), make([]float32, l.Len())
+		for i := range x64 {
+			x32[i], g32[i] = float32(x64[i]), float32(g64[i])
+		}
+		y64, y32 := make([]float64, l.Len()), make([]float32, l.Len())
+		s64, tau64 := covscalePerSample(t, y64, x64, l)
+		s32, tau32 := covscalePerSample(t, y32, x32, l)
+		dx64, dx32 := make([]float64, l.Len()), make([]float32, l.Len())
+		CovScaleBackward(dx64, g64, x64, l, s64, tau64)
+		CovScaleBackward(dx32, g32, x32, l, s32, tau32)
+		if e := covscaleMaxRel(y32, y64); e > 1e-5 {
+			t.Errorf("%dD forward: float32 differs from float64 by %.3g relative", d, e)
+		}
+		if e := covscaleMaxRel(dx32, dx64); e > 1e-5 {
+			t.Errorf("%dD backward: float32 differs from float64 by %.3g relative", d, e)
+		}
+	}
+}
+
+// covscaleMaxRel returns max|a−b| / max|b|.
+func covscaleMaxRel(a []float32, b []float64) float64 {
+	var diff, scale float64
+	for i := range a {
+		diff = math.Max(diff, math.Abs(float64(a[i])-b[i]))
+		scale = math.Max(scale, math.Abs(b[i]))
+	}
+	return diff / scale
+}
