@@ -1,0 +1,199 @@
+package cpu
+
+import (
+	"cmp"
+	"math"
+
+	"github.com/gmcn-go/gmcn/ops/mixture"
+	"github.com/pkg/errors"
+)
+
+// ReLUFitVariant selects the weight formulas of the dense ReLU fit.
+type ReLUFitVariant int
+
+const (
+	// ReLUFitReference is the authors' current code (HEAD, commit ea8d7e0):
+	// x_k = max(a_k, 0) + CoarseOffset and
+	// a″_k = x_k·(max(t_k, 0) + Offset)/(e_k + Offset).
+	ReLUFitReference ReLUFitVariant = iota
+	// ReLUFitPaper is the paper's rule: x_k = a_k if a_k > 0 else Epsilon and
+	// a″_k = x_k·max(t_k, 0)/e_k. Its weights are ≥ 0, not > 0: a centroid
+	// where the target is not positive gets weight 0.
+	ReLUFitPaper
+)
+
+// Default constants of ReLUFitOptions.
+const (
+	DefaultReLUFitCoarseOffset = 0.1
+	DefaultReLUFitOffset       = 0.05
+	// DefaultReLUFitEpsilon is our choice for the paper variant's ε; the paper
+	// gives no value.
+	DefaultReLUFitEpsilon = 1e-3
+)
+
+// ReLUFitOptions configures the dense ReLU fit. The zero value is the
+// reference variant with its constants: a field left at zero takes its
+// default (DefaultReLUFitCoarseOffset, DefaultReLUFitOffset,
+// DefaultReLUFitEpsilon), so a constant cannot be set to exactly zero, which
+// would allow zero or undefined weights. Negative or non-finite constants are
+// rejected.
+//
+// The fit has no constant (bias) input: the model resets the mixtures'
+// constant κ to zero before every ReLU (spec §5.5), and the formulas here are
+// those for κ = 0.
+type ReLUFitOptions struct {
+	Variant ReLUFitVariant
+	// CoarseOffset is added to every clamped weight in the reference variant.
+	CoarseOffset float64
+	// Offset is added to the numerator and the denominator of the weight
+	// ratio in the reference variant.
+	Offset float64
+	// Epsilon replaces non-positive weights in the paper variant.
+	Epsilon float64
+}
+
+// reluParams are the resolved constants of a fit, written as one rule for
+// both variants: x_k = a_k·[a_k > 0] + (coarse if the reference variant, or
+// (1−[a_k > 0])·floor for the paper's), a″_k = x_k·(max(t_k,0) + off)/(e_k + off).
+type reluParams struct {
+	paper  bool
+	coarse float64 // reference: offset added to max(a, 0)
+	floor  float64 // paper: value replacing non-positive weights
+	off    float64 // reference: offset in numerator and denominator
+}
+
+// Validate checks the options and returns an error naming the bad field.
+func (o ReLUFitOptions) Validate() error {
+	_, err := o.params()
+	return err
+}
+
+func (o ReLUFitOptions) params() (reluParams, error) {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"CoarseOffset", o.CoarseOffset}, {"Offset", o.Offset}, {"Epsilon", o.Epsilon}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			return reluParams{}, errors.Errorf("ReLUFitOptions.%s must be finite and ≥ 0 (0 selects the default), got %v", f.name, f.v)
+		}
+	}
+	orDefault := func(v, d float64) float64 {
+		if v == 0 {
+			return d
+		}
+		return v
+	}
+	switch o.Variant {
+	case ReLUFitReference:
+		return reluParams{
+			coarse: orDefault(o.CoarseOffset, DefaultReLUFitCoarseOffset),
+			off:    orDefault(o.Offset, DefaultReLUFitOffset),
+		}, nil
+	case ReLUFitPaper:
+		return reluParams{paper: true, floor: orDefault(o.Epsilon, DefaultReLUFitEpsilon)}, nil
+	}
+	return reluParams{}, errors.Errorf("ReLUFitOptions.Variant %d is neither ReLUFitReference nor ReLUFitPaper", o.Variant)
+}
+
+// coarse returns the coarse weight x for the weight a.
+func coarseWeight[T Float](p reluParams, a T) T {
+	switch {
+	case p.paper && a > 0:
+		return a
+	case p.paper:
+		return T(p.floor)
+	}
+	return max(a, 0) + T(p.coarse)
+}
+
+// ReLUFit fits the positive part of every mixture of the packed batch x
+// (layout l) and writes the result into y (same layout). Positions and
+// covariances are copied; the weights are recomputed from the values at the
+// centroids μ_k with E_kj = N(μ_k; μ_j, Σ_j):
+//
+//	t_k = Σ_j a_j E_kj              (the target)
+//	e_k = Σ_j x_j E_kj              (the coarse approximation, x from the options)
+//	a″_k = x_k·(max(t_k, 0) + off)/(e_k + off)
+//
+// Both sums share every E_kj and run in one O(N²) pass per mixture. x must
+// hold finite values and positive-definite covariances (the ops check this);
+// a non-finite result, which only extreme covariances can produce, is
+// reported as an error naming the component.
+func ReLUFit[T Float](y, x []T, l mixture.Layout, opts ReLUFitOptions) error {
+	p, err := opts.params()
+	if err != nil {
+		return err
+	}
+	copy(y, x)
+	ws := make([]*reluWork[T], Workers(l.Mixtures()))
+	for i := range ws {
+		ws[i] = newReLUWork[T](l.N, l.D, false)
+	}
+	errs := make([]error, len(ws))
+	ParallelForWorker(l.Mixtures(), func(w, m int) {
+		s := ws[w]
+		if err := s.load(mixture.Mixture(x, l, m), p); err != nil {
+			errs[w] = cmp.Or(errs[w], mixtureError(err, l, m))
+			return
+		}
+		s.forward()
+		out := mixture.Mixture(y, l, m)
+		off := T(p.off)
+		for k := range l.N {
+			out[k*l.Stride()] = s.x[k] * (max(s.t[k], 0) + off) / (s.e[k] + off)
+		}
+	})
+	if err := cmp.Or(errs...); err != nil {
+		return err
+	}
+	return checkFiniteResult(y, l, "output weight", true)
+}
+
+// ReLUFitBackward writes ∂L/∂x for ReLUFit into dx, given the input x and the
+// incoming gradient g = ∂L/∂y (both of layout l). With κ = 0, r_k =
+// (b_k+off)/(e_k+off) and b_k = max(t_k, 0):
+//
+//	∂L/∂x_k (direct) = g_k r_k
+//	∂L/∂t_k = g_k x_k/(e_k+off)·[t_k > 0]
+//	∂L/∂e_k = −g_k x_k r_k/(e_k+off)
+//	∂L/∂a_j = Σ_k ∂L/∂t_k E_kj + [a_j > 0]·(∂L/∂x_j (direct) + Σ_k ∂L/∂e_k E_kj)
+//
+// and, with G_kj = ∂L/∂t_k a_j + ∂L/∂e_k x_j, w_kj = G_kj E_kj, A_j = Σ_j⁻¹
+// and u_kj = A_j (μ_k − μ_j),
+//
+//	∂L/∂μ_j = g_μj + Σ_k w_kj u_kj − Σ_i w_ji u_ji
+//	∂L/∂Σ_j = g_Σj + ½ (Σ_k w_kj u_kj u_kjᵀ − (Σ_k w_kj) A_j)
+//
+// where g_μ, g_Σ are the pass-through gradients of the copied positions and
+// covariances. The derivative of max at t_k = 0 and of the coarse rule at
+// a_j = 0 is taken as 0.
+func ReLUFitBackward[T Float](dx, x, g []T, l mixture.Layout, opts ReLUFitOptions) error {
+	p, err := opts.params()
+	if err != nil {
+		return err
+	}
+	copy(dx, g)
+	ws := make([]*reluWork[T], Workers(l.Mixtures()))
+	for i := range ws {
+		ws[i] = newReLUWork[T](l.N, l.D, true)
+	}
+	errs := make([]error, len(ws))
+	ParallelForWorker(l.Mixtures(), func(w, m int) {
+		s := ws[w]
+		if err := s.load(mixture.Mixture(x, l, m), p); err != nil {
+			errs[w] = cmp.Or(errs[w], mixtureError(err, l, m))
+			return
+		}
+		s.forward()
+		s.backward(mixture.Mixture(dx, l, m), p)
+	})
+	if err := cmp.Or(errs...); err != nil {
+		return err
+	}
+	return checkFiniteResult(dx, l, "gradient", false)
+}
+
+// mixtureError names mixture m = b·C + c in err.
+func mixtureError(err error, l mixture.Layout, m int) error {
+	return errors.Wrapf(err, "mixture (b=%d, c=%d)", m/l.C, m%l.C)
+}

@@ -1,0 +1,214 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/gmcn-go/gmcn/ops/mixture"
+	"github.com/pkg/errors"
+)
+
+// reluLanes is the padding granularity of the structure-of-arrays buffers:
+// one AVX2 vector of float32. Padding entries have zero weights, so they add
+// nothing to any sum, and finite parameters, so they never produce NaN.
+const reluLanes = 8
+
+// reluWork is one worker's structure-of-arrays copy of a mixture, laid out so
+// that the O(N²) loops read contiguous arrays. Each term is
+//
+//	E_kj = exp(ln_j + Σ_{r≤c} q_j,rc δ_r δ_c),  δ = μ_k − μ_j,
+//
+// with ln_j = log((2π)^(−D/2) det(Σ_j)^(−½)), q_j,rr = −½A_rr and
+// q_j,rc = −½(A_rc + A_cr) for A = Σ_j⁻¹: one exponential of a quadratic
+// polynomial. The backward pass needs u = A δ and reads the symmetrised
+// entries of A from sym.
+type reluWork[T Float] struct {
+	n, d int
+	mu   [3][]T // positions μ_j
+	q    [6][]T // exponent coefficients, order 00 01 11 (2D) or 00 01 02 11 12 22 (3D)
+	sym  [6][]T // symmetrised Σ_j⁻¹ entries in the same order
+	ln   []T    // log-normalisation
+	a, x []T    // input and coarse weights
+	t, e []T    // target and approximation at the centroids
+
+	// Backward state: per centroid k the sensitivities gt = ∂L/∂t_k,
+	// ge = ∂L/∂e_k, the direct ∂L/∂x_k and kq = Σ_j w_kj u_kj; per Gaussian j
+	// ga = Σ_k gt_k E_kj, gx = Σ_k ge_k E_kj, u = Σ_k w_kj u_kj and
+	// uu = Σ_k w_kj u_kj u_kjᵀ (unique entries).
+	gt, ge, gxd []T
+	kq          [3][]T
+	ga, gx      []T
+	u           [3][]T
+	uu          [6][]T
+}
+
+// symCount returns the number of unique entries of a symmetric d×d matrix.
+func symCount(d int) int { return d * (d + 1) / 2 }
+
+// symIndex lists the (row, column) of each unique entry in storage order.
+var symIndex = [2][][2]int{
+	{{0, 0}, {0, 1}, {1, 1}},
+	{{0, 0}, {0, 1}, {0, 2}, {1, 1}, {1, 2}, {2, 2}},
+}
+
+func newReLUWork[T Float](n, d int, backward bool) *reluWork[T] {
+	np := (n + reluLanes - 1) / reluLanes * reluLanes
+	ns := symCount(d)
+	arrays := d + 2*ns + 5
+	if backward {
+		arrays += 3 + d + 2 + d + ns
+	}
+	buf := make([]T, arrays*np)
+	next := func() []T {
+		s := buf[:np:np]
+		buf = buf[np:]
+		return s
+	}
+	s := &reluWork[T]{n: n, d: d}
+	for r := range d {
+		s.mu[r] = next()
+	}
+	for i := range ns {
+		s.q[i], s.sym[i] = next(), next()
+	}
+	s.ln, s.a, s.x, s.t, s.e = next(), next(), next(), next(), next()
+	if backward {
+		s.gt, s.ge, s.gxd = next(), next(), next()
+		s.ga, s.gx = next(), next()
+		for r := range d {
+			s.kq[r], s.u[r] = next(), next()
+		}
+		for i := range ns {
+			s.uu[i] = next()
+		}
+	}
+	return s
+}
+
+// load fills the arrays from the packed mixture mx, computing each inverse
+// and determinant once. It fails for a covariance whose determinant or
+// inverse is not positive and finite in T (only possible for matrices that
+// are singular at this precision), since a NaN in the exponent would not
+// survive the vectorised exponential's clamping as a NaN.
+func (s *reluWork[T]) load(mx []T, p reluParams) error {
+	d := s.d
+	st := mixture.PackedLen(d)
+	idx := symIndex[d-2]
+	logNorm := -float64(d) / 2 * math.Log(2*math.Pi)
+	var inv [9]T
+	for j := range s.n {
+		g := mx[j*st : (j+1)*st]
+		s.a[j] = g[0]
+		s.x[j] = coarseWeight(p, g[0])
+		for r := range d {
+			s.mu[r][j] = g[1+r]
+		}
+		det := invDet(d, g[1+d:], inv[:d*d])
+		ln := T(logNorm - 0.5*math.Log(float64(det)))
+		if !(det > 0) || !finite(ln) || !allFinite(inv[:d*d]) {
+			return errors.Errorf("component %d: covariance %v is singular in %T (det %v)", j, g[1+d:], det, det)
+		}
+		s.ln[j] = ln
+		for i, rc := range idx {
+			r, c := rc[0], rc[1]
+			h := (inv[r*d+c] + inv[c*d+r]) / 2
+			s.sym[i][j] = h
+			if r == c {
+				s.q[i][j] = -h / 2
+			} else {
+				s.q[i][j] = -h
+			}
+		}
+	}
+	return nil
+}
+
+func finite[T Float](v T) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
+
+func allFinite[T Float](v []T) bool {
+	for _, x := range v {
+		if !finite(x) {
+			return false
+		}
+	}
+	return true
+}
+
+// forward computes t_k and e_k for every centroid.
+func (s *reluWork[T]) forward() {
+	if reluForwardFast(s) {
+		return
+	}
+	if s.d == 2 {
+		reluForward2(s)
+	} else {
+		reluForward3(s)
+	}
+}
+
+// backward adds ∂L/∂x of one mixture to dx, which holds the pass-through
+// gradient g on entry (see ReLUFitBackward for the formulas).
+func (s *reluWork[T]) backward(dx []T, p reluParams) {
+	d, n := s.d, s.n
+	st := mixture.PackedLen(d)
+	off := T(p.off)
+	for k := range n {
+		g := dx[k*st]
+		den := s.e[k] + off
+		r := (max(s.t[k], 0) + off) / den
+		s.gxd[k] = g * r
+		s.gt[k] = 0
+		if s.t[k] > 0 {
+			s.gt[k] = g * s.x[k] / den
+		}
+		s.ge[k] = -g * s.x[k] * r / den
+	}
+	// Padding centroids must contribute nothing to the vectorised sums.
+	for k := n; k < len(s.gt); k++ {
+		s.gt[k], s.ge[k] = 0, 0
+	}
+	if !reluBackwardFast(s) {
+		if d == 2 {
+			reluBackward2(s)
+		} else {
+			reluBackward3(s)
+		}
+	}
+	idx := symIndex[d-2]
+	for j := range n {
+		g := dx[j*st : (j+1)*st]
+		g[0] = s.ga[j]
+		if s.a[j] > 0 {
+			g[0] += s.gxd[j] + s.gx[j]
+		}
+		for r := range d {
+			g[1+r] += s.u[r][j] - s.kq[r][j]
+		}
+		w := s.a[j]*s.ga[j] + s.x[j]*s.gx[j]
+		cov := g[1+d:]
+		for i, rc := range idx {
+			v := (s.uu[i][j] - w*s.sym[i][j]) / 2
+			r, c := rc[0], rc[1]
+			cov[r*d+c] += v
+			if r != c {
+				cov[c*d+r] += v
+			}
+		}
+	}
+}
+
+// checkFiniteResult reports the first non-finite value of a result (only
+// the weights if weightsOnly), naming its component.
+func checkFiniteResult[T Float](data []T, l mixture.Layout, what string, weightsOnly bool) error {
+	st := l.Stride()
+	for i, v := range data {
+		if weightsOnly && i%st != 0 {
+			continue
+		}
+		if !finite(v) {
+			c := i / st
+			return errors.Errorf("non-finite %s %v at component (b=%d, c=%d, n=%d): a covariance is too ill-conditioned for this precision",
+				what, v, c/(l.C*l.N), (c/l.N)%l.C, c%l.N)
+		}
+	}
+	return nil
+}
