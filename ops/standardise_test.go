@@ -1,0 +1,72 @@
+package ops
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// TestStandardiseGradGain checks ∂L/∂gain through a Gorgonia graph (sd does
+// not depend on the gain, so nothing needs freezing).
+func TestStandardiseGradGain(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		rng := rand.New(rand.NewPCG(7, uint64(d)))
+		x := randomMixture(rng, 2, 2, 3, d)
+		gain := tensor.New(tensor.WithShape(1), tensor.WithBacking([]float64{1.3}))
+		checkGraphGrad(t, rng, []*tensor.Dense{x, gain}, func(in []*G.Node) (*G.Node, error) {
+			return G.ApplyOp(NewStandardise(), in[0], in[1])
+		}, 1)
+	}
+}
+
+// TestStandardiseGradMixtureFrozenSD checks ∂L/∂mixture with sd frozen: the
+// reference detaches sd, so finite differences must hold it fixed too.
+func TestStandardiseGradMixtureFrozenSD(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		rng := rand.New(rand.NewPCG(9, uint64(d)))
+		xt := randomMixture(rng, 2, 2, 3, d)
+		x := xt.Data().([]float64)
+		l, _ := mixture.LayoutOf(xt.Shape())
+		sd := make([]float64, l.Mixtures())
+		cpu.StandardiseScale(sd, x, l)
+		r := make([]float64, len(x))
+		for i := range r {
+			r[i] = rng.NormFloat64()
+		}
+		y := make([]float64, len(x))
+		loss := func() float64 { cpu.Standardise(y, x, sd, 1.3, l); return gradcheck.Dot(y, r) }
+		dx := make([]float64, len(x))
+		cpu.StandardiseBackward(dx, x, r, sd, 1.3, l)
+		if e := gradcheck.RelErr(dx, gradcheck.Central(loss, x, gradcheck.Step)); e > gradTol {
+			t.Errorf("D=%d: relative gradient error %.3g > %g", d, e, gradTol)
+		}
+	}
+}
+
+// TestStandardiseUnitSD checks the property the op exists for: after it, the
+// mixture's values over the sampling grid have standard deviation gain.
+func TestStandardiseUnitSD(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		rng := rand.New(rand.NewPCG(8, uint64(d)))
+		x := randomMixture(rng, 3, 1, 5, d)
+		l, _ := mixture.LayoutOf(x.Shape())
+		gain := tensor.New(tensor.WithShape(1), tensor.WithBacking([]float64{2}))
+		y, err := NewStandardise().Do(x, gain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sd := make([]float64, l.Mixtures())
+		cpu.StandardiseScale(sd, y.Data().([]float64), l)
+		for m, v := range sd {
+			if math.Abs(v-2) > 1e-9 {
+				t.Errorf("D=%d mixture %d: standard deviation after standardising %g, want the gain 2", d, m, v)
+			}
+		}
+	}
+}
