@@ -1,0 +1,243 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// TestConvGrad checks the symbolic gradients of both inputs of gm.Conv
+// through a whole graph, 2D and 3D, with every dimension of a distinct size.
+func TestConvGrad(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(21, uint64(d)))
+			x := randomMixture(rng, 2, 3, 4, d)
+			k := randomMixture(rng, 2, 3, 3, d)
+			checkGraphGrad(t, rng, []*tensor.Dense{x, k}, func(in []*G.Node) (*G.Node, error) {
+				return G.ApplyOp(NewConv(), in[0], in[1])
+			}, 0, 1)
+		})
+	}
+}
+
+// TestConvScaleGrad checks the gradients of the reference layer's
+// Conv → ScaleWeights(1/Fi) chain, where both grad ops meet.
+func TestConvScaleGrad(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(22, uint64(d)))
+			x := randomMixture(rng, 2, 3, 2, d)
+			k := randomMixture(rng, 3, 3, 2, d)
+			checkGraphGrad(t, rng, []*tensor.Dense{x, k}, func(in []*G.Node) (*G.Node, error) {
+				y, err := G.ApplyOp(NewConv(), in[0], in[1])
+				if err != nil {
+					return nil, err
+				}
+				return G.ApplyOp(NewScaleWeights(1.0/3), y)
+			}, 0, 1)
+		})
+	}
+}
+
+// convGraph runs L = Σ Conv(x, k)·r in a graph of x's dtype and returns the
+// conv output and the gradients of both inputs, all as float64.
+func convGraph(t *testing.T, x, k, r *tensor.Dense) (y, dx, dk []float64) {
+	t.Helper()
+	g := G.NewGraph()
+	xn := G.NewTensor(g, x.Dtype(), 4, G.WithShape(x.Shape()...), G.WithName("x"), G.WithValue(x))
+	kn := G.NewTensor(g, k.Dtype(), 4, G.WithShape(k.Shape()...), G.WithName("k"), G.WithValue(k))
+	rn := G.NewTensor(g, r.Dtype(), 4, G.WithShape(r.Shape()...), G.WithName("r"), G.WithValue(r))
+	yn := G.Must(G.ApplyOp(NewConv(), xn, kn))
+	cost := G.Must(G.Sum(G.Must(G.HadamardProd(yn, rn))))
+	grads, err := G.Grad(cost, xn, kn)
+	if err != nil {
+		t.Fatalf("Grad: %v", err)
+	}
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	if err := vm.RunAll(); err != nil {
+		t.Fatalf("RunAll: %v", err)
+	}
+	return convFloat64s(yn.Value()), convFloat64s(grads[0].Value()), convFloat64s(grads[1].Value())
+}
+
+func convFloat64s(v G.Value) []float64 {
+	switch d := v.Data().(type) {
+	case []float32:
+		out := make([]float64, len(d))
+		for i, x := range d {
+			out[i] = float64(x)
+		}
+		return out
+	case []float64:
+		return append([]float64(nil), d...)
+	}
+	panic(fmt.Sprintf("unexpected data %T", v.Data()))
+}
+
+func convAs32(t *tensor.Dense) *tensor.Dense {
+	src := t.Data().([]float64)
+	d := make([]float32, len(src))
+	for i, v := range src {
+		d[i] = float32(v)
+	}
+	return tensor.New(tensor.WithShape(t.Shape()...), tensor.WithBacking(d))
+}
+
+// TestConvFloat32 runs the forward and both gradients in a float32 graph and
+// a float64 graph on the same (float32-representable) values. Every output is
+// one float32 product or sum and every gradient a sum of at most Fo·Nk or
+// B·Ni terms, so agreement within 1e-5 of the largest magnitude is expected.
+func TestConvFloat32(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		rng := rand.New(rand.NewPCG(23, uint64(d)))
+		x32 := convAs32(randomMixture(rng, 3, 4, 5, d))
+		k32 := convAs32(randomMixture(rng, 6, 4, 3, d))
+		rv := make([]float64, 3*6*60*(1+d+d*d))
+		for i := range rv {
+			rv[i] = rng.NormFloat64()
+		}
+		r32 := convAs32(tensor.New(tensor.WithShape(3, 6, 4*5*3, 1+d+d*d), tensor.WithBacking(rv)))
+		x64 := tensor.New(tensor.WithShape(x32.Shape()...), tensor.WithBacking(convFloat64s(x32)))
+		k64 := tensor.New(tensor.WithShape(k32.Shape()...), tensor.WithBacking(convFloat64s(k32)))
+		r64 := tensor.New(tensor.WithShape(r32.Shape()...), tensor.WithBacking(convFloat64s(r32)))
+
+		y32, dx32, dk32 := convGraph(t, x32, k32, r32)
+		y64, dx64, dk64 := convGraph(t, x64, k64, r64)
+		for _, c := range []struct {
+			what      string
+			got, want []float64
+		}{{"output", y32, y64}, {"data gradient", dx32, dx64}, {"kernel gradient", dk32, dk64}} {
+			var diff, scale float64
+			for i := range c.want {
+				diff = math.Max(diff, math.Abs(c.got[i]-c.want[i]))
+				scale = math.Max(scale, math.Abs(c.want[i]))
+			}
+			if diff > 1e-5*scale {
+				t.Errorf("%dD %s: float32 differs from float64 by %.3g (scale %.3g)", d, c.what, diff, scale)
+			}
+		}
+	}
+}
+
+// convTensor returns a float64 tensor of the given shape filled with valid
+// Gaussians when the last dimension is 7 or 13 and with ones otherwise.
+func convTensor(seed uint64, shape ...int) *tensor.Dense {
+	rng := rand.New(rand.NewPCG(24, seed))
+	n := 1
+	for _, s := range shape {
+		n *= s
+	}
+	data := make([]float64, n)
+	last := shape[len(shape)-1]
+	switch last {
+	case 7, 13:
+		d := 2 + (last-7)/6
+		for i := 0; i < n; i += last {
+			fillGaussian(rng, data[i:i+last], d)
+		}
+	default:
+		for i := range data {
+			data[i] = 1
+		}
+	}
+	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(data))
+}
+
+// convWith returns t after setting flat index i to v.
+func convWith(t *tensor.Dense, i int, v float64) *tensor.Dense {
+	t.Data().([]float64)[i] = v
+	return t
+}
+
+// TestConvBadInput feeds gm.Conv and its grad ops invalid inputs through Do
+// (and, for shape errors, through graph construction) and checks that each
+// returns an error naming the op, the input and what was wrong.
+func TestConvBadInput(t *testing.T) {
+	shapeCases := []struct {
+		name     string
+		data     tensor.Shape
+		kernels  tensor.Shape
+		contains []string
+	}{
+		{"data rank 3", tensor.Shape{2, 3, 7}, tensor.Shape{2, 3, 3, 7}, []string{`"data"`, "rank 4", "rank 3"}},
+		{"kernels rank 5", tensor.Shape{2, 3, 4, 7}, tensor.Shape{1, 2, 3, 3, 7}, []string{`"kernels"`, "rank 4", "rank 5"}},
+		{"mismatched Fi", tensor.Shape{2, 3, 4, 7}, tensor.Shape{2, 5, 3, 7}, []string{`"kernels"`, `"data"`, "Fi = 5", "C = 3"}},
+		{"D mismatch", tensor.Shape{2, 3, 4, 7}, tensor.Shape{2, 3, 3, 13}, []string{`"data"`, `"kernels"`, "2D", "3D"}},
+		{"D not 2 or 3 in data", tensor.Shape{2, 3, 4, 5}, tensor.Shape{2, 3, 3, 7}, []string{`"data"`, "length 5", "7 (2D) nor 13 (3D)"}},
+		{"D not 2 or 3 in kernels", tensor.Shape{2, 3, 4, 7}, tensor.Shape{2, 3, 3, 21}, []string{`"kernels"`, "length 21"}},
+		{"zero data components", tensor.Shape{2, 3, 0, 7}, tensor.Shape{2, 3, 3, 7}, []string{`"data"`, "N = 0"}},
+		{"zero kernel components", tensor.Shape{2, 3, 4, 13}, tensor.Shape{2, 3, 0, 13}, []string{`"kernels"`, "N = 0"}},
+		{"zero output channels", tensor.Shape{2, 3, 4, 7}, tensor.Shape{0, 3, 2, 7}, []string{`"kernels"`, "≥ 1"}},
+	}
+	for _, c := range shapeCases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := NewConv().Do(convTensor(1, c.data...), convTensor(2, c.kernels...))
+			convWantErr(t, "Do", err, append([]string{"gm.Conv"}, c.contains...))
+			g := G.NewGraph()
+			x := G.NewTensor(g, tensor.Float64, len(c.data), G.WithShape(c.data...), G.WithName("x"))
+			k := G.NewTensor(g, tensor.Float64, len(c.kernels), G.WithShape(c.kernels...), G.WithName("k"))
+			_, err = G.ApplyOp(NewConv(), x, k)
+			convWantErr(t, "ApplyOp", err, []string{"gm.Conv"})
+		})
+	}
+
+	const d = 2
+	valueCases := []struct {
+		name          string
+		data, kernels *tensor.Dense
+		contains      []string
+	}{
+		{"NaN weight in data", convWith(convTensor(3, 2, 3, 4, 7), 7*5, math.NaN()), convTensor(4, 2, 3, 3, 7), []string{`"data"`, "non-finite", "NaN"}},
+		{"Inf position in kernels", convTensor(5, 2, 3, 4, 7), convWith(convTensor(6, 2, 3, 3, 7), 7*4+1, math.Inf(1)), []string{`"kernels"`, "non-finite", "Inf"}},
+		{"non-SPD covariance in kernels", convTensor(7, 2, 3, 4, 7), convWith(convTensor(8, 2, 3, 3, 7), 7*2+1+d, -1), []string{`"kernels"`, "not positive definite", "n=2"}},
+		{"asymmetric covariance in data", convWith(convTensor(9, 2, 3, 4, 7), 1+d+1, 5), convTensor(10, 2, 3, 3, 7), []string{`"data"`, "not symmetric"}},
+		{"mixed dtypes", convTensor(11, 2, 3, 4, 7), convAs32(convTensor(12, 2, 3, 3, 7)), []string{`"kernels"`, "float32", "float64"}},
+	}
+	for _, c := range valueCases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := NewConv().Do(c.data, c.kernels)
+			convWantErr(t, "Do", err, append([]string{"gm.Conv"}, c.contains...))
+		})
+	}
+
+	t.Run("mixed dtypes in a graph", func(t *testing.T) {
+		g := G.NewGraph()
+		x := G.NewTensor(g, tensor.Float64, 4, G.WithShape(2, 3, 4, 7), G.WithName("x"))
+		k := G.NewTensor(g, tensor.Float32, 4, G.WithShape(2, 3, 3, 7), G.WithName("k"))
+		_, err := G.ApplyOp(NewConv(), x, k)
+		convWantErr(t, "ApplyOp", err, []string{"gm.Conv", "float32", "float64"})
+	})
+
+	for wrt, name := range []string{"gm.ConvGradData", "gm.ConvGradKernels"} {
+		t.Run(name+" wrong grad shape", func(t *testing.T) {
+			x, k := convTensor(13, 2, 3, 4, 7), convTensor(14, 2, 3, 3, 7)
+			y, err := NewConv().Do(x, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = newOp(convGradKernel{wrt: wrt}).Do(x, k, y, convTensor(15, 2, 2, 35, 7))
+			convWantErr(t, "Do", err, []string{name, `"grad"`, "(2, 2, 36, 7)", "(2, 2, 35, 7)"})
+		})
+	}
+}
+
+// convWantErr fails unless err is non-nil and its message contains every
+// string of want.
+func convWantErr(t *testing.T, call string, err error, want []string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s: no error, want one containing %q", call, want)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%s: error %q does not contain %q", call, err, w)
+		}
+	}
+}
