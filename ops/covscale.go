@@ -1,0 +1,337 @@
+package ops
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sync"
+
+	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+	"github.com/pkg/errors"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// NewCovScale returns the per-sample CovScaleNorm op: every mixture (b, c) of
+// a packed batch [B, C, N, 1+D+D·D] is scaled in space by s = sqrt(D/τ),
+// τ = mean_k tr Σ_k, i.e. μ ← s·μ and Σ ← s²·Σ with weights unchanged, so
+// that its mean covariance trace becomes D. The gradient flows through s.
+// The reference applies it once, to the network input.
+func NewCovScale() G.Op { return newOp(covScaleKernel{}) }
+
+type covScaleKernel struct{}
+
+func (covScaleKernel) name() string          { return "gm.CovScale" }
+func (covScaleKernel) inputNames() []string  { return []string{"mixture"} }
+func (covScaleKernel) ranks() []int          { return []int{4, 4} }
+func (covScaleKernel) writeParams(io.Writer) {}
+func (covScaleKernel) diffWRT() []bool       { return []bool{true} }
+func (covScaleKernel) gradKernel(int) kernel { return covScaleGradKernel{} }
+
+func (covScaleKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
+	if _, err := mixture.LayoutOf(in[0]); err != nil {
+		return nil, errors.Wrap(err, `input "mixture"`)
+	}
+	return in[0].Clone(), nil
+}
+
+func (covScaleKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
+	l, err := checkedMixture(in[0], "mixture")
+	if err != nil {
+		return err
+	}
+	return typed(out, in,
+		func(y []float32, x [][]float32) error { return covScalePerSample(y, x[0], l) },
+		func(y []float64, x [][]float64) error { return covScalePerSample(y, x[0], l) })
+}
+
+// covScaleFactors returns the per-mixture factors s = sqrt(D/τ) and the mean
+// traces τ of x, or an error naming the first mixture without a factor.
+func covScaleFactors[T mixture.Float](x []T, l mixture.Layout) ([]T, []float64, error) {
+	tau := make([]float64, l.Mixtures())
+	cpu.MeanTraces(tau, x, l)
+	s := make([]T, len(tau))
+	for m, v := range tau {
+		f, ok := cpu.CovScaleFactor(l.D, v)
+		if !ok {
+			return nil, nil, errors.Errorf(`input "mixture": mixture (b=%d, c=%d) has mean covariance trace %g, expected a positive finite value`, m/l.C, m%l.C, v)
+		}
+		s[m] = T(f)
+	}
+	return s, tau, nil
+}
+
+func covScalePerSample[T mixture.Float](y, x []T, l mixture.Layout) error {
+	s, _, err := covScaleFactors(x, l)
+	if err != nil {
+		return err
+	}
+	cpu.ScaleMixtures(y, x, l, s)
+	return nil
+}
+
+// covScaleGradKernel computes ∂L/∂mixture of the per-sample CovScaleNorm from
+// (mixture, output, grad), recomputing s and τ from the input.
+type covScaleGradKernel struct{}
+
+func (covScaleGradKernel) name() string { return "gm.CovScaleGrad" }
+func (covScaleGradKernel) inputNames() []string {
+	n, _ := gradInputs(covScaleKernel{})
+	return n
+}
+func (covScaleGradKernel) ranks() []int {
+	_, r := gradInputs(covScaleKernel{})
+	return append(r, 4)
+}
+func (covScaleGradKernel) writeParams(io.Writer) {}
+
+func (covScaleGradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
+	return covScaleGradShape(in)
+}
+
+func (covScaleGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
+	l, _ := mixture.LayoutOf(in[0].Shape())
+	return typed(out, in,
+		func(dx []float32, x [][]float32) error { return covScaleBackward(dx, x[0], x[2], l) },
+		func(dx []float64, x [][]float64) error { return covScaleBackward(dx, x[0], x[2], l) })
+}
+
+func covScaleBackward[T mixture.Float](dx, x, g []T, l mixture.Layout) error {
+	s, tau, err := covScaleFactors(x, l)
+	if err != nil {
+		return err
+	}
+	cpu.CovScaleBackward(dx, g, x, l, s, tau)
+	return nil
+}
+
+// covScaleGradShape checks (mixture, output, grad) of a shape-preserving
+// mixture op and returns the mixture's shape.
+func covScaleGradShape(in []tensor.Shape) (tensor.Shape, error) {
+	if _, err := mixture.LayoutOf(in[0]); err != nil {
+		return nil, errors.Wrap(err, `input "mixture"`)
+	}
+	if err := sameShape("output", in[1], in[0]); err != nil {
+		return nil, err
+	}
+	if err := sameShape("grad", in[2], in[0]); err != nil {
+		return nil, err
+	}
+	return in[0].Clone(), nil
+}
+
+// CovScaleNorm is the running-average CovScaleNorm op the reference applies
+// after every ReLU-fitting block. It scales every mixture of channel c by one
+// factor s[c] = sqrt(D/τ̄[c]), μ ← s·μ and Σ ← s²·Σ with weights unchanged,
+// where τ̄[c] is a running average of the channel's mean covariance trace
+// (over batch and components), initialised to 1.
+//
+// In training mode every forward execution first updates
+// τ̄ ← (1−α)·τ̄ + α·τ_batch with α = min(B/1000, 0.2) and then scales by the
+// updated average; in evaluation mode τ̄ is only read. In both modes s is
+// detached: no gradient flows into the statistic, which is what lets the
+// average warm up over ≈1/α batches without fighting the optimiser.
+//
+// The update happens in Do, which a TapeMachine runs once per step; the
+// gradient op never touches the state. One CovScaleNorm may be applied in
+// several graphs (a training and an evaluation graph of other batch sizes)
+// and then shares its running average between them. Unlike Gorgonia's
+// BatchNormOp, SetTraining never resets the statistics.
+//
+// Gorgonia's machines set the mode of every TrainModeOp when they are built:
+// NewTapeMachine switches the op to training unless given
+// gorgonia.EvalMode(). With a shared op, building the evaluation machine
+// therefore also changes the mode seen by the training graph; call
+// SetTraining at the start of each phase.
+type CovScaleNorm struct {
+	*op
+	st *covScaleState
+}
+
+type covScaleState struct {
+	mu       sync.Mutex
+	training bool
+	running  []float64
+}
+
+// NewCovScaleNorm returns a running-average CovScaleNorm for mixtures with
+// the given number of channels, in evaluation mode with τ̄ = 1.
+func NewCovScaleNorm(channels int) (*CovScaleNorm, error) {
+	if channels < 1 {
+		return nil, errors.Errorf("gm.CovScaleNorm: channels must be ≥ 1, got %d", channels)
+	}
+	st := &covScaleState{running: make([]float64, channels)}
+	for i := range st.running {
+		st.running[i] = 1
+	}
+	return &CovScaleNorm{op: newOp(covScaleNormKernel{st}), st: st}, nil
+}
+
+// SetTraining switches between training (update the running average on every
+// forward) and evaluation (use it as it is). It implements gorgonia.TrainModeOp.
+func (c *CovScaleNorm) SetTraining(training bool) error {
+	c.st.mu.Lock()
+	defer c.st.mu.Unlock()
+	c.st.training = training
+	return nil
+}
+
+// Training reports whether the op is in training mode.
+func (c *CovScaleNorm) Training() bool {
+	c.st.mu.Lock()
+	defer c.st.mu.Unlock()
+	return c.st.training
+}
+
+// Running returns a copy of the running mean traces τ̄, one per channel, for
+// checkpoints.
+func (c *CovScaleNorm) Running() []float64 {
+	c.st.mu.Lock()
+	defer c.st.mu.Unlock()
+	return append([]float64(nil), c.st.running...)
+}
+
+// SetRunning restores the running mean traces from a checkpoint. It needs one
+// positive finite value per channel.
+func (c *CovScaleNorm) SetRunning(tau []float64) error {
+	c.st.mu.Lock()
+	defer c.st.mu.Unlock()
+	if len(tau) != len(c.st.running) {
+		return errors.Errorf("gm.CovScaleNorm: SetRunning needs %d values (one per channel), got %d", len(c.st.running), len(tau))
+	}
+	for i, v := range tau {
+		if !(v > 0) || math.IsInf(v, 0) {
+			return errors.Errorf("gm.CovScaleNorm: SetRunning: channel %d has mean trace %g, expected a positive finite value", i, v)
+		}
+	}
+	copy(c.st.running, tau)
+	return nil
+}
+
+var _ G.TrainModeOp = (*CovScaleNorm)(nil)
+
+type covScaleNormKernel struct{ st *covScaleState }
+
+func (covScaleNormKernel) name() string         { return "gm.CovScaleNorm" }
+func (covScaleNormKernel) inputNames() []string { return []string{"mixture"} }
+func (covScaleNormKernel) ranks() []int         { return []int{4, 4} }
+func (k covScaleNormKernel) writeParams(w io.Writer) {
+	fmt.Fprintf(w, "channels=%d", len(k.st.running))
+}
+func (covScaleNormKernel) diffWRT() []bool       { return []bool{true} }
+func (covScaleNormKernel) gradKernel(int) kernel { return covScaleNormGradKernel{} }
+
+func (k covScaleNormKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
+	l, err := mixture.LayoutOf(in[0])
+	if err != nil {
+		return nil, errors.Wrap(err, `input "mixture"`)
+	}
+	if l.C != len(k.st.running) {
+		return nil, errors.Errorf(`input "mixture" %v: expected %d channels, got %d`, in[0], len(k.st.running), l.C)
+	}
+	return in[0].Clone(), nil
+}
+
+func (k covScaleNormKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
+	l, err := checkedMixture(in[0], "mixture")
+	if err != nil {
+		return err
+	}
+	return typed(out, in,
+		func(y []float32, x [][]float32) error { return covScaleRunning(k.st, y, x[0], l) },
+		func(y []float64, x [][]float64) error { return covScaleRunning(k.st, y, x[0], l) })
+}
+
+// covScaleRunning updates the running average (in training) and scales x by
+// the channel factors into y. The state is replaced only once every new
+// value is known to be valid, so a bad batch leaves it untouched.
+func covScaleRunning[T mixture.Float](st *covScaleState, y, x []T, l mixture.Layout) error {
+	st.mu.Lock()
+	running := append([]float64(nil), st.running...)
+	if st.training {
+		tau := make([]float64, l.Mixtures())
+		cpu.MeanTraces(tau, x, l)
+		alpha := math.Min(float64(l.B)/1000, 0.2)
+		for c := range running {
+			var batch float64
+			for b := range l.B {
+				batch += tau[b*l.C+c]
+			}
+			batch /= float64(l.B)
+			if _, ok := cpu.CovScaleFactor(l.D, batch); !ok {
+				st.mu.Unlock()
+				return errors.Errorf(`input "mixture": channel %d has batch mean covariance trace %g, expected a positive finite value`, c, batch)
+			}
+			running[c] = (1-alpha)*running[c] + alpha*batch
+		}
+	}
+	s := make([]T, l.Mixtures())
+	for c, v := range running {
+		f, ok := cpu.CovScaleFactor(l.D, v)
+		if !ok {
+			st.mu.Unlock()
+			return errors.Errorf("channel %d: running mean trace %g has no scale factor", c, v)
+		}
+		for b := range l.B {
+			s[b*l.C+c] = T(f)
+		}
+	}
+	copy(st.running, running)
+	st.mu.Unlock()
+	cpu.ScaleMixtures(y, x, l, s)
+	return nil
+}
+
+// covScaleNormGradKernel computes ∂L/∂mixture of CovScaleNorm from
+// (mixture, output, grad) with the factors held constant. It recovers the
+// factor the forward applied from its input and output,
+// s[c]² = Σ_{b,k} tr Σ_y / Σ_{b,k} tr Σ_x, which is exact up to rounding,
+// so the backward shares no state with the forward and is right whether the
+// forward ran in training or evaluation mode.
+type covScaleNormGradKernel struct{}
+
+func (covScaleNormGradKernel) name() string { return "gm.CovScaleNormGrad" }
+func (covScaleNormGradKernel) inputNames() []string {
+	n, _ := gradInputs(covScaleNormKernel{})
+	return n
+}
+func (covScaleNormGradKernel) ranks() []int {
+	_, r := gradInputs(covScaleNormKernel{})
+	return append(r, 4)
+}
+func (covScaleNormGradKernel) writeParams(io.Writer) {}
+
+func (covScaleNormGradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
+	return covScaleGradShape(in)
+}
+
+func (covScaleNormGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
+	l, _ := mixture.LayoutOf(in[0].Shape())
+	return typed(out, in,
+		func(dx []float32, x [][]float32) error { return covScaleNormBackward(dx, x[0], x[1], x[2], l) },
+		func(dx []float64, x [][]float64) error { return covScaleNormBackward(dx, x[0], x[1], x[2], l) })
+}
+
+func covScaleNormBackward[T mixture.Float](dx, x, y, g []T, l mixture.Layout) error {
+	tx, ty := make([]float64, l.Mixtures()), make([]float64, l.Mixtures())
+	cpu.MeanTraces(tx, x, l)
+	cpu.MeanTraces(ty, y, l)
+	s := make([]T, l.Mixtures())
+	for c := range l.C {
+		var sx, sy float64
+		for b := range l.B {
+			sx += tx[b*l.C+c]
+			sy += ty[b*l.C+c]
+		}
+		f := math.Sqrt(sy / sx)
+		if !(f > 0) || math.IsInf(f, 0) {
+			return errors.Errorf("channel %d: cannot recover the scale factor from traces %g (input) and %g (output)", c, sx, sy)
+		}
+		for b := range l.B {
+			s[b*l.C+c] = T(f)
+		}
+	}
+	cpu.ScaleMixturesBackward(dx, g, l, s)
+	return nil
+}
