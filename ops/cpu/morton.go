@@ -1,0 +1,94 @@
+package cpu
+
+import "math"
+
+// mortonBits is the resolution of one axis of a Morton code: 10 bits per
+// axis, 30 bits for the interleaved code, as in the reference LBVH.
+const mortonBits = 10
+
+// mortonKeys writes one sortable key per component of the packed mixture mix
+// (n Gaussians of dimension d) into keys[:n] and sorts them ascending;
+// buf[:n] is scratch for the sort.
+//
+// Positions are normalised to the mixture's own bounding box,
+// p = (μ − lower)/(upper − lower) per axis, quantised to 10 bits and
+// interleaved with x most significant. 2D positions are lifted to 3D with
+// z = 0. An axis without extent (all positions equal on it) maps to 0: the
+// reference divides 0/0 there and relies on the NaN→0 integer cast, which Go
+// does not define. The low 16 bits of a key hold the component index, so keys
+// are unique and the index breaks Morton ties: key = morton30·2¹⁶ + index.
+func mortonKeys[T Float](d int, mix []T, n int, keys, buf []uint64) {
+	s := 1 + d + d*d
+	var lower, upper [3]float64
+	for j := range d {
+		lower[j], upper[j] = math.Inf(1), math.Inf(-1)
+	}
+	for k := range n {
+		for j := range d {
+			v := float64(mix[k*s+1+j])
+			lower[j] = math.Min(lower[j], v)
+			upper[j] = math.Max(upper[j], v)
+		}
+	}
+	var scale [3]float64
+	for j := range d {
+		if ext := upper[j] - lower[j]; ext > 0 {
+			scale[j] = 1 / ext
+		}
+	}
+	for k := range n {
+		var q [3]uint32
+		for j := range d {
+			p := (float64(mix[k*s+1+j]) - lower[j]) * scale[j]
+			q[j] = uint32(min(max(p*(1<<mortonBits), 0), (1<<mortonBits)-1))
+		}
+		m := expandBits(q[0])<<2 | expandBits(q[1])<<1 | expandBits(q[2])
+		keys[k] = uint64(m)<<16 | uint64(k)
+	}
+	sortKeys(keys[:n], buf[:n])
+}
+
+// expandBits spreads the low 10 bits of v so that two zero bits follow each
+// bit: bit i moves to bit 3i.
+func expandBits(v uint32) uint32 {
+	v = (v * 0x00010001) & 0xFF0000FF
+	v = (v * 0x00000101) & 0x0F00F00F
+	v = (v * 0x00000011) & 0xC30C30C3
+	v = (v * 0x00000005) & 0x49249249
+	return v
+}
+
+// sortKeys sorts keys ascending: an LSD radix sort over the 46 used bits
+// (30 Morton + 16 index) in four 12-bit passes through buf (len(keys)), or an
+// insertion sort for short inputs. Radix sort keeps the 65534-component case
+// linear.
+func sortKeys(keys, buf []uint64) {
+	if len(keys) <= 64 {
+		for i := 1; i < len(keys); i++ {
+			for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+				keys[j], keys[j-1] = keys[j-1], keys[j]
+			}
+		}
+		return
+	}
+	src, dst := keys, buf
+	var count [1 << 12]int
+	for shift := uint(0); shift < 48; shift += 12 {
+		clear(count[:])
+		for _, k := range src {
+			count[(k>>shift)&0xFFF]++
+		}
+		sum := 0
+		for i, c := range count {
+			count[i] = sum
+			sum += c
+		}
+		for _, k := range src {
+			b := (k >> shift) & 0xFFF
+			dst[count[b]] = k
+			count[b]++
+		}
+		src, dst = dst, src
+	}
+	// Four passes (an even number) leave the result back in keys.
+}

@@ -1,0 +1,687 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/gmcn-go/gmcn/ops/mixture"
+	"github.com/pkg/errors"
+)
+
+// Limits of TreeHEM, as in the reference: 16-bit component ids in the Morton
+// keys (N < 65535) and at most 1024 output components.
+const (
+	TreeHEMMaxN  = 65534
+	TreeHEMMaxNp = 1024
+)
+
+// TreeHEMOptions configures TreeHEM.
+type TreeHEMOptions struct {
+	// Reduction is T, the number of Gaussians an EM step fits 2T children
+	// down to: 2, 4 or 8. The paper's networks use 2.
+	Reduction int
+	// UnderFill reproduces the reference's selection loop, which stops while
+	// fewer than Np − T slots are filled and so leaves 1…T zero-weight padding
+	// slots in every reduced mixture. By default all Np slots are filled.
+	UnderFill bool
+}
+
+// CheckTreeHEM returns a descriptive error unless TreeHEM can reduce mixtures
+// of layout l to np components with options o.
+func CheckTreeHEM(l mixture.Layout, np int, o TreeHEMOptions) error {
+	switch {
+	case o.Reduction != 2 && o.Reduction != 4 && o.Reduction != 8:
+		return errors.Errorf("reduction T = %d must be 2, 4 or 8", o.Reduction)
+	case np < 1 || np > TreeHEMMaxNp:
+		return errors.Errorf("output size Np = %d must be in [1, %d]", np, TreeHEMMaxNp)
+	case np < o.Reduction:
+		return errors.Errorf("output size Np = %d is smaller than the reduction T = %d; the reference runs MEM for that case, which is not implemented: use Np ≥ T", np, o.Reduction)
+	case l.N < 1 || l.N > TreeHEMMaxN:
+		return errors.Errorf("component count N = %d must be in [1, %d] (16-bit component ids)", l.N, TreeHEMMaxN)
+	case l.D != 2 && l.D != 3:
+		return errors.Errorf("dimension D = %d must be 2 or 3", l.D)
+	case l.B < 1 || l.C < 1:
+		return errors.Errorf("batch %d and channels %d must be ≥ 1", l.B, l.C)
+	}
+	return nil
+}
+
+// hemNode is the frozen state of one internal tree node: how many Gaussians
+// its cache holds, which entries of its children's caches it collected
+// (bit j of keep for the j-th entry of [left cache, right cache]; entries
+// with |w| < 1e−7 are dropped), and, if it fitted them, the EM decisions.
+type hemNode struct {
+	n    uint8
+	fit  bool
+	keep uint16
+	em   emDecision
+}
+
+// hemMixture is the frozen state of one mixture: the tree, the node states
+// and the top-down selection.
+type hemMixture struct {
+	obj   []int32 // component index of leaf n−1+j
+	tree  lbvh
+	order []int32 // internal nodes in pre-order (parents first)
+	nodes []hemNode
+	sel   []int32 // selected nodes, in output order
+	// refit is the position in sel of the node that fills the last slots by a
+	// fit of its children's entries to refitK components, or −1.
+	refit   int
+	refitK  int
+	refitEM emDecision
+}
+
+// Decisions holds every discrete choice TreeHEM made for a batch: per
+// mixture the tree, the collection filters, the initial EM components and KL
+// masks of every node, and the selection. TreeHEMFrozen and
+// TreeHEMBackward replay them, which makes the reduction a smooth function of
+// the input that finite differences can check.
+type Decisions struct {
+	l    mixture.Layout
+	np   int
+	o    TreeHEMOptions
+	mix  []hemMixture
+	pass bool // N ≤ Np: every mixture passes through unreduced
+}
+
+func newDecisions(l mixture.Layout, np int, o TreeHEMOptions) *Decisions {
+	dec := &Decisions{l: l, np: np, o: o, pass: l.N <= np}
+	if dec.pass {
+		return dec
+	}
+	n, nm := l.N, l.Mixtures()
+	dec.mix = make([]hemMixture, nm)
+	obj := make([]int32, nm*n)
+	links := make([]int32, 3*nm*(n-1))
+	nodes := make([]hemNode, nm*(n-1))
+	sel := make([]int32, nm*np)
+	for m := range dec.mix {
+		dm := &dec.mix[m]
+		dm.obj = obj[m*n : (m+1)*n]
+		k := 3 * m * (n - 1)
+		dm.tree.left = links[k : k+n-1]
+		dm.tree.right = links[k+n-1 : k+2*(n-1)]
+		dm.order = links[k+2*(n-1) : k+3*(n-1)]
+		dm.nodes = nodes[m*(n-1) : (m+1)*(n-1)]
+		dm.sel = sel[m*np : m*np : (m+1)*np]
+	}
+	return dec
+}
+
+// TreeHEM reduces every mixture of the packed batch x (layout l) to np
+// components written to y [B, C, np, ·], and returns the decisions it made.
+//
+// Per mixture (reference bvh_mhem_fit with the driver of fitting.py):
+//  1. Pre-scale positions by 1/√s and covariances by 1/s with
+//     s = mean_k tr(Σ_k)/D, so the likelihood exponent is scale-free.
+//  2. Build a Karras LBVH over the Morton codes of the positions.
+//  3. Bottom up, every internal node caches at most T Gaussians: the
+//     collected caches of its children (|w| ≥ 1e−7) if there are at most T,
+//     else their 2T → T EM fit.
+//  4. Top down, starting from the root, repeatedly replace the selected node
+//     with full cache and largest |integral| by its two children until np
+//     slots are filled; a split that would overshoot is replaced by a fit of
+//     that node's children to exactly the missing count. With
+//     o.UnderFill the reference's loop (n < np − T) is used instead.
+//  5. Write the selected caches scaled back by √s and s, pad with
+//     {w = 0, μ = 0, Σ = I}.
+//
+// Mixtures with N ≤ np pass through unchanged and are padded.
+func TreeHEM[T Float](y, x []T, l mixture.Layout, np int, o TreeHEMOptions) (*Decisions, error) {
+	if err := checkTreeHEMData(len(y), len(x), l, np, o); err != nil {
+		return nil, err
+	}
+	dec := newDecisions(l, np, o)
+	return dec, runTreeHEM(hemRecord, y, nil, x, nil, dec)
+}
+
+// TreeHEMForward is TreeHEM without keeping the decisions, for callers that
+// only need the output.
+func TreeHEMForward[T Float](y, x []T, l mixture.Layout, np int, o TreeHEMOptions) error {
+	if err := checkTreeHEMData(len(y), len(x), l, np, o); err != nil {
+		return err
+	}
+	return runTreeHEM(hemRecord, y, nil, x, nil, &Decisions{l: l, np: np, o: o, pass: l.N <= np})
+}
+
+// TreeHEMFrozen recomputes the reduction of x with the decisions of an
+// earlier TreeHEM call instead of making new ones. With dec from TreeHEM(x)
+// it reproduces TreeHEM's output; for a perturbed x it is the smooth function
+// whose derivative TreeHEMBackward computes.
+func TreeHEMFrozen[T Float](y, x []T, dec *Decisions) error {
+	if err := checkTreeHEMData(len(y), len(x), dec.l, dec.np, dec.o); err != nil {
+		return err
+	}
+	return runTreeHEM(hemReplay, y, nil, x, nil, dec)
+}
+
+// TreeHEMBackward writes ∂L/∂x into dx given g = ∂L/∂y, differentiating
+// TreeHEMFrozen(·, dec) at x: exact reverse mode through the scaling (s
+// included), every EM step and the copies, with the decisions frozen and
+// no gradient through clips where they are active.
+func TreeHEMBackward[T Float](dx, x, g []T, dec *Decisions) error {
+	if err := checkTreeHEMData(len(g), len(x), dec.l, dec.np, dec.o); err != nil {
+		return err
+	}
+	if len(dx) != len(x) {
+		return errors.Errorf("gradient has %d values, the input %d", len(dx), len(x))
+	}
+	return runTreeHEM(hemReplay|hemBackward, nil, dx, x, g, dec)
+}
+
+// TreeHEMGrad is TreeHEMBackward with the decisions recomputed from x, one
+// mixture at a time, instead of stored: TreeHEM is deterministic, so they are
+// the ones the forward pass made.
+func TreeHEMGrad[T Float](dx, x, g []T, l mixture.Layout, np int, o TreeHEMOptions) error {
+	if err := checkTreeHEMData(len(g), len(x), l, np, o); err != nil {
+		return err
+	}
+	if len(dx) != len(x) {
+		return errors.Errorf("gradient has %d values, the input %d", len(dx), len(x))
+	}
+	return runTreeHEM(hemRecord|hemBackward, nil, dx, x, g, &Decisions{l: l, np: np, o: o, pass: l.N <= np})
+}
+
+func checkTreeHEMData(ny, nx int, l mixture.Layout, np int, o TreeHEMOptions) error {
+	if err := CheckTreeHEM(l, np, o); err != nil {
+		return err
+	}
+	if nx != l.Len() {
+		return errors.Errorf("input has %d values, layout %v needs %d", nx, l.Shape(), l.Len())
+	}
+	if want := l.Mixtures() * np * l.Stride(); ny != want {
+		return errors.Errorf("output has %d values, [%d, %d, %d, %d] needs %d", ny, l.B, l.C, np, l.Stride(), want)
+	}
+	return nil
+}
+
+type hemMode int
+
+const (
+	hemRecord   hemMode = 0      // make the decisions
+	hemReplay   hemMode = 1 << 0 // read them from Decisions
+	hemBackward hemMode = 1 << 1 // compute ∂L/∂x instead of y
+)
+
+func runTreeHEM[T Float](mode hemMode, y, dx, x, g []T, dec *Decisions) error {
+	l, np := dec.l, dec.np
+	s := l.Stride()
+	outLen := np * s
+	if dec.pass {
+		ParallelFor(l.Mixtures(), func(m int) {
+			in := mixture.Mixture(x, l, m)
+			if mode&hemBackward != 0 {
+				copy(mixture.Mixture(dx, l, m), g[m*outLen:m*outLen+len(in)])
+				return
+			}
+			out := y[m*outLen : (m+1)*outLen]
+			copy(out, in)
+			padIdentity(l.D, out[len(in):])
+		})
+		return finiteResult(mode, y, dx, l, np)
+	}
+	workers := make([]*hemWorker[T], Workers(l.Mixtures()))
+	for w := range workers {
+		workers[w] = newHEMWorker[T](l, np, dec.o)
+	}
+	ParallelForWorker(l.Mixtures(), func(w, m int) {
+		wk := workers[w]
+		dm := &wk.scratch
+		if dec.mix != nil {
+			dm = &dec.mix[m]
+		}
+		wk.forward(mode, mixture.Mixture(x, l, m), dm)
+		if mode&hemBackward != 0 {
+			wk.backward(mixture.Mixture(x, l, m), g[m*outLen:(m+1)*outLen], mixture.Mixture(dx, l, m), dm)
+			return
+		}
+		wk.write(y[m*outLen:(m+1)*outLen], dm)
+	})
+	return finiteResult(mode, y, dx, l, np)
+}
+
+// finiteResult reports NaN or Inf in the result: TreeHEM's clips keep valid
+// input finite, so a non-finite value means the input was not a valid mixture
+// (or has weights of both signs extreme enough to overflow the likelihood).
+func finiteResult[T Float](mode hemMode, y, dx []T, l mixture.Layout, np int) error {
+	out, n, what := y, np, "output"
+	if mode&hemBackward != 0 {
+		out, n, what = dx, l.N, "gradient"
+	}
+	if err := mixture.CheckFinite(out); err != nil {
+		i := 0
+		for ; i < len(out); i++ {
+			if v := float64(out[i]); math.IsNaN(v) || math.IsInf(v, 0) {
+				break
+			}
+		}
+		m, k := i/(n*l.Stride()), (i/l.Stride())%n
+		return errors.Wrapf(err, "TreeHEM %s of mixture (b=%d, c=%d) component %d is not finite; the input must be finite with SPD covariances", what, m/l.C, m%l.C, k)
+	}
+	return nil
+}
+
+// padIdentity fills the packed slots in out with {w = 0, μ = 0, Σ = I}.
+func padIdentity[T Float](d int, out []T) {
+	clear(out)
+	s := 1 + d + d*d
+	for k := 0; k < len(out); k += s {
+		for c := range d {
+			out[k+1+d+c*d+c] = 1
+		}
+	}
+}
+
+// hemWorker is the scratch of one goroutine, sized once for the layout.
+type hemWorker[T Float] struct {
+	d, s, t, n, np int
+	under          bool
+
+	scale, sqrt T // s and √s of the current mixture
+
+	keys, kbuf []uint64
+	xs         []T // pre-scaled input, N·stride
+	cache      []T // per internal node T packed Gaussians
+	integ      []T // |integral| rating input per node (2N−1)
+	gxs        []T // ∂L/∂xs
+	gcache     []T // ∂L/∂cache
+	active     []bool
+	stack      []int32
+	rcache     [hemMaxM * 13]T // output of the refit node
+	em         emFit[T]
+	scratch    hemMixture // decisions of the current mixture when not stored
+}
+
+func newHEMWorker[T Float](l mixture.Layout, np int, o TreeHEMOptions) *hemWorker[T] {
+	n, s, t := l.N, l.Stride(), o.Reduction
+	w := &hemWorker[T]{
+		d: l.D, s: s, t: t, n: n, np: np, under: o.UnderFill,
+		keys: make([]uint64, n), kbuf: make([]uint64, n),
+		xs:     make([]T, n*s),
+		cache:  make([]T, (n-1)*t*s),
+		integ:  make([]T, 2*n-1),
+		gxs:    make([]T, n*s),
+		gcache: make([]T, (n-1)*t*s),
+		active: make([]bool, n-1),
+		stack:  make([]int32, 0, 64),
+	}
+	w.em.d = l.D
+	links := make([]int32, 3*(n-1))
+	w.scratch = hemMixture{
+		obj:   make([]int32, n),
+		tree:  lbvh{left: links[:n-1], right: links[n-1 : 2*(n-1)]},
+		order: links[2*(n-1):],
+		nodes: make([]hemNode, n-1),
+		sel:   make([]int32, 0, np),
+	}
+	return w
+}
+
+// entries returns the cache of node c (a leaf holds its pre-scaled input
+// Gaussian) and the matching gradient slice.
+func (w *hemWorker[T]) entries(c int32, dm *hemMixture) (vals, grads []T) {
+	if int(c) >= w.n-1 {
+		k := int(dm.obj[int(c)-(w.n-1)]) * w.s
+		return w.xs[k : k+w.s], w.gxs[k : k+w.s]
+	}
+	k := int(c) * w.t * w.s
+	cnt := int(dm.nodes[c].n) * w.s
+	return w.cache[k : k+cnt], w.gcache[k : k+cnt]
+}
+
+func (w *hemWorker[T]) size(c int32, dm *hemMixture) int {
+	if int(c) >= w.n-1 {
+		return 1
+	}
+	return int(dm.nodes[c].n)
+}
+
+// collect loads the kept entries of x's children into the EM targets and
+// returns their count. In record mode it decides what is kept first.
+func (w *hemWorker[T]) collect(x int32, dm *hemMixture, record bool) int {
+	node := &dm.nodes[x]
+	if record {
+		node.keep = 0
+	}
+	m, bit := 0, 0
+	for _, c := range [2]int32{dm.tree.left[x], dm.tree.right[x]} {
+		vals, _ := w.entries(c, dm)
+		for k := 0; k < len(vals); k += w.s {
+			if record && abs(vals[k]) >= hemEpsLarge {
+				node.keep |= 1 << bit
+			}
+			if node.keep&(1<<bit) != 0 {
+				w.em.setTarget(m, vals[k:k+w.s])
+				m++
+			}
+			bit++
+		}
+	}
+	w.em.m = m
+	return m
+}
+
+// scatter adds the EM target gradients (or, for a copying node, the cache
+// gradients gsrc) to the kept entries of x's children.
+func (w *hemWorker[T]) scatter(x int32, dm *hemMixture, gsrc []T) {
+	keep := dm.nodes[x].keep
+	m, bit := 0, 0
+	d := w.d
+	for _, c := range [2]int32{dm.tree.left[x], dm.tree.right[x]} {
+		_, grads := w.entries(c, dm)
+		for k := 0; k < len(grads); k += w.s {
+			if keep&(1<<bit) != 0 {
+				gk := grads[k : k+w.s]
+				if gsrc != nil {
+					for j := range w.s {
+						gk[j] += gsrc[m*w.s+j]
+					}
+				} else {
+					gk[0] += w.em.gtw[m]
+					for j := range d {
+						gk[1+j] += w.em.gtmu[m][j]
+					}
+					for j := range d * d {
+						gk[1+d+j] += w.em.gtcv[m][j]
+					}
+				}
+				m++
+			}
+			bit++
+		}
+		if int(c) < w.n-1 {
+			w.active[c] = true
+		}
+	}
+}
+
+// fitNode computes the cache of internal node x from its children into out
+// (room for T entries) and returns the entry count.
+func (w *hemWorker[T]) fitNode(x int32, dm *hemMixture, record bool, out []T) int {
+	node := &dm.nodes[x]
+	m := w.collect(x, dm, record)
+	if m <= w.t {
+		node.fit = false
+		for i := range m {
+			w.copyTarget(i, out[i*w.s:(i+1)*w.s])
+		}
+		return m
+	}
+	node.fit = true
+	w.em.k = w.t
+	if record {
+		w.em.decide(&node.em)
+	}
+	w.em.forward(&node.em)
+	for s := range w.t {
+		w.em.output(s, out[s*w.s:(s+1)*w.s])
+	}
+	return w.t
+}
+
+func (w *hemWorker[T]) copyTarget(i int, g []T) {
+	d := w.d
+	g[0] = w.em.tw[i]
+	copy(g[1:1+d], w.em.tmu[i][:d])
+	copy(g[1+d:], w.em.tcov[i][:d*d])
+}
+
+// forward pre-scales the mixture, builds (record) or reads (replay) the tree,
+// runs the bottom-up pass, and selects (record) the output nodes.
+func (w *hemWorker[T]) forward(mode hemMode, mix []T, dm *hemMixture) {
+	record := mode&hemReplay == 0
+	n, s, d := w.n, w.s, w.d
+	var tr T
+	for k := range n {
+		for c := range d {
+			tr += mix[k*s+1+d+c*d+c]
+		}
+	}
+	w.scale = tr / T(n*d)
+	w.sqrt = T(math.Sqrt(float64(w.scale)))
+	for k := range n {
+		g, o := mix[k*s:(k+1)*s], w.xs[k*s:(k+1)*s]
+		o[0] = g[0]
+		for c := range d {
+			o[1+c] = g[1+c] / w.sqrt
+		}
+		for c := range d * d {
+			o[1+d+c] = g[1+d+c] / w.scale
+		}
+	}
+	if record {
+		mortonKeys(d, mix, n, w.keys, w.kbuf)
+		for j, k := range w.keys {
+			dm.obj[j] = int32(k & 0xFFFF)
+		}
+		dm.tree.build(w.keys)
+		w.preorder(dm)
+	}
+	for i := len(dm.order) - 1; i >= 0; i-- {
+		x := dm.order[i]
+		k := int(x) * w.t * s
+		dm.nodes[x].n = uint8(w.fitNode(x, dm, record, w.cache[k:k+w.t*s]))
+		if record {
+			w.integ[x] = w.integral(dm.tree.left[x], dm) + w.integral(dm.tree.right[x], dm)
+		}
+	}
+	if record {
+		w.selectNodes(dm)
+	}
+	if dm.refit >= 0 {
+		w.refitNode(dm, record)
+	}
+}
+
+func (w *hemWorker[T]) integral(c int32, dm *hemMixture) T {
+	if int(c) >= w.n-1 {
+		return w.xs[int(dm.obj[int(c)-(w.n-1)])*w.s]
+	}
+	return w.integ[c]
+}
+
+// preorder lists the internal nodes parents first.
+func (w *hemWorker[T]) preorder(dm *hemMixture) {
+	stack := append(w.stack[:0], 0)
+	i := 0
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		dm.order[i] = x
+		i++
+		for _, c := range [2]int32{dm.tree.right[x], dm.tree.left[x]} {
+			if int(c) < w.n-1 {
+				stack = append(stack, c)
+			}
+		}
+	}
+	w.stack = stack
+}
+
+// selectNodes runs the top-down greedy selection: the selected node with a
+// full cache (T entries) and the largest |integral| is replaced by its left
+// child in place and its right child appended.
+func (w *hemWorker[T]) selectNodes(dm *hemMixture) {
+	dm.sel = append(dm.sel[:0], 0)
+	dm.refit = -1
+	cnt := int(dm.nodes[0].n)
+	limit := w.np
+	if w.under {
+		limit = w.np - w.t
+	}
+	for cnt < limit {
+		best, bestR := -1, T(-1)
+		for i, x := range dm.sel {
+			if int(x) < w.n-1 && int(dm.nodes[x].n) == w.t {
+				if r := abs(w.integ[x]); r > bestR {
+					best, bestR = i, r
+				}
+			}
+		}
+		if best < 0 {
+			return
+		}
+		x := dm.sel[best]
+		l, r := dm.tree.left[x], dm.tree.right[x]
+		delta := w.size(l, dm) + w.size(r, dm) - w.t
+		if !w.under && delta > w.np-cnt {
+			dm.refit = best
+			dm.refitK = w.t + w.np - cnt
+			return
+		}
+		dm.sel[best] = l
+		dm.sel = append(dm.sel, r)
+		cnt += delta
+	}
+}
+
+// refitNode fits the children of the refit node to refitK components (or
+// copies them if there are no more), into rcache.
+func (w *hemWorker[T]) refitNode(dm *hemMixture, record bool) {
+	x := dm.sel[dm.refit]
+	m := w.collect(x, dm, false)
+	if record {
+		dm.refitK = min(dm.refitK, m)
+	}
+	if m <= dm.refitK {
+		for i := range m {
+			w.copyTarget(i, w.rcache[i*w.s:(i+1)*w.s])
+		}
+		return
+	}
+	w.em.k = dm.refitK
+	if record {
+		w.em.decide(&dm.refitEM)
+	}
+	w.em.forward(&dm.refitEM)
+	for s := range dm.refitK {
+		w.em.output(s, w.rcache[s*w.s:(s+1)*w.s])
+	}
+}
+
+// selected returns the packed output entries of selection slot i.
+func (w *hemWorker[T]) selected(i int, dm *hemMixture) (vals, grads []T) {
+	if i == dm.refit {
+		k := dm.refitK * w.s
+		return w.rcache[:k], w.gcache[:0]
+	}
+	return w.entries(dm.sel[i], dm)
+}
+
+// write scales the selected entries back (μ·√s, Σ·s) into out and pads.
+func (w *hemWorker[T]) write(out []T, dm *hemMixture) {
+	d, o := w.d, 0
+	for i := range dm.sel {
+		vals, _ := w.selected(i, dm)
+		for k := 0; k < len(vals); k += w.s {
+			g, y := vals[k:k+w.s], out[o:o+w.s]
+			y[0] = g[0]
+			for c := range d {
+				y[1+c] = g[1+c] * w.sqrt
+			}
+			for c := range d * d {
+				y[1+d+c] = g[1+d+c] * w.scale
+			}
+			o += w.s
+		}
+	}
+	padIdentity(d, out[o:])
+}
+
+// backward propagates g (∂L/∂output) to dx after forward ran on mix:
+// unscaling, the selected caches, top-down through every copying or fitting
+// node, and finally the pre-scaling with s = mean_k tr(Σ_k)/D.
+//
+// With μ' = μ/√s and Σ' = Σ/s on input and μ = √s μ', Σ = s Σ' on output:
+// ∂L/∂s = Σ_out [gμ·μ'/(2√s) + ⟨gΣ, Σ'⟩] − Σ_in [gμ'·μ/(2 s√s) + ⟨gΣ', Σ⟩/s²],
+// and ∂s/∂Σ_k,cc = 1/(N·D).
+func (w *hemWorker[T]) backward(mix, g, dx []T, dm *hemMixture) {
+	d, s := w.d, w.s
+	clear(w.gxs)
+	clear(w.gcache)
+	clear(w.active)
+	var gs T
+	o := 0
+	var gref [hemMaxM * 13]T
+	for i := range dm.sel {
+		vals, grads := w.selected(i, dm)
+		if i == dm.refit {
+			grads = gref[:len(vals)]
+		}
+		for k := 0; k < len(vals); k += s {
+			gy, v, gv := g[o:o+s], vals[k:k+s], grads[k:k+s]
+			gv[0] += gy[0]
+			for c := range d {
+				gv[1+c] += gy[1+c] * w.sqrt
+				gs += gy[1+c] * v[1+c] / (2 * w.sqrt)
+			}
+			for c := range d * d {
+				gv[1+d+c] += gy[1+d+c] * w.scale
+				gs += gy[1+d+c] * v[1+d+c]
+			}
+			o += s
+		}
+		if x := dm.sel[i]; int(x) < w.n-1 && i != dm.refit {
+			w.active[x] = true
+		}
+	}
+	if dm.refit >= 0 {
+		x := dm.sel[dm.refit]
+		m := w.collect(x, dm, false)
+		if m <= dm.refitK {
+			w.scatter(x, dm, gref[:m*s])
+		} else {
+			w.em.k = dm.refitK
+			w.em.forward(&dm.refitEM)
+			w.setOutputGrads(gref[:dm.refitK*s])
+			w.em.backward(&dm.refitEM)
+			w.scatter(x, dm, nil)
+		}
+	}
+	for _, x := range dm.order {
+		if !w.active[x] {
+			continue
+		}
+		node := &dm.nodes[x]
+		_, grads := w.entries(x, dm)
+		if !node.fit {
+			w.scatter(x, dm, grads)
+			continue
+		}
+		w.collect(x, dm, false)
+		w.em.k = w.t
+		w.em.forward(&node.em)
+		w.setOutputGrads(grads)
+		w.em.backward(&node.em)
+		w.scatter(x, dm, nil)
+	}
+	for k := range w.n {
+		gk, xk, dk := w.gxs[k*s:(k+1)*s], mix[k*s:(k+1)*s], dx[k*s:(k+1)*s]
+		dk[0] = gk[0]
+		for c := range d {
+			dk[1+c] = gk[1+c] / w.sqrt
+			gs -= gk[1+c] * xk[1+c] / (2 * w.scale * w.sqrt)
+		}
+		for c := range d * d {
+			dk[1+d+c] = gk[1+d+c] / w.scale
+			gs -= gk[1+d+c] * xk[1+d+c] / (w.scale * w.scale)
+		}
+	}
+	gtr := gs / T(w.n*d)
+	for k := range w.n {
+		for c := range d {
+			dx[k*s+1+d+c*d+c] += gtr
+		}
+	}
+}
+
+// setOutputGrads loads packed gradients of the fitted components into the EM.
+func (w *hemWorker[T]) setOutputGrads(g []T) {
+	d := w.d
+	for c := range w.em.k {
+		gc := g[c*w.s : (c+1)*w.s]
+		w.em.gow[c] = gc[0]
+		copy(w.em.gomu[c][:d], gc[1:1+d])
+		copy(w.em.gocv[c][:d*d], gc[1+d:])
+	}
+}
