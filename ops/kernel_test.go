@@ -1,0 +1,195 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// kernelRawTensors returns raw kernel tensors [fo,fi,nk], [fo,fi,nk,d] and
+// [fo,fi,nk,d,d]; the factors are a·(I + 0.3·U(−1,1)).
+func kernelRawTensors(rng *rand.Rand, fo, fi, nk, d int, a float64) (w, p, f *tensor.Dense) {
+	n := fo * fi * nk
+	wd, pd, fd := make([]float64, n), make([]float64, n*d), make([]float64, n*d*d)
+	for i := range wd {
+		wd[i] = rng.NormFloat64()
+	}
+	for i := range pd {
+		pd[i] = 2*rng.Float64() - 1
+	}
+	for i := range fd {
+		fd[i] = 0.3 * (2*rng.Float64() - 1)
+		if (i%(d*d))%(d+1) == 0 {
+			fd[i]++
+		}
+		fd[i] *= a
+	}
+	return tensor.New(tensor.WithShape(fo, fi, nk), tensor.WithBacking(wd)),
+		tensor.New(tensor.WithShape(fo, fi, nk, d), tensor.WithBacking(pd)),
+		tensor.New(tensor.WithShape(fo, fi, nk, d, d), tensor.WithBacking(fd))
+}
+
+// TestAssembleKernelGrad checks the graph gradients of all three raw tensors.
+// ε is detached; the factors are scaled so that max|A·Aᵀ| < 1 and ε sits on
+// its floor 0.05, where no finite-difference step can move it. The kernel
+// level test in package cpu covers ε driven by A, with ε held fixed.
+func TestAssembleKernelGrad(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(41, uint64(d)))
+			w, p, a := kernelRawTensors(rng, 2, 3, 4, d, 0.6)
+			cfg := cpu.DefaultKernelConfig(2.5)
+			if eps := cpu.KernelEpsilon(a.Data().([]float64), d, cfg); eps != cfg.CovEpsilon {
+				t.Fatalf("ε = %g is not on its floor %g", eps, cfg.CovEpsilon)
+			}
+			checkGraphGrad(t, rng, []*tensor.Dense{w, p, a}, func(in []*G.Node) (*G.Node, error) {
+				return G.ApplyOp(NewAssembleKernel(2.5), in[0], in[1], in[2])
+			}, 0, 1, 2)
+		})
+	}
+}
+
+// TestAssembleKernelInit checks the packed kernel of the reference's initial
+// values: identity factors give Σ = (r/3)²·1.05·I, and the output is a valid
+// mixture batch.
+func TestAssembleKernelInit(t *testing.T) {
+	const r = 2.5
+	w := tensor.New(tensor.WithShape(1, 1, 2), tensor.WithBacking([]float64{0, 1}))
+	p := tensor.New(tensor.WithShape(1, 1, 2, 3), tensor.WithBacking([]float64{0, 0, 0, 0, 1, 0}))
+	a := tensor.New(tensor.WithShape(1, 1, 2, 3, 3), tensor.WithBacking([]float64{1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 0, 0, 0, 1, 0, 0, 0, 1}))
+	out, err := NewAssembleKernel(r).Do(w, p, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.Data().([]float64)
+	l := mixture.Layout{B: 1, C: 1, N: 2, D: 3}
+	if err := mixture.Validate(got, l); err != nil {
+		t.Fatal(err)
+	}
+	v := (r / 3) * (r / 3) * 1.05
+	want := []float64{0.1, 0, 0, 0, v, 0, 0, 0, v, 0, 0, 0, v, 1.1, 0, r, 0, v, 0, 0, 0, v, 0, 0, 0, v}
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-15 {
+			t.Errorf("packed[%d] = %g, want %g", i, got[i], want[i])
+		}
+	}
+}
+
+func TestWeightDecayGrad(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(42, uint64(d)))
+			w, _, a := kernelRawTensors(rng, 2, 3, 4, d, 1.2)
+			checkGraphGrad(t, rng, []*tensor.Dense{w, a}, func(in []*G.Node) (*G.Node, error) {
+				return G.ApplyOp(NewWeightDecay(), in[0], in[1])
+			}, 0, 1)
+		})
+	}
+}
+
+// TestKernelOpsFloat32 checks that the float32 ops match float64.
+func TestKernelOpsFloat32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 0))
+	w, p, a := kernelRawTensors(rng, 3, 2, 5, 3, 1.3)
+	to32 := func(x *tensor.Dense) *tensor.Dense {
+		y := tensor.New(tensor.WithShape(x.Shape()...), tensor.Of(tensor.Float32))
+		for i, v := range x.Data().([]float64) {
+			y.Data().([]float32)[i] = float32(v)
+		}
+		return y
+	}
+	for _, c := range []struct {
+		op G.Op
+		in []*tensor.Dense
+	}{
+		{NewAssembleKernel(2), []*tensor.Dense{w, p, a}},
+		{NewWeightDecay(), []*tensor.Dense{w, a}},
+	} {
+		in32 := make([]G.Value, len(c.in))
+		in64 := make([]G.Value, len(c.in))
+		for i, x := range c.in {
+			in32[i], in64[i] = to32(x), x
+		}
+		y64, err := c.op.Do(in64...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		y32, err := c.op.Do(in32...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := y32.Data().([]float32), y64.Data().([]float64)
+		for i := range a {
+			if math.Abs(float64(a[i])-b[i]) > 1e-6*math.Max(1, math.Abs(b[i])) {
+				t.Fatalf("%v: element %d float32 %g, float64 %g", c.op, i, a[i], b[i])
+			}
+		}
+	}
+}
+
+func TestKernelOpsBadInput(t *testing.T) {
+	rng := rand.New(rand.NewPCG(44, 0))
+	w, p, a := kernelRawTensors(rng, 2, 3, 4, 2, 1)
+	zeros := func(shape ...int) *tensor.Dense {
+		return tensor.New(tensor.WithShape(shape...), tensor.Of(tensor.Float64))
+	}
+	withNaN := func(x *tensor.Dense, i int) *tensor.Dense {
+		y := x.Clone().(*tensor.Dense)
+		y.Data().([]float64)[i] = math.NaN()
+		return y
+	}
+	w32 := tensor.New(tensor.WithShape(2, 3, 4), tensor.Of(tensor.Float32))
+	cases := []struct {
+		name string
+		op   G.Op
+		in   []G.Value
+		want []string
+	}{
+		{"assemble: radius 0", NewAssembleKernel(0), []G.Value{w, p, a}, []string{"gm.AssembleKernel", "radius", "got 0"}},
+		{"assemble: radius NaN", NewAssembleKernel(math.NaN()), []G.Value{w, p, a}, []string{"gm.AssembleKernel", "radius", "NaN"}},
+		{"assemble: radius Inf", NewAssembleKernel(math.Inf(1)), []G.Value{w, p, a}, []string{"gm.AssembleKernel", "radius", "+Inf"}},
+		{"assemble: two inputs", NewAssembleKernel(1), []G.Value{w, p}, []string{"gm.AssembleKernel", "expected 3 inputs", "got 2"}},
+		{"assemble: weights rank 4", NewAssembleKernel(1), []G.Value{zeros(2, 3, 4, 1), p, a}, []string{"gm.AssembleKernel", `"weights_raw"`, "rank 3"}},
+		{"assemble: zero kernels", NewAssembleKernel(1), []G.Value{zeros(2, 3, 0), zeros(2, 3, 0, 2), zeros(2, 3, 0, 2, 2)}, []string{"gm.AssembleKernel", `"weights_raw"`, "≥ 1", "axis 2"}},
+		{"assemble: D = 4", NewAssembleKernel(1), []G.Value{w, zeros(2, 3, 4, 4), zeros(2, 3, 4, 4, 4)}, []string{"gm.AssembleKernel", `"positions_raw"`, "D = 2 or 3", "got 4"}},
+		{"assemble: positions count", NewAssembleKernel(1), []G.Value{w, zeros(2, 3, 5, 2), a}, []string{"gm.AssembleKernel", `"positions_raw"`, "(2, 3, 4, 2)", "(2, 3, 5, 2)"}},
+		{"assemble: factors D", NewAssembleKernel(1), []G.Value{w, p, zeros(2, 3, 4, 3, 3)}, []string{"gm.AssembleKernel", `"factors"`, "(2, 3, 4, 2, 2)", "(2, 3, 4, 3, 3)"}},
+		{"assemble: NaN weight", NewAssembleKernel(1), []G.Value{withNaN(w, 5), p, a}, []string{"gm.AssembleKernel", `"weights_raw"`, "non-finite", "index 5"}},
+		{"assemble: NaN factor", NewAssembleKernel(1), []G.Value{w, p, withNaN(a, 7)}, []string{"gm.AssembleKernel", `"factors"`, "non-finite"}},
+		{"assemble: mixed dtypes", NewAssembleKernel(1), []G.Value{w32, p, a}, []string{"gm.AssembleKernel", `"positions_raw"`, "float64", "float32"}},
+		{"assemble: factors overflow", NewAssembleKernel(1), []G.Value{w, p, func() *tensor.Dense {
+			y := a.Clone().(*tensor.Dense)
+			y.Data().([]float64)[0] = 1e200
+			return y
+		}()}, []string{"gm.AssembleKernel", `"factors"`, "overflows"}},
+		{"decay: D = 1", NewWeightDecay(), []G.Value{w, zeros(2, 3, 4, 1, 1)}, []string{"gm.WeightDecay", `"factors"`, "D = 2 or 3", "got 1"}},
+		{"decay: shape mismatch", NewWeightDecay(), []G.Value{w, zeros(2, 3, 5, 2, 2)}, []string{"gm.WeightDecay", `"factors"`, "(2, 3, 4, 2, 2)"}},
+		{"decay: factors rank 4", NewWeightDecay(), []G.Value{w, zeros(2, 3, 4, 4)}, []string{"gm.WeightDecay", `"factors"`, "rank 5"}},
+		{"decay: NaN factor", NewWeightDecay(), []G.Value{w, withNaN(a, 3)}, []string{"gm.WeightDecay", `"factors"`, "non-finite"}},
+		{"decay: Inf weight", NewWeightDecay(), []G.Value{func() *tensor.Dense {
+			y := w.Clone().(*tensor.Dense)
+			y.Data().([]float64)[1] = math.Inf(-1)
+			return y
+		}(), a}, []string{"gm.WeightDecay", `"weights_raw"`, "non-finite"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := c.op.Do(c.in...)
+			covscaleWantErr(t, err, c.want...)
+		})
+	}
+	t.Run("graph construction", func(t *testing.T) {
+		g := G.NewGraph()
+		wn := G.NewTensor(g, tensor.Float64, 3, G.WithShape(2, 3, 4), G.WithName("w"))
+		pn := G.NewTensor(g, tensor.Float64, 4, G.WithShape(2, 3, 4, 3), G.WithName("p"))
+		an := G.NewTensor(g, tensor.Float64, 5, G.WithShape(2, 3, 4, 2, 2), G.WithName("a"))
+		_, err := G.ApplyOp(NewAssembleKernel(1), wn, pn, an)
+		covscaleWantErr(t, err, "gm.AssembleKernel", `"factors"`)
+	})
+}
