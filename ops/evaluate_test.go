@@ -1,0 +1,319 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// evalBroadcasts are the point-set sizes (pb, pc) tested against mixtures
+// with B = 2, C = 3: shared by all, per channel, per batch entry, per mixture.
+var evalBroadcasts = [][2]int{{1, 1}, {1, 3}, {2, 1}, {2, 3}}
+
+// evalPoints returns float64 points [pb, pc, m, d] in [−3, 3).
+func evalPoints(rng *rand.Rand, pb, pc, m, d int) *tensor.Dense {
+	p := make([]float64, pb*pc*m*d)
+	for i := range p {
+		p[i] = 6*rng.Float64() - 3
+	}
+	return tensor.New(tensor.WithShape(pb, pc, m, d), tensor.WithBacking(p))
+}
+
+// evalDirect evaluates the mixtures at the points straight from the
+// definition, sharing no code with the kernels: Σ = L·Lᵀ by Cholesky,
+// (p−μ)ᵀ Σ⁻¹ (p−μ) = |L⁻¹(p−μ)|² and det Σ = Π L_jj².
+func evalDirect(x, pts []float64, l mixture.Layout, pb, pc, m int) []float64 {
+	d, s := l.D, l.Stride()
+	y := make([]float64, l.B*l.C*m)
+	for b := range l.B {
+		for c := range l.C {
+			set := (b%pb)*pc + c%pc
+			for i := range m {
+				p := pts[(set*m+i)*d:]
+				var sum float64
+				for k := range l.N {
+					g := x[l.Offset(b, c, k):][:s]
+					var lo [3][3]float64
+					for r := range d {
+						for cc := 0; cc <= r; cc++ {
+							v := g[1+d+r*d+cc]
+							for j := range cc {
+								v -= lo[r][j] * lo[cc][j]
+							}
+							if r == cc {
+								lo[r][r] = math.Sqrt(v)
+							} else {
+								lo[r][cc] = v / lo[cc][cc]
+							}
+						}
+					}
+					var z [3]float64
+					q, det := 0.0, 1.0
+					for r := range d {
+						v := p[r] - g[1+r]
+						for j := range r {
+							v -= lo[r][j] * z[j]
+						}
+						z[r] = v / lo[r][r]
+						q += z[r] * z[r]
+						det *= lo[r][r] * lo[r][r]
+					}
+					sum += g[0] * math.Exp(-q/2) / math.Sqrt(math.Pow(2*math.Pi, float64(d))*det)
+				}
+				y[(b*l.C+c)*m+i] = sum
+			}
+		}
+	}
+	return y
+}
+
+func TestEvaluateDirect(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		for _, bc := range evalBroadcasts {
+			t.Run(fmt.Sprintf("%dD_pb%d_pc%d", d, bc[0], bc[1]), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(21, uint64(d*100+bc[0]*10+bc[1])))
+				x := randomMixture(rng, 2, 3, 6, d)
+				p := evalPoints(rng, bc[0], bc[1], 7, d)
+				y, err := NewEvaluate().Do(x, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				l, _ := mixture.LayoutOf(x.Shape())
+				want := evalDirect(x.Data().([]float64), p.Data().([]float64), l, bc[0], bc[1], 7)
+				if !y.Shape().Eq(tensor.Shape{2, 3, 7}) {
+					t.Fatalf("output shape %v, want [2 3 7]", y.Shape())
+				}
+				if e := gradcheck.RelErr(y.Data().([]float64), want); e > 1e-12 {
+					t.Errorf("differs from the direct formula by %.3g relative\ngot  %v\nwant %v", e, y.Data(), want)
+				}
+			})
+		}
+	}
+}
+
+func TestEvaluateGrad(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		for _, bc := range evalBroadcasts {
+			t.Run(fmt.Sprintf("%dD_pb%d_pc%d", d, bc[0], bc[1]), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(22, uint64(d*100+bc[0]*10+bc[1])))
+				x := randomMixture(rng, 2, 3, 3, d)
+				p := evalPoints(rng, bc[0], bc[1], 4, d)
+				checkGraphGrad(t, rng, []*tensor.Dense{x, p}, func(in []*G.Node) (*G.Node, error) {
+					return G.ApplyOp(NewEvaluate(), in[0], in[1])
+				}, 0, 1)
+			})
+		}
+	}
+}
+
+// TestEvaluateFloat32 runs the forward and both grad ops in float32 and
+// compares them with float64.
+func TestEvaluateFloat32(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		for _, bc := range evalBroadcasts {
+			t.Run(fmt.Sprintf("%dD_pb%d_pc%d", d, bc[0], bc[1]), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(23, uint64(d*100+bc[0]*10+bc[1])))
+				x, p := randomMixture(rng, 2, 3, 11, d), evalPoints(rng, bc[0], bc[1], 9, d)
+				gr := tensor.New(tensor.WithShape(2, 3, 9), tensor.WithBacking(evalPoints(rng, 2, 3, 9, 1).Data()))
+				x32, p32, gr32 := evalTo32(x), evalTo32(p), evalTo32(gr)
+				compare := func(o G.Op, in64, in32 []G.Value) G.Value {
+					t.Helper()
+					a, err := o.Do(in64...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					b, err := o.Do(in32...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if e := gradcheck.RelErr(evalTo64(b.(*tensor.Dense)), a.Data().([]float64)); e > 1e-5 {
+						t.Errorf("%v: float32 differs from float64 by %.3g relative", o, e)
+					}
+					return b
+				}
+				y32 := compare(NewEvaluate(), []G.Value{x, p}, []G.Value{x32, p32})
+				y64, err := NewEvaluate().Do(x, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for wrt := range 2 {
+					compare(newOp(evaluateGradKernel{wrt: wrt}), []G.Value{x, p, y64, gr}, []G.Value{x32, p32, y32, gr32})
+				}
+			})
+		}
+	}
+}
+
+func evalTo32(t *tensor.Dense) *tensor.Dense {
+	src := t.Data().([]float64)
+	dst := make([]float32, len(src))
+	for i, v := range src {
+		dst[i] = float32(v)
+	}
+	return tensor.New(tensor.WithShape(t.Shape().Clone()...), tensor.WithBacking(dst))
+}
+
+func evalTo64(t *tensor.Dense) []float64 {
+	src := t.Data().([]float32)
+	dst := make([]float64, len(src))
+	for i, v := range src {
+		dst[i] = float64(v)
+	}
+	return dst
+}
+
+// TestEvaluateGraphShape checks that the output node has shape [B, C, M]
+// for every broadcast variant.
+func TestEvaluateGraphShape(t *testing.T) {
+	for _, bc := range evalBroadcasts {
+		g := G.NewGraph()
+		x := G.NewTensor(g, tensor.Float32, 4, G.WithShape(2, 3, 5, 7), G.WithName("x"))
+		p := G.NewTensor(g, tensor.Float32, 4, G.WithShape(bc[0], bc[1], 11, 2), G.WithName("p"))
+		y, err := G.ApplyOp(NewEvaluate(), x, p)
+		if err != nil {
+			t.Fatalf("pb=%d pc=%d: %v", bc[0], bc[1], err)
+		}
+		if !y.Shape().Eq(tensor.Shape{2, 3, 11}) {
+			t.Errorf("pb=%d pc=%d: shape %v, want [2 3 11]", bc[0], bc[1], y.Shape())
+		}
+	}
+}
+
+func TestEvaluateBadInput(t *testing.T) {
+	rng := rand.New(rand.NewPCG(24, 0))
+	good := func() (*tensor.Dense, *tensor.Dense) {
+		return randomMixture(rng, 2, 3, 4, 2), evalPoints(rng, 1, 3, 5, 2)
+	}
+	grad := func() *tensor.Dense { return tensor.New(tensor.WithShape(2, 3, 5), tensor.Of(tensor.Float64)) }
+	type tc struct {
+		name string
+		// in returns the inputs of op.
+		in   func() []G.Value
+		op   G.Op
+		want []string // substrings the error must contain
+	}
+	cases := []tc{
+		{"mixture rank 3", func() []G.Value {
+			_, p := good()
+			return []G.Value{tensor.New(tensor.WithShape(2, 3, 7), tensor.Of(tensor.Float64)), p}
+		}, NewEvaluate(), []string{"gm.Evaluate", `"mixture"`, "rank 4", "(2, 3, 7)"}},
+		{"points rank 3", func() []G.Value {
+			x, _ := good()
+			return []G.Value{x, tensor.New(tensor.WithShape(3, 5, 2), tensor.Of(tensor.Float64))}
+		}, NewEvaluate(), []string{"gm.Evaluate", `"points"`, "rank 4", "(3, 5, 2)"}},
+		{"packed length 8", func() []G.Value {
+			_, p := good()
+			return []G.Value{tensor.New(tensor.WithShape(2, 3, 4, 8), tensor.Of(tensor.Float64)), p}
+		}, NewEvaluate(), []string{"gm.Evaluate", `"mixture"`, "8", "7 (2D)", "13 (3D)"}},
+		{"D mismatch", func() []G.Value {
+			x, _ := good()
+			return []G.Value{x, evalPoints(rng, 1, 3, 5, 3)}
+		}, NewEvaluate(), []string{"gm.Evaluate", `"points"`, "must have 2 coordinates", "got 3"}},
+		{"pb not 1 or B", func() []G.Value {
+			x, _ := good()
+			return []G.Value{x, evalPoints(rng, 3, 3, 5, 2)}
+		}, NewEvaluate(), []string{"gm.Evaluate", `"points"`, "batch size must be 1 or", "2, got 3"}},
+		{"pc not 1 or C", func() []G.Value {
+			x, _ := good()
+			return []G.Value{x, evalPoints(rng, 2, 2, 5, 2)}
+		}, NewEvaluate(), []string{"gm.Evaluate", `"points"`, "channel size must be 1 or", "3, got 2"}},
+		{"no points", func() []G.Value {
+			x, _ := good()
+			return []G.Value{x, tensor.New(tensor.WithShape(1, 1, 0, 2), tensor.Of(tensor.Float64))}
+		}, NewEvaluate(), []string{"gm.Evaluate", `"points"`, "M = 0"}},
+		{"zero components", func() []G.Value {
+			_, p := good()
+			return []G.Value{tensor.New(tensor.WithShape(2, 3, 0, 7), tensor.Of(tensor.Float64)), p}
+		}, NewEvaluate(), []string{"gm.Evaluate", `"mixture"`, "N = 0"}},
+		{"NaN in points", func() []G.Value {
+			x, p := good()
+			p.Data().([]float64)[4] = math.NaN()
+			return []G.Value{x, p}
+		}, NewEvaluate(), []string{"gm.Evaluate", `"points"`, "NaN", "index 4"}},
+		{"Inf in mixture", func() []G.Value {
+			x, p := good()
+			x.Data().([]float64)[8] = math.Inf(1)
+			return []G.Value{x, p}
+		}, NewEvaluate(), []string{"gm.Evaluate", `"mixture"`, "+Inf", "n=1"}},
+		{"non-SPD covariance", func() []G.Value {
+			x, p := good()
+			s := mixture.PackedLen(2)
+			cov := x.Data().([]float64)[2*s+3 : 3*s]
+			copy(cov, []float64{1, 2, 2, 1})
+			return []G.Value{x, p}
+		}, NewEvaluate(), []string{"gm.Evaluate", `"mixture"`, "not positive definite", "n=2"}},
+		{"float32 mixture, float64 points", func() []G.Value {
+			x, p := good()
+			return []G.Value{evalTo32(x), p}
+		}, NewEvaluate(), []string{"gm.Evaluate", `"points"`, "float64", "float32"}},
+		{"grad op: grad shape", func() []G.Value {
+			x, p := good()
+			return []G.Value{x, p, grad(), tensor.New(tensor.WithShape(2, 3, 4), tensor.Of(tensor.Float64))}
+		}, newOp(evaluateGradKernel{wrt: 0}), []string{"gm.EvaluateGradMixture", `"grad"`, "(2, 3, 5)", "(2, 3, 4)"}},
+		{"grad op: NaN in grad", func() []G.Value {
+			x, p := good()
+			g := grad()
+			g.Data().([]float64)[3] = math.NaN()
+			return []G.Value{x, p, grad(), g}
+		}, newOp(evaluateGradKernel{wrt: 1}), []string{"gm.EvaluateGradPoints", `"grad"`, "NaN"}},
+		{"grad op: non-SPD mixture", func() []G.Value {
+			x, p := good()
+			x.Data().([]float64)[3] = -1
+			return []G.Value{x, p, grad(), grad()}
+		}, newOp(evaluateGradKernel{wrt: 1}), []string{"gm.EvaluateGradPoints", `"mixture"`, "not positive definite"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := c.op.Do(c.in()...)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestEvaluateBadGraph checks that graph construction rejects bad shapes in
+// InferShape and mixed float types in the type system.
+func TestEvaluateBadGraph(t *testing.T) {
+	cases := []struct {
+		name     string
+		dtX, dtP tensor.Dtype
+		x, p     tensor.Shape
+		want     []string
+	}{
+		{"D mismatch", tensor.Float64, tensor.Float64, tensor.Shape{2, 3, 4, 13}, tensor.Shape{2, 3, 5, 2},
+			[]string{"gm.Evaluate", `"points"`, "must have 3 coordinates", "got 2"}},
+		{"pb not 1 or B", tensor.Float64, tensor.Float64, tensor.Shape{2, 3, 4, 7}, tensor.Shape{4, 1, 5, 2},
+			[]string{"gm.Evaluate", `"points"`, "batch size", "got 4"}},
+		{"mixed float types", tensor.Float32, tensor.Float64, tensor.Shape{2, 3, 4, 7}, tensor.Shape{2, 3, 5, 2},
+			[]string{"float32", "float64"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := G.NewGraph()
+			x := G.NewTensor(g, c.dtX, 4, G.WithShape(c.x...), G.WithName("x"))
+			p := G.NewTensor(g, c.dtP, 4, G.WithShape(c.p...), G.WithName("p"))
+			_, err := G.ApplyOp(NewEvaluate(), x, p)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
