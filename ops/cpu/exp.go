@@ -29,34 +29,45 @@ const (
 	expRound = 12582912.0
 )
 
-// expPoly32 returns e^x in float32 precision without calling math.Exp. The
-// argument is clamped to [−88, 88]: at −88 the exponent 2ⁿ becomes n = −127,
-// whose biased exponent field is 0, so every x ≤ −87.68 yields exactly 0 and
-// results below the smallest normal float32 (x < −87.34) are flushed towards
-// 0; at 88 the result (≈1.65e38) still fits. Dense ReLU fitting never needs
-// larger arguments: they are log-densities of Gaussians.
-func expPoly32(x float32) float32 {
-	x = min(max(x, expMinArg), expMaxArg)
-	t := x*expLog2e + expRound
-	n := t - expRound
-	r := x - n*expLn2Hi
-	r -= n * expLn2Lo
-	p := float32(expP0)
-	p = p*r + expP1
-	p = p*r + expP2
-	p = p*r + expP3
-	p = p*r + expP4
-	p = p*r + expP5
-	p = p*r*r + r + 1
-	return p * math.Float32frombits(uint32(int32(n)+expBias)<<expMantLen)
+// expSlice32 replaces every v[i] by e^v[i] in float32 precision without
+// calling math.Exp; the polynomial is written in the loop because a function
+// per element would be too large to inline. Arguments are clamped to
+// [−88, 88]: at −88 the exponent 2ⁿ becomes n = −127, whose biased exponent
+// field is 0, so every x ≤ −87.68 yields exactly 0 and results below the
+// smallest normal float32 (x < −87.34) are flushed towards 0; at 88 the
+// result (≈1.65e38) still fits. Dense ReLU fitting never needs larger
+// arguments: they are log-densities of Gaussians. NaN stays NaN.
+func expSlice32(v []float32) {
+	for i, x := range v {
+		x = min(max(x, expMinArg), expMaxArg)
+		t := x*expLog2e + expRound
+		n := t - expRound
+		r := x - n*expLn2Hi
+		r -= n * expLn2Lo
+		p := float32(expP0)
+		p = p*r + expP1
+		p = p*r + expP2
+		p = p*r + expP3
+		p = p*r + expP4
+		p = p*r + expP5
+		p = p*r*r + r + 1
+		v[i] = p * math.Float32frombits(uint32(int32(n)+expBias)<<expMantLen)
+	}
 }
 
-// expT returns e^x: the polynomial in float32, math.Exp in float64, where the
-// exact value is what the gradient checks rely on. The size test is a
-// constant in each instantiation, so the branch costs nothing.
-func expT[T Float](x T) T {
-	if unsafe.Sizeof(x) == 4 {
-		return T(expPoly32(float32(x)))
+// expRow replaces every v[i] by e^v[i]: the polynomial in float32, math.Exp
+// in float64, where the exact value is what the gradient checks rely on. The
+// size test is a constant in each instantiation.
+func expRow[T Float](v []T) {
+	if len(v) == 0 {
+		return
 	}
-	return T(math.Exp(float64(x)))
+	if unsafe.Sizeof(v[0]) == 4 {
+		// T has underlying type float32, so the reinterpretation is exact.
+		expSlice32(unsafe.Slice((*float32)(unsafe.Pointer(&v[0])), len(v)))
+		return
+	}
+	for i, x := range v {
+		v[i] = T(math.Exp(float64(x)))
+	}
 }

@@ -2,24 +2,30 @@ package cpu
 
 // The O(N²) loops of the dense ReLU fit, written out per dimension so every
 // array is resliced to n (no bounds checks in the inner loop) and the
-// quadratic form is a fixed sequence of multiply-adds. They are the scalar
-// path for both float types; float32 takes the vectorised loops of
-// relufit_simd.go instead where the CPU allows.
+// quadratic form is a fixed sequence of multiply-adds. Each row of terms runs
+// in three sweeps: the exponents into a scratch row, expRow over the row (one
+// call, not one per term, since the float32 polynomial is too large to
+// inline), then the sums. They are the scalar path for both float types;
+// float32 takes the vectorised loops of relufit_simd.go instead where the CPU
+// allows.
 
 // reluForward2 computes t_k = Σ_j a_j E_kj and e_k = Σ_j x_j E_kj in 2D.
 func reluForward2[T Float](s *reluWork[T]) {
 	n := s.n
 	m0, m1 := s.mu[0][:n], s.mu[1][:n]
 	q00, q01, q11 := s.q[0][:n], s.q[1][:n], s.q[2][:n]
-	ln, a, x := s.ln[:n], s.a[:n], s.x[:n]
+	ln, a, x, v := s.ln[:n], s.a[:n], s.x[:n], s.row[:n]
 	for k := range n {
 		p0, p1 := m0[k], m1[k]
-		var ta, te T
-		for j := range n {
+		for j := range v {
 			d0, d1 := p0-m0[j], p1-m1[j]
-			v := expT(ln[j] + d0*(q00[j]*d0+q01[j]*d1) + q11[j]*d1*d1)
-			ta += a[j] * v
-			te += x[j] * v
+			v[j] = ln[j] + d0*(q00[j]*d0+q01[j]*d1) + q11[j]*d1*d1
+		}
+		expRow(v)
+		var ta, te T
+		for j := range v {
+			ta += a[j] * v[j]
+			te += x[j] * v[j]
 		}
 		s.t[k], s.e[k] = ta, te
 	}
@@ -31,15 +37,18 @@ func reluForward3[T Float](s *reluWork[T]) {
 	m0, m1, m2 := s.mu[0][:n], s.mu[1][:n], s.mu[2][:n]
 	q00, q01, q02 := s.q[0][:n], s.q[1][:n], s.q[2][:n]
 	q11, q12, q22 := s.q[3][:n], s.q[4][:n], s.q[5][:n]
-	ln, a, x := s.ln[:n], s.a[:n], s.x[:n]
+	ln, a, x, v := s.ln[:n], s.a[:n], s.x[:n], s.row[:n]
 	for k := range n {
 		p0, p1, p2 := m0[k], m1[k], m2[k]
-		var ta, te T
-		for j := range n {
+		for j := range v {
 			d0, d1, d2 := p0-m0[j], p1-m1[j], p2-m2[j]
-			v := expT(ln[j] + d0*(q00[j]*d0+q01[j]*d1+q02[j]*d2) + d1*(q11[j]*d1+q12[j]*d2) + q22[j]*d2*d2)
-			ta += a[j] * v
-			te += x[j] * v
+			v[j] = ln[j] + d0*(q00[j]*d0+q01[j]*d1+q02[j]*d2) + d1*(q11[j]*d1+q12[j]*d2) + q22[j]*d2*d2
+		}
+		expRow(v)
+		var ta, te T
+		for j := range v {
+			ta += a[j] * v[j]
+			te += x[j] * v[j]
 		}
 		s.t[k], s.e[k] = ta, te
 	}
@@ -54,28 +63,33 @@ func reluBackward2[T Float](s *reluWork[T]) {
 	m0, m1 := s.mu[0][:n], s.mu[1][:n]
 	gt, ge := s.gt[:n], s.ge[:n]
 	k0, k1 := s.kq[0][:n], s.kq[1][:n]
+	v, v0, v1 := s.row[:n], s.rowU[0][:n], s.rowU[1][:n]
 	clear(k0)
 	clear(k1)
 	for j := range n {
 		p0, p1 := m0[j], m1[j]
 		a00, a01, a11 := s.sym[0][j], s.sym[1][j], s.sym[2][j]
 		ln, aj, xj := s.ln[j], s.a[j], s.x[j]
-		var ga, gx, u0, u1, uu00, uu01, uu11 T
-		for k := range n {
+		for k := range v {
 			d0, d1 := m0[k]-p0, m1[k]-p1
-			v0 := a00*d0 + a01*d1
-			v1 := a01*d0 + a11*d1
-			e := expT(ln - (d0*v0+d1*v1)/2)
-			et, ee := e*gt[k], e*ge[k]
+			u0 := a00*d0 + a01*d1
+			u1 := a01*d0 + a11*d1
+			v0[k], v1[k] = u0, u1
+			v[k] = ln - (d0*u0+d1*u1)/2
+		}
+		expRow(v)
+		var ga, gx, u0, u1, uu00, uu01, uu11 T
+		for k := range v {
+			et, ee := v[k]*gt[k], v[k]*ge[k]
 			ga += et
 			gx += ee
 			w := et*aj + ee*xj
-			w0, w1 := w*v0, w*v1
+			w0, w1 := w*v0[k], w*v1[k]
 			u0 += w0
 			u1 += w1
-			uu00 += w0 * v0
-			uu01 += w0 * v1
-			uu11 += w1 * v1
+			uu00 += w0 * v0[k]
+			uu01 += w0 * v1[k]
+			uu11 += w1 * v1[k]
 			k0[k] += w0
 			k1[k] += w1
 		}
@@ -91,6 +105,7 @@ func reluBackward3[T Float](s *reluWork[T]) {
 	m0, m1, m2 := s.mu[0][:n], s.mu[1][:n], s.mu[2][:n]
 	gt, ge := s.gt[:n], s.ge[:n]
 	k0, k1, k2 := s.kq[0][:n], s.kq[1][:n], s.kq[2][:n]
+	v, v0, v1, v2 := s.row[:n], s.rowU[0][:n], s.rowU[1][:n], s.rowU[2][:n]
 	clear(k0)
 	clear(k1)
 	clear(k2)
@@ -99,27 +114,31 @@ func reluBackward3[T Float](s *reluWork[T]) {
 		a00, a01, a02 := s.sym[0][j], s.sym[1][j], s.sym[2][j]
 		a11, a12, a22 := s.sym[3][j], s.sym[4][j], s.sym[5][j]
 		ln, aj, xj := s.ln[j], s.a[j], s.x[j]
-		var ga, gx, u0, u1, u2, uu00, uu01, uu02, uu11, uu12, uu22 T
-		for k := range n {
+		for k := range v {
 			d0, d1, d2 := m0[k]-p0, m1[k]-p1, m2[k]-p2
-			v0 := a00*d0 + a01*d1 + a02*d2
-			v1 := a01*d0 + a11*d1 + a12*d2
-			v2 := a02*d0 + a12*d1 + a22*d2
-			e := expT(ln - (d0*v0+d1*v1+d2*v2)/2)
-			et, ee := e*gt[k], e*ge[k]
+			u0 := a00*d0 + a01*d1 + a02*d2
+			u1 := a01*d0 + a11*d1 + a12*d2
+			u2 := a02*d0 + a12*d1 + a22*d2
+			v0[k], v1[k], v2[k] = u0, u1, u2
+			v[k] = ln - (d0*u0+d1*u1+d2*u2)/2
+		}
+		expRow(v)
+		var ga, gx, u0, u1, u2, uu00, uu01, uu02, uu11, uu12, uu22 T
+		for k := range v {
+			et, ee := v[k]*gt[k], v[k]*ge[k]
 			ga += et
 			gx += ee
 			w := et*aj + ee*xj
-			w0, w1, w2 := w*v0, w*v1, w*v2
+			w0, w1, w2 := w*v0[k], w*v1[k], w*v2[k]
 			u0 += w0
 			u1 += w1
 			u2 += w2
-			uu00 += w0 * v0
-			uu01 += w0 * v1
-			uu02 += w0 * v2
-			uu11 += w1 * v1
-			uu12 += w1 * v2
-			uu22 += w2 * v2
+			uu00 += w0 * v0[k]
+			uu01 += w0 * v1[k]
+			uu02 += w0 * v2[k]
+			uu11 += w1 * v1[k]
+			uu12 += w1 * v2[k]
+			uu22 += w2 * v2[k]
 			k0[k] += w0
 			k1[k] += w1
 			k2[k] += w2

@@ -29,6 +29,8 @@ type reluWork[T Float] struct {
 	ln   []T    // log-normalisation
 	a, x []T    // input and coarse weights
 	t, e []T    // target and approximation at the centroids
+	row  []T    // scratch: one row of exponents, then of terms E
+	rowU [3][]T // scratch: one row of u = A_j δ (backward)
 
 	// Backward state: per centroid k the sensitivities gt = ∂L/∂t_k,
 	// ge = ∂L/∂e_k, the direct ∂L/∂x_k and kq = Σ_j w_kj u_kj; per Gaussian j
@@ -53,9 +55,9 @@ var symIndex = [2][][2]int{
 func newReLUWork[T Float](n, d int, backward bool) *reluWork[T] {
 	np := (n + reluLanes - 1) / reluLanes * reluLanes
 	ns := symCount(d)
-	arrays := d + 2*ns + 5
+	arrays := d + 2*ns + 6
 	if backward {
-		arrays += 3 + d + 2 + d + ns
+		arrays += 3 + d + 2 + d + ns + d
 	}
 	buf := make([]T, arrays*np)
 	next := func() []T {
@@ -70,12 +72,12 @@ func newReLUWork[T Float](n, d int, backward bool) *reluWork[T] {
 	for i := range ns {
 		s.q[i], s.sym[i] = next(), next()
 	}
-	s.ln, s.a, s.x, s.t, s.e = next(), next(), next(), next(), next()
+	s.ln, s.a, s.x, s.t, s.e, s.row = next(), next(), next(), next(), next(), next()
 	if backward {
 		s.gt, s.ge, s.gxd = next(), next(), next()
 		s.ga, s.gx = next(), next()
 		for r := range d {
-			s.kq[r], s.u[r] = next(), next()
+			s.kq[r], s.u[r], s.rowU[r] = next(), next(), next()
 		}
 		for i := range ns {
 			s.uu[i] = next()
