@@ -1,10 +1,6 @@
 package cpu
 
-import (
-	"math"
-
-	"github.com/gmcn-go/gmcn/ops/mixture"
-)
+import "github.com/gmcn-go/gmcn/ops/mixture"
 
 // A point batch for Evaluate is a packed tensor [pb, pc, M, D] with
 // pb ∈ {1, B} and pc ∈ {1, C}: a size of 1 broadcasts one point set over all
@@ -30,8 +26,8 @@ func pointSet(b, c, pb, pc int) int {
 // where p_i is row i of point set pointSet(b, c). Every component is evaluated
 // at every point (no cut-off radius), as the reference does. Each Gaussian is
 // prepared (inverse, determinant) once per mixture. With GOEXPERIMENT=simd on
-// an AVX2 machine, float32 inputs take a vectorised path with a polynomial exp
-// (relative error below 1e-6 of the largest term).
+// an AVX2 machine, float32 inputs take a vectorised path. Every float32 path
+// uses the polynomial exp of expPoly32 (within 2 ulp); float64 uses math.Exp.
 func Evaluate[T Float](y, x, pts []T, l mixture.Layout, pb, pc, m int) {
 	if evaluateFast(y, x, pts, l, pb, pc, m) {
 		return
@@ -39,22 +35,52 @@ func Evaluate[T Float](y, x, pts []T, l mixture.Layout, pb, pc, m int) {
 	evaluateGeneric(y, x, pts, l, pb, pc, m)
 }
 
-// evaluateGeneric is the portable Evaluate for both float types.
+// evaluateGeneric is the portable Evaluate for both float types. Per point
+// it sweeps the components three times (exponents, exp, weighted sum) so the
+// exp runs over a whole row (expRow) instead of once per call.
 func evaluateGeneric[T Float](y, x, pts []T, l mixture.Layout, pb, pc, m int) {
 	d := l.D
-	scratch := make([][]Prepared[T], Workers(l.Mixtures()))
-	for w := range scratch {
-		scratch[w] = make([]Prepared[T], l.N)
-	}
+	ws := newEvalScratch[T](Workers(l.Mixtures()), l.N, 0)
 	ParallelForWorker(l.Mixtures(), func(w, mi int) {
-		ps := scratch[w]
+		ps, row := ws[w].prep, ws[w].row
 		PrepareMixture(d, mixture.Mixture(x, l, mi), ps)
 		p := pts[pointSet(mi/l.C, mi%l.C, pb, pc)*m*d:]
 		out := y[mi*m : (mi+1)*m]
 		for i := range out {
-			out[i] = EvalMixture(d, ps, p[i*d:(i+1)*d])
+			pi := p[i*d : (i+1)*d]
+			for k := range ps {
+				row[k] = ps[k].Exponent(d, pi)
+			}
+			expRow(row)
+			var sum T
+			for k, e := range row {
+				sum += ps[k].Coef * e
+			}
+			out[i] = sum
 		}
 	})
+}
+
+// evalScratch is one worker's scratch space: prepared components, a row of
+// exponents and the vectors A·t of that row.
+type evalScratch[T Float] struct {
+	prep []Prepared[T]
+	row  []T
+	u    []T
+}
+
+// newEvalScratch returns scratch for each of workers workers with room for
+// nPrep prepared components and rows of length nRow (with D = 3 vectors);
+// nRow = 0 sizes the rows for nPrep.
+func newEvalScratch[T Float](workers, nPrep, nRow int) []evalScratch[T] {
+	if nRow == 0 {
+		nRow = nPrep
+	}
+	ws := make([]evalScratch[T], workers)
+	for w := range ws {
+		ws[w] = evalScratch[T]{prep: make([]Prepared[T], nPrep), row: make([]T, nRow), u: make([]T, 3*nRow)}
+	}
+	return ws
 }
 
 // EvaluateBackwardMixture writes ∂L/∂x for Evaluate into dx (layout l) from
@@ -71,7 +97,9 @@ func evaluateGeneric[T Float](y, x, pts []T, l mixture.Layout, pb, pc, m int) {
 // kernel runs in parallel over them without sharing any output.
 func EvaluateBackwardMixture[T Float](dx, x, pts, g []T, l mixture.Layout, pb, pc, m int) {
 	d, s := l.D, l.Stride()
-	ParallelFor(l.Mixtures(), func(mi int) {
+	ws := newEvalScratch[T](Workers(l.Mixtures()), 0, m)
+	ParallelForWorker(l.Mixtures(), func(w, mi int) {
+		row, us := ws[w].row, ws[w].u[:m*d]
 		mx := mixture.Mixture(x, l, mi)
 		dmx := mixture.Mixture(dx, l, mi)
 		p := pts[pointSet(mi/l.C, mi%l.C, pb, pc)*m*d:]
@@ -79,25 +107,31 @@ func EvaluateBackwardMixture[T Float](dx, x, pts, g []T, l mixture.Layout, pb, p
 		for k := range l.N {
 			pk := Prepare(d, mx[k*s:(k+1)*s])
 			a := pk.Inv[:d*d]
+			for i := range row {
+				var t [3]T
+				for j := range d {
+					t[j] = p[i*d+j] - pk.Mu[j]
+				}
+				u := us[i*d : (i+1)*d]
+				matVec(d, a, t[:d], u)
+				var q T
+				for j := range d {
+					q += t[j] * u[j]
+				}
+				row[i] = -0.5 * q
+			}
+			expRow(row)
 			// Accumulated over the points: Σ gᵢe, Σ gᵢf, Σ gᵢf·u and
 			// Σ gᵢf·u uᵀ with u = A t, so A t tᵀ A = u uᵀ needs no matrix products.
 			var sge, sgf T
 			var su [3]T
 			var suu [9]T
 			for i, gi := range gm {
-				var t, u [3]T
-				for j := range d {
-					t[j] = p[i*d+j] - pk.Mu[j]
-				}
-				matVec(d, a, t[:d], u[:d])
-				var q T
-				for j := range d {
-					q += t[j] * u[j]
-				}
-				ge := gi * T(math.Exp(-0.5*float64(q)))
+				ge := gi * row[i]
 				gf := pk.Coef * ge
 				sge += ge
 				sgf += gf
+				u := us[i*d : (i+1)*d]
 				for r := range d {
 					su[r] += gf * u[r]
 					for c := range d {
@@ -132,10 +166,7 @@ func EvaluateBackwardPoints[T Float](dp, x, pts, g []T, l mixture.Layout, pb, pc
 	d := l.D
 	blocks := (m + evaluatePointRows - 1) / evaluatePointRows
 	items := pb * pc * blocks
-	scratch := make([][]Prepared[T], Workers(items))
-	for w := range scratch {
-		scratch[w] = make([]Prepared[T], l.N)
-	}
+	ws := newEvalScratch[T](Workers(items), l.N, 0)
 	// Each point set is read by the mixtures whose b (c) equals its batch
 	// (channel) index, or by all of them along a broadcast dimension.
 	bs, cs := l.B/pb, l.C/pc
@@ -145,38 +176,44 @@ func EvaluateBackwardPoints[T Float](dp, x, pts, g []T, l mixture.Layout, pb, pc
 		p := pts[set*m*d : (set+1)*m*d]
 		dpSet := dp[set*m*d : (set+1)*m*d]
 		clear(dpSet[lo*d : hi*d])
-		ps := scratch[w]
 		b0, c0 := (set/pc)*bs, (set%pc)*cs
 		for b := b0; b < b0+bs; b++ {
 			for c := c0; c < c0+cs; c++ {
 				mi := b*l.C + c
-				PrepareMixture(d, mixture.Mixture(x, l, mi), ps)
+				PrepareMixture(d, mixture.Mixture(x, l, mi), ws[w].prep)
 				gm := g[mi*m : (mi+1)*m]
 				for i := lo; i < hi; i++ {
-					pointGrad(d, ps, p[i*d:(i+1)*d], gm[i], dpSet[i*d:(i+1)*d])
+					pointGrad(d, &ws[w], p[i*d:(i+1)*d], gm[i], dpSet[i*d:(i+1)*d])
 				}
 			}
 		}
 	})
 }
 
-// pointGrad adds −g Σ_k f_k(x) A_k (x − μ_k) to dst.
-func pointGrad[T Float](d int, ps []Prepared[T], x []T, g T, dst []T) {
-	var acc [3]T
+// pointGrad adds −g Σ_k f_k(x) A_k (x − μ_k) to dst for the components
+// prepared in sc.prep, using sc's rows.
+func pointGrad[T Float](d int, sc *evalScratch[T], x []T, g T, dst []T) {
+	ps, row, us := sc.prep, sc.row, sc.u
 	for k := range ps {
 		pk := &ps[k]
-		var t, u [3]T
+		var t [3]T
 		for j := range d {
 			t[j] = x[j] - pk.Mu[j]
 		}
-		matVec(d, pk.Inv[:d*d], t[:d], u[:d])
+		u := us[k*d : (k+1)*d]
+		matVec(d, pk.Inv[:d*d], t[:d], u)
 		var q T
 		for j := range d {
 			q += t[j] * u[j]
 		}
-		f := pk.Coef * T(math.Exp(-0.5*float64(q)))
+		row[k] = -0.5 * q
+	}
+	expRow(row)
+	var acc [3]T
+	for k, e := range row {
+		f := ps[k].Coef * e
 		for j := range d {
-			acc[j] += f * u[j]
+			acc[j] += f * us[k*d+j]
 		}
 	}
 	for j := range d {

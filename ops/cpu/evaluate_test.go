@@ -142,11 +142,11 @@ func TestEvaluateBackwardPointsBlocks(t *testing.T) {
 	dp := make([]float64, len(pts))
 	EvaluateBackwardPoints(dp, x, pts, g, l, c.PB, c.PC, c.M)
 	want := make([]float64, len(pts))
-	ps := make([]Prepared[float64], c.N)
+	sc := newEvalScratch[float64](1, c.N, 0)[0]
 	for mi := range l.Mixtures() {
-		PrepareMixture(c.D, mixture.Mixture(x, l, mi), ps)
+		PrepareMixture(c.D, mixture.Mixture(x, l, mi), sc.prep)
 		for i := range c.M {
-			pointGrad(c.D, ps, pts[i*c.D:(i+1)*c.D], g[mi*c.M+i], want[i*c.D:(i+1)*c.D])
+			pointGrad(c.D, &sc, pts[i*c.D:(i+1)*c.D], g[mi*c.M+i], want[i*c.D:(i+1)*c.D])
 		}
 	}
 	if e := gradcheck.RelErr(dp, want); e > 1e-12 {

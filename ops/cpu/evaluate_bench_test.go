@@ -1,0 +1,95 @@
+package cpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// evalBench is one benchmark size: mixtures [B, C, N, ·] in D dimensions at
+// M points, one point set shared by all mixtures or (Own) one per mixture made
+// of its own centroids, as the dense ReLU fit evaluates them.
+type evalBench struct {
+	D, B, C, N, M int
+	Own           bool
+}
+
+func (c evalBench) name() string {
+	return fmt.Sprintf("%dD_B%d_C%d_N%d_M%d", c.D, c.B, c.C, c.N, c.M)
+}
+
+// inputs returns float32 mixtures, points with their pb, pc, and a random
+// incoming gradient [B, C, M].
+func (c evalBench) inputs() (x, pts, g []float32, pb, pc int) {
+	rng := rand.New(rand.NewPCG(31, uint64(c.D)))
+	ec := evalCase{B: c.B, C: c.C, N: c.N, D: c.D, PB: 1, PC: 1, M: c.M}
+	x64, p64 := evalInputs(rng, ec)
+	pb, pc = 1, 1
+	if c.Own {
+		pb, pc = c.B, c.C
+		s := ec.layout().Stride()
+		p64 = make([]float64, 0, c.B*c.C*c.N*c.D)
+		for i := 0; i < len(x64); i += s {
+			p64 = append(p64, x64[i+1:i+1+c.D]...)
+		}
+	}
+	g64 := make([]float64, c.B*c.C*c.M)
+	for i := range g64 {
+		g64[i] = rng.NormFloat64()
+	}
+	return evalTo32(x64), evalTo32(p64), evalTo32(g64), pb, pc
+}
+
+// reportEvals reports Gaussian evaluations per second (one component at one
+// point is one evaluation).
+func (c evalBench) reportEvals(b *testing.B) {
+	n := float64(c.B*c.C*c.N*c.M) * float64(b.N)
+	b.ReportMetric(n/b.Elapsed().Seconds()/1e9, "Geval/s")
+}
+
+var evalBenchSmall = []evalBench{
+	{D: 2, B: 21, C: 8, N: 32, M: 1000},
+	{D: 3, B: 21, C: 8, N: 32, M: 1000},
+}
+
+func BenchmarkEvaluateForward(b *testing.B) {
+	for _, c := range append(evalBenchSmall, evalBench{D: 2, B: 21, C: 16, N: 2560, M: 2560, Own: true}) {
+		x, pts, _, pb, pc := c.inputs()
+		y := make([]float32, c.B*c.C*c.M)
+		l := evalCase{B: c.B, C: c.C, N: c.N, D: c.D}.layout()
+		b.Run(c.name(), func(b *testing.B) {
+			for b.Loop() {
+				Evaluate(y, x, pts, l, pb, pc, c.M)
+			}
+			c.reportEvals(b)
+		})
+	}
+}
+
+func BenchmarkEvaluateBackwardMixture(b *testing.B) {
+	for _, c := range evalBenchSmall {
+		x, pts, g, pb, pc := c.inputs()
+		dx := make([]float32, len(x))
+		l := evalCase{B: c.B, C: c.C, N: c.N, D: c.D}.layout()
+		b.Run(c.name(), func(b *testing.B) {
+			for b.Loop() {
+				EvaluateBackwardMixture(dx, x, pts, g, l, pb, pc, c.M)
+			}
+			c.reportEvals(b)
+		})
+	}
+}
+
+func BenchmarkEvaluateBackwardPoints(b *testing.B) {
+	for _, c := range evalBenchSmall {
+		x, pts, g, pb, pc := c.inputs()
+		dp := make([]float32, len(pts))
+		l := evalCase{B: c.B, C: c.C, N: c.N, D: c.D}.layout()
+		b.Run(c.name(), func(b *testing.B) {
+			for b.Loop() {
+				EvaluateBackwardPoints(dp, x, pts, g, l, pb, pc, c.M)
+			}
+			c.reportEvals(b)
+		})
+	}
+}
