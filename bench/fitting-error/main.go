@@ -1,0 +1,239 @@
+// Command fitting-error measures the fitting errors of the ReLU fit and of
+// the reductions (the paper's em_split table) on two convolution layers with
+// reference-initialised random kernels, and prints them as a Markdown table.
+//
+// Data: B synthetic MNIST-like 2D mixtures [B, 1, 64] (see mnistLike),
+// normalised as the model's norm0 does: per-sample CovScaleNorm to mean
+// trace 2, then per-sample weight standardisation (cpu.StandardiseScale).
+// Layer 1: convolution 1 → 8 (5 kernel Gaussians, radius r1), weights ÷ F_i,
+// dense ReLU fit (reference variant), reduction to np1. Between the layers
+// CovScaleNorm with the batch statistic per channel (the value the
+// reference's running average converges to). Layer 2: convolution 8 → 16
+// (radius r2), ÷ F_i, ReLU fit, reduction to np2. Each reduction method
+// (MEM, TreeHEM T=2, TreeHEM T=4) runs the whole pipeline with the same data
+// and kernels, so layer 2 sees that method's layer-1 output.
+//
+// Usage:
+//
+//	go run ./bench/fitting-error -batch 16 -samples 1000 -seed 1
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"math"
+	"math/rand/v2"
+	"os"
+
+	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+)
+
+func main() {
+	batch := flag.Int("batch", 16, "batch size B")
+	samples := flag.Int("samples", cpu.DefaultFitErrorSamples, "sample points per mixture")
+	seed := flag.Uint64("seed", 1, "seed of the data, the kernels and the sample points")
+	np1 := flag.Int("np1", 32, "components after the layer-1 reduction")
+	np2 := flag.Int("np2", 16, "components after the layer-2 reduction")
+	r1 := flag.Float64("r1", 1.5, "layer-1 kernel radius")
+	r2 := flag.Float64("r2", 2.0, "layer-2 kernel radius")
+	flag.Parse()
+	if err := run(os.Stdout, *batch, *samples, *seed, *np1, *np2, *r1, *r2); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// method is one reduction under test.
+type method struct {
+	name   string
+	reduce func(y, x []float64, l mixture.Layout, np int) error
+}
+
+var methods = []method{
+	{"MEM", func(y, x []float64, l mixture.Layout, np int) error { cpu.MEM(y, x, l, np); return nil }},
+	{"TreeHEM T=2", treeHEM(2)},
+	{"TreeHEM T=4", treeHEM(4)},
+}
+
+func treeHEM(t int) func(y, x []float64, l mixture.Layout, np int) error {
+	return func(y, x []float64, l mixture.Layout, np int) error {
+		return cpu.TreeHEMForward(y, x, l, np, cpu.TreeHEMOptions{Reduction: t})
+	}
+}
+
+func run(w *os.File, b, samples int, seed uint64, np1, np2 int, r1, r2 float64) error {
+	rng := rand.New(rand.NewPCG(seed, 0))
+	x, lx := mnistLike(rng, b)
+	k1, lk1 := randomKernels(rng, 8, 1, r1)
+	k2, lk2 := randomKernels(rng, 16, 8, r2)
+	fmt.Fprintf(w, "| method | layer | N_o → N_p | ReLU RMSE (NRMSE) | reduction RMSE (NRMSE) | all RMSE (NRMSE) | ∫reduced / ∫dense |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|\n")
+	for _, m := range methods {
+		in, lin := x, lx
+		for li, layer := range []struct {
+			k  []float64
+			lk mixture.Layout
+			np int
+		}{{k1, lk1, np1}, {k2, lk2, np2}} {
+			conv, lc := convolve(in, layer.k, lin, layer.lk)
+			dense := make([]float64, len(conv))
+			if err := cpu.ReLUFit(dense, conv, lc, cpu.ReLUFitOptions{}); err != nil {
+				return fmt.Errorf("%s layer %d ReLU fit: %w", m.name, li+1, err)
+			}
+			lr := lc
+			lr.N = layer.np
+			red := make([]float64, lr.Len())
+			if err := m.reduce(red, dense, lc, layer.np); err != nil {
+				return fmt.Errorf("%s layer %d reduction: %w", m.name, li+1, err)
+			}
+			if err := mixture.Validate(red, lr); err != nil {
+				return fmt.Errorf("%s layer %d reduction output: %w", m.name, li+1, err)
+			}
+			fe, err := cpu.FitErrorsOf(conv, dense, red, lc, lr, samples, seed+uint64(li))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "| %s | %d (%d→%d ch) | %d → %d | %s | %s | %s | %.4f |\n", m.name, li+1, lin.C, lc.C, lc.N, lr.N,
+				cell(fe.ReLU), cell(fe.Reduction), cell(fe.All), weightSum(red, lr)/weightSum(dense, lc))
+			in, lin = batchCovScale(red, lr), lr
+		}
+	}
+	return nil
+}
+
+// weightSum returns the total integral of the batch.
+func weightSum(x []float64, l mixture.Layout) float64 {
+	var s float64
+	for i := 0; i < len(x); i += l.Stride() {
+		s += x[i]
+	}
+	return s
+}
+
+func cell(e cpu.FitError) string { return fmt.Sprintf("%.4f (%.3f)", e.RMSE, e.NRMSE) }
+
+// convolve applies cpu.Conv and divides the weights by F_i, as the
+// reference model does after every convolution.
+func convolve(x, k []float64, lx, lk mixture.Layout) ([]float64, mixture.Layout) {
+	ly := cpu.ConvLayout(lx, lk)
+	y := make([]float64, ly.Len())
+	cpu.Conv(y, x, k, lx, lk)
+	for i := 0; i < len(y); i += ly.Stride() {
+		y[i] /= float64(lx.C)
+	}
+	return y, ly
+}
+
+// randomKernels returns reference-initialised 2D kernels [fo, fi, 5, 7]
+// (spec §2.1): raw weights N(0, 1) mapped to N(0.1, 1); positions the
+// origin and 4 points (sin θ, cos θ), θ = j·π/2, times the radius;
+// covariance (r/3)²(A·Aᵀ + εI) with A = I + 0.05·U(−1, 1).
+func randomKernels(rng *rand.Rand, fo, fi int, radius float64) ([]float64, mixture.Layout) {
+	const nk, d = 5, 2
+	l := mixture.Layout{B: fo, C: fi, N: nk, D: d}
+	n := fo * fi * nk
+	w, p, a := make([]float64, n), make([]float64, n*d), make([]float64, n*d*d)
+	for i := range n {
+		w[i] = rng.NormFloat64()
+		if j := i % nk; j > 0 {
+			th := float64(j-1) * 2 * math.Pi / (nk - 1)
+			p[i*d], p[i*d+1] = math.Sin(th), math.Cos(th)
+		}
+		for r := range d {
+			for c := range d {
+				v := 0.05 * (2*rng.Float64() - 1)
+				if r == c {
+					v++
+				}
+				a[(i*d+r)*d+c] = v
+			}
+		}
+	}
+	cfg := cpu.DefaultKernelConfig(radius)
+	k := make([]float64, l.Len())
+	cpu.AssembleKernel(k, w, p, a, l, cfg, cpu.KernelEpsilon(a, d, cfg))
+	return k, l
+}
+
+// mnistLike returns b synthetic digit-like mixtures [b, 1, 64, 7] in pixel
+// units of a 28×28 image: 2–4 random strokes (segments between points in
+// [4, 24]²), 64 Gaussians placed uniformly along them with N(0, 0.5²)
+// jitter, elongated along the stroke (standard deviations 1.5 and 0.7) plus
+// the input fitting's reg_covar 0.1·I, priors U(0.5, 1.5) normalised to sum
+// 1. They are then normalised as norm0 does: CovScaleNorm per sample (mean
+// trace 2) and weight standardisation per sample.
+func mnistLike(rng *rand.Rand, b int) ([]float64, mixture.Layout) {
+	const n, d = 64, 2
+	l := mixture.Layout{B: b, C: 1, N: n, D: d}
+	x := make([]float64, l.Len())
+	st := l.Stride()
+	for s := range b {
+		strokes := 2 + rng.IntN(3)
+		var ends [4][4]float64
+		for k := range strokes {
+			for j := range 4 {
+				ends[k][j] = 4 + 20*rng.Float64()
+			}
+		}
+		var sum float64
+		for i := range n {
+			g := x[(s*n+i)*st:][:st]
+			e := ends[rng.IntN(strokes)]
+			t := rng.Float64()
+			dx, dy := e[2]-e[0], e[3]-e[1]
+			g[1] = e[0] + t*dx + 0.5*rng.NormFloat64()
+			g[2] = e[1] + t*dy + 0.5*rng.NormFloat64()
+			ln := math.Hypot(dx, dy)
+			c, sn := dx/ln, dy/ln
+			// Σ = R diag(1.5², 0.7²) Rᵀ + 0.1·I with R the stroke direction.
+			a, q := 1.5*1.5, 0.7*0.7
+			g[3] = a*c*c + q*sn*sn + 0.1
+			g[4] = (a - q) * c * sn
+			g[5] = g[4]
+			g[6] = a*sn*sn + q*c*c + 0.1
+			g[0] = 0.5 + rng.Float64()
+			sum += g[0]
+		}
+		for i := range n {
+			x[(s*n+i)*st] /= sum
+		}
+	}
+	tau := make([]float64, l.Mixtures())
+	cpu.MeanTraces(tau, x, l)
+	f := make([]float64, l.Mixtures())
+	for m, t := range tau {
+		f[m], _ = cpu.CovScaleFactor(d, t)
+	}
+	cpu.ScaleMixtures(x, x, l, f)
+	sd := make([]float64, l.Mixtures())
+	cpu.StandardiseScale(sd, x, l)
+	y := make([]float64, len(x))
+	cpu.Standardise(y, x, sd, 1, l)
+	return y, l
+}
+
+// batchCovScale scales every channel to mean covariance trace D over the
+// batch, the CovScaleNorm statistic that the reference's running average
+// tracks; the factor is the same for every sample of a channel.
+func batchCovScale(x []float64, l mixture.Layout) []float64 {
+	tau := make([]float64, l.Mixtures())
+	cpu.MeanTraces(tau, x, l)
+	f := make([]float64, l.Mixtures())
+	for c := range l.C {
+		var t float64
+		for b := range l.B {
+			t += tau[b*l.C+c] / float64(l.B)
+		}
+		s, ok := cpu.CovScaleFactor(l.D, t)
+		if !ok {
+			s = 1
+		}
+		for b := range l.B {
+			f[b*l.C+c] = s
+		}
+	}
+	y := make([]float64, len(x))
+	cpu.ScaleMixtures(y, x, l, f)
+	return y
+}
