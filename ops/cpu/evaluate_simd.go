@@ -20,136 +20,157 @@ func evaluateFast[T Float](y, x, pts []T, l mixture.Layout, pb, pc, m int) bool 
 	return true
 }
 
-// evalSoALen returns how many rows evalSoA writes for dimension d: the
-// coefficient w·norm, the D position coordinates and the D(D+1)/2 distinct
-// entries of the exponent's quadratic form.
-func evalSoALen(d int) int { return 1 + d + d*(d+1)/2 }
-
-// evalSoA prepares the n packed Gaussians of mix as structure-of-arrays rows
-// of length np ≥ n (a multiple of 8) in soa: row 0 holds w·norm, rows 1…D the
-// positions, the remaining rows the coefficients q_rc of the exponent
+// evalBlock2 holds 8 prepared 2D components, one per lane: positions and the
+// coefficients q_rc of the exponent
 //
 //	−½ tᵀ A t = Σ_{r≤c} q_rc t_r t_c,  q_rr = −½ A_rr,  q_rc = −½ (A_rc + A_cr),
 //
-// so one component costs D subtractions and D(D+1)/2 fused multiply-adds
-// before the exp. Padding lanes get zeros: coefficient 0 makes them add 0.
-func evalSoA(d int, mix []float32, n, np int, soa []float32) {
-	clear(soa)
-	s := 1 + d + d*d
-	for k := range n {
-		pk := Prepare(d, mix[k*s:(k+1)*s])
-		soa[k] = pk.Coef
-		row := 1
-		for j := range d {
-			soa[row*np+k] = pk.Mu[j]
-			row++
-		}
-		for r := range d {
-			for c := r; c < d; c++ {
-				v := pk.Inv[r*d+c] + pk.Inv[c*d+r]
-				if r == c {
-					v = pk.Inv[r*d+r]
-				}
-				soa[row*np+k] = -0.5 * v
-				row++
+// so a component costs D subtractions and D(D+1)/2 multiply-adds before the
+// exp.
+type evalBlock2 struct {
+	mu0, mu1, q00, q01, q11 archsimd.Float32x8
+}
+
+// evalBlock3 is evalBlock2 in 3D.
+type evalBlock3 struct {
+	mu0, mu1, mu2, q00, q01, q02, q11, q12, q22 archsimd.Float32x8
+}
+
+// evalLanes is one worker's prepared mixture in blocks of 8 components, with
+// the coefficients w·norm per block and a row of exponents per point.
+// Padding lanes of the last block have coefficient 0 and add nothing.
+type evalLanes struct {
+	b2   []evalBlock2
+	b3   []evalBlock3
+	coef []archsimd.Float32x8
+	row  []archsimd.Float32x8
+}
+
+// prepare fills s with the n packed Gaussians of mix in dimension d.
+func (s *evalLanes) prepare(d int, mix []float32, n int) {
+	nb := (n + 7) / 8
+	s.coef, s.row = s.coef[:0], s.row[:0]
+	s.b2, s.b3 = s.b2[:0], s.b3[:0]
+	st := 1 + d + d*d
+	// lane[r][j] is row r (coef, positions, q) of component j of the block.
+	var lane [10][8]float32
+	for b := range nb {
+		lane = [10][8]float32{}
+		for j := range min(8, n-8*b) {
+			pk := Prepare(d, mix[(8*b+j)*st:(8*b+j+1)*st])
+			lane[0][j] = pk.Coef
+			r := 1
+			for a := range d {
+				lane[r][j] = pk.Mu[a]
+				r++
 			}
+			for a := range d {
+				for c := a; c < d; c++ {
+					v := pk.Inv[a*d+c] + pk.Inv[c*d+a]
+					if a == c {
+						v = pk.Inv[a*d+a]
+					}
+					lane[r][j] = -0.5 * v
+					r++
+				}
+			}
+		}
+		ld := func(r int) archsimd.Float32x8 { return archsimd.LoadFloat32x8(&lane[r]) }
+		s.coef = append(s.coef, ld(0))
+		s.row = append(s.row, archsimd.Float32x8{})
+		if d == 2 {
+			s.b2 = append(s.b2, evalBlock2{ld(1), ld(2), ld(3), ld(4), ld(5)})
+		} else {
+			s.b3 = append(s.b3, evalBlock3{ld(1), ld(2), ld(3), ld(4), ld(5), ld(6), ld(7), ld(8), ld(9)})
 		}
 	}
 }
 
 // evaluate32x8 is Evaluate for float32 with archsimd: per mixture the
-// components are laid out by evalSoA, and each point sums 8 components per
-// step, reducing the lanes once at the end.
+// components are prepared into blocks of 8 lanes, and for each point one
+// sweep writes the exponents of all blocks and a second (expDot8) sums
+// coef·exp over them.
 func evaluate32x8(y, x, pts []float32, l mixture.Layout, pb, pc, m int) {
 	d := l.D
-	np := (l.N + 7) &^ 7
-	rows := evalSoALen(d)
-	scratch := make([][]float32, Workers(l.Mixtures()))
-	for w := range scratch {
-		scratch[w] = make([]float32, rows*np)
+	nb := (l.N + 7) / 8
+	ws := make([]evalLanes, Workers(l.Mixtures()))
+	for w := range ws {
+		ws[w] = evalLanes{
+			b2: make([]evalBlock2, 0, nb), b3: make([]evalBlock3, 0, nb),
+			coef: make([]archsimd.Float32x8, 0, nb), row: make([]archsimd.Float32x8, 0, nb),
+		}
 	}
 	ParallelForWorker(l.Mixtures(), func(w, mi int) {
-		soa := scratch[w]
-		evalSoA(d, mixture.Mixture(x, l, mi), l.N, np, soa)
+		s := &ws[w]
+		s.prepare(d, mixture.Mixture(x, l, mi), l.N)
 		p := pts[pointSet(mi/l.C, mi%l.C, pb, pc)*m*d:][:m*d]
 		out := y[mi*m : (mi+1)*m]
 		if d == 2 {
-			evalPoints2(soa, np, p, out)
-		} else {
-			evalPoints3(soa, np, p, out)
+			for i := range out {
+				exponents2(s.b2, p[2*i], p[2*i+1], s.row)
+				out[i] = expDot8(s.coef, s.row)
+			}
+			return
+		}
+		for i := range out {
+			exponents3(s.b3, p[3*i], p[3*i+1], p[3*i+2], s.row)
+			out[i] = expDot8(s.coef, s.row)
 		}
 	})
 }
 
-// evalPoints2 writes the 2D mixture in soa (np components per row) evaluated
-// at the points p (x, y interleaved) into out.
-func evalPoints2(soa []float32, np int, p, out []float32) {
-	coef, mu0, mu1 := soa[:np], soa[np:2*np], soa[2*np:3*np]
-	q00, q01, q11 := soa[3*np:4*np], soa[4*np:5*np], soa[5*np:6*np]
-	for i := range out {
-		x0 := archsimd.BroadcastFloat32x8(p[2*i])
-		x1 := archsimd.BroadcastFloat32x8(p[2*i+1])
-		var acc archsimd.Float32x8
-		for k := 0; k < np; k += 8 {
-			t0 := x0.Sub(archsimd.LoadFloat32x8Slice(mu0[k:]))
-			t1 := x1.Sub(archsimd.LoadFloat32x8Slice(mu1[k:]))
-			// q = t0 (q00 t0 + q01 t1) + q11 t1².
-			e := archsimd.LoadFloat32x8Slice(q00[k:]).MulAdd(t0, archsimd.LoadFloat32x8Slice(q01[k:]).Mul(t1))
-			e = archsimd.LoadFloat32x8Slice(q11[k:]).Mul(t1).MulAdd(t1, e.Mul(t0))
-			acc = archsimd.LoadFloat32x8Slice(coef[k:]).MulAdd(exp32x8(e), acc)
-		}
-		out[i] = hsum8(acc)
+// exponents2 writes −½ tᵀ A t with t = (x0, x1) − μ for every block of bs
+// into row.
+func exponents2(bs []evalBlock2, x0, x1 float32, row []archsimd.Float32x8) {
+	v0, v1 := archsimd.BroadcastFloat32x8(x0), archsimd.BroadcastFloat32x8(x1)
+	row = row[:len(bs)]
+	for j := range bs {
+		b := &bs[j]
+		t0, t1 := v0.Sub(b.mu0), v1.Sub(b.mu1)
+		// t0 (q00 t0 + q01 t1) + q11 t1².
+		row[j] = b.q11.Mul(t1).MulAdd(t1, b.q00.MulAdd(t0, b.q01.Mul(t1)).Mul(t0))
 	}
 }
 
-// evalPoints3 is evalPoints2 in 3D (points x, y, z interleaved).
-func evalPoints3(soa []float32, np int, p, out []float32) {
-	coef, mu0, mu1, mu2 := soa[:np], soa[np:2*np], soa[2*np:3*np], soa[3*np:4*np]
-	q00, q01, q02 := soa[4*np:5*np], soa[5*np:6*np], soa[6*np:7*np]
-	q11, q12, q22 := soa[7*np:8*np], soa[8*np:9*np], soa[9*np:10*np]
-	for i := range out {
-		x0 := archsimd.BroadcastFloat32x8(p[3*i])
-		x1 := archsimd.BroadcastFloat32x8(p[3*i+1])
-		x2 := archsimd.BroadcastFloat32x8(p[3*i+2])
-		var acc archsimd.Float32x8
-		for k := 0; k < np; k += 8 {
-			t0 := x0.Sub(archsimd.LoadFloat32x8Slice(mu0[k:]))
-			t1 := x1.Sub(archsimd.LoadFloat32x8Slice(mu1[k:]))
-			t2 := x2.Sub(archsimd.LoadFloat32x8Slice(mu2[k:]))
-			// q = t0 (q00 t0 + q01 t1 + q02 t2) + t1 (q11 t1 + q12 t2) + q22 t2².
-			a := archsimd.LoadFloat32x8Slice(q00[k:]).MulAdd(t0,
-				archsimd.LoadFloat32x8Slice(q01[k:]).MulAdd(t1, archsimd.LoadFloat32x8Slice(q02[k:]).Mul(t2)))
-			b := archsimd.LoadFloat32x8Slice(q11[k:]).MulAdd(t1, archsimd.LoadFloat32x8Slice(q12[k:]).Mul(t2))
-			e := archsimd.LoadFloat32x8Slice(q22[k:]).Mul(t2).MulAdd(t2, b.MulAdd(t1, a.Mul(t0)))
-			acc = archsimd.LoadFloat32x8Slice(coef[k:]).MulAdd(exp32x8(e), acc)
-		}
-		out[i] = hsum8(acc)
+// exponents3 is exponents2 in 3D.
+func exponents3(bs []evalBlock3, x0, x1, x2 float32, row []archsimd.Float32x8) {
+	v0, v1, v2 := archsimd.BroadcastFloat32x8(x0), archsimd.BroadcastFloat32x8(x1), archsimd.BroadcastFloat32x8(x2)
+	row = row[:len(bs)]
+	for j := range bs {
+		b := &bs[j]
+		t0, t1, t2 := v0.Sub(b.mu0), v1.Sub(b.mu1), v2.Sub(b.mu2)
+		// t0 (q00 t0 + q01 t1 + q02 t2) + t1 (q11 t1 + q12 t2) + q22 t2².
+		a := b.q00.MulAdd(t0, b.q01.MulAdd(t1, b.q02.Mul(t2)))
+		c := b.q11.MulAdd(t1, b.q12.Mul(t2))
+		row[j] = b.q22.Mul(t2).MulAdd(t2, c.MulAdd(t1, a.Mul(t0)))
 	}
 }
 
-// hsum8 returns the sum of the 8 lanes of v.
-func hsum8(v archsimd.Float32x8) float32 {
-	s := v.GetLo().Add(v.GetHi())
+// expDot8 returns Σ_j Σ_lanes coef[j]·e^row[j]. The exp is expSlice32's
+// Cephes polynomial on 8 lanes, written into the loop so that no call spills
+// the vector registers: e^x = 2ⁿ·e^r with n rounded by the vector round
+// instruction and 2ⁿ built in the exponent bits. Arguments are clamped to
+// [−88, 88] as in expSlice32, so far-away components give exactly 0.
+func expDot8(coef, row []archsimd.Float32x8) float32 {
+	lo, hi := archsimd.BroadcastFloat32x8(expMinArg), archsimd.BroadcastFloat32x8(expMaxArg)
+	log2e := archsimd.BroadcastFloat32x8(expLog2e)
+	ln2Hi, ln2Lo := archsimd.BroadcastFloat32x8(-expLn2Hi), archsimd.BroadcastFloat32x8(-expLn2Lo)
+	p0, p1 := archsimd.BroadcastFloat32x8(expP0), archsimd.BroadcastFloat32x8(expP1)
+	p2, p3 := archsimd.BroadcastFloat32x8(expP2), archsimd.BroadcastFloat32x8(expP3)
+	p4, p5 := archsimd.BroadcastFloat32x8(expP4), archsimd.BroadcastFloat32x8(expP5)
+	one, bias := archsimd.BroadcastFloat32x8(1), archsimd.BroadcastInt32x8(expBias)
+	var acc archsimd.Float32x8
+	row = row[:len(coef)]
+	for j, c := range coef {
+		x := row[j].Max(lo).Min(hi)
+		n := x.Mul(log2e).RoundToEven()
+		r := n.MulAdd(ln2Lo, n.MulAdd(ln2Hi, x))
+		p := p0.MulAdd(r, p1).MulAdd(r, p2).MulAdd(r, p3).MulAdd(r, p4).MulAdd(r, p5)
+		p = p.MulAdd(r.Mul(r), r.Add(one))
+		scale := n.ConvertToInt32().Add(bias).ShiftAllLeft(expMantLen).AsFloat32x8()
+		acc = c.MulAdd(p.Mul(scale), acc)
+	}
+	s := acc.GetLo().Add(acc.GetHi())
 	s = s.AddPairs(s)
 	return s.AddPairs(s).GetElem(0)
-}
-
-// exp32x8 is expPoly32 on 8 lanes: the same Cephes reduction e^x = 2ⁿ·e^r
-// and polynomial, with n rounded by the vector round instruction and 2ⁿ
-// built in the exponent bits. Arguments are clamped to [−88, 88] as in
-// expPoly32, so far-away components give exactly 0, never NaN.
-func exp32x8(x archsimd.Float32x8) archsimd.Float32x8 {
-	x = x.Max(archsimd.BroadcastFloat32x8(expMinArg)).Min(archsimd.BroadcastFloat32x8(expMaxArg))
-	n := x.Mul(archsimd.BroadcastFloat32x8(expLog2e)).RoundToEven()
-	r := n.MulAdd(archsimd.BroadcastFloat32x8(-expLn2Hi), x)
-	r = n.MulAdd(archsimd.BroadcastFloat32x8(-expLn2Lo), r)
-	p := archsimd.BroadcastFloat32x8(expP0)
-	p = p.MulAdd(r, archsimd.BroadcastFloat32x8(expP1))
-	p = p.MulAdd(r, archsimd.BroadcastFloat32x8(expP2))
-	p = p.MulAdd(r, archsimd.BroadcastFloat32x8(expP3))
-	p = p.MulAdd(r, archsimd.BroadcastFloat32x8(expP4))
-	p = p.MulAdd(r, archsimd.BroadcastFloat32x8(expP5))
-	p = p.MulAdd(r.Mul(r), r.Add(archsimd.BroadcastFloat32x8(1)))
-	bits := n.ConvertToInt32().Add(archsimd.BroadcastInt32x8(expBias)).ShiftAllLeft(expMantLen)
-	return p.Mul(bits.AsFloat32x8())
 }
