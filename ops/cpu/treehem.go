@@ -205,6 +205,9 @@ const (
 
 func runTreeHEM[T Float](mode hemMode, y, dx, x, g []T, dec *Decisions) error {
 	l, np := dec.l, dec.np
+	if err := mixture.Validate(x, l); err != nil {
+		return errors.Wrap(err, "TreeHEM input")
+	}
 	s := l.Stride()
 	outLen := np * s
 	if dec.pass {
