@@ -1,0 +1,84 @@
+package mixture
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestValidate(t *testing.T) {
+	l := Layout{B: 2, C: 2, N: 2, D: 2}
+	valid := func() []float64 {
+		x := make([]float64, l.Len())
+		for i := 0; i < len(x); i += 7 {
+			copy(x[i:], []float64{1, 0, 0, 2, 0.5, 0.5, 1})
+		}
+		return x
+	}
+	// Component (b=1, c=0, n=1) is component index 5, at offset 35.
+	const at = 35
+	cases := []struct {
+		name string
+		edit func([]float64)
+		want string
+	}{
+		{"valid", func([]float64) {}, ""},
+		{"NaN weight", func(x []float64) { x[at] = math.NaN() }, "non-finite value NaN at packed index 0"},
+		{"Inf position", func(x []float64) { x[at+2] = math.Inf(-1) }, "packed index 2"},
+		{"asymmetric", func(x []float64) { x[at+4] = 0.7 }, "not symmetric"},
+		{"negative variance", func(x []float64) { x[at+3] = -2 }, "not positive definite"},
+		{"singular", func(x []float64) { x[at+3], x[at+4], x[at+5], x[at+6] = 1, 1, 1, 1 }, "not positive definite"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			x := valid()
+			c.edit(x)
+			err := Validate(x, l)
+			if c.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "(b=1, c=0, n=1)") {
+				t.Errorf("error %v, want one naming (b=1, c=0, n=1) and %q", err, c.want)
+			}
+		})
+	}
+	if err := Validate(make([]float64, 3), l); err == nil || !strings.Contains(err.Error(), "3 values") {
+		t.Errorf("short data: error %v", err)
+	}
+}
+
+func TestPositiveDefinite3D(t *testing.T) {
+	cases := []struct {
+		m    []float64
+		want bool
+	}{
+		{[]float64{1, 0, 0, 0, 1, 0, 0, 0, 1}, true},
+		{[]float64{2, 1, 0, 1, 2, 1, 0, 1, 2}, true},
+		// Leading minors 1, 1 positive but det = −1: only the 3×3 test catches it.
+		{[]float64{1, 0, 1, 0, 1, 1, 1, 1, 1}, false},
+		{[]float64{1, 2, 0, 2, 1, 0, 0, 0, 1}, false},
+		{[]float64{0, 0, 0, 0, 1, 0, 0, 0, 1}, false},
+		{[]float64{math.NaN(), 0, 0, 0, 1, 0, 0, 0, 1}, false},
+	}
+	for _, c := range cases {
+		if got := PositiveDefinite(c.m, 3); got != c.want {
+			t.Errorf("PositiveDefinite(%v) = %v, want %v", c.m, got, c.want)
+		}
+	}
+	if d := Det3([]float64{2, 1, 0, 1, 2, 1, 0, 1, 2}); d != 4 {
+		t.Errorf("Det3 = %g, want 4", d)
+	}
+}
+
+func TestCheckFinite(t *testing.T) {
+	if err := CheckFinite([]float32{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	err := CheckFinite([]float32{1, float32(math.Inf(1)), 3})
+	if err == nil || !strings.Contains(err.Error(), "flat index 1") {
+		t.Errorf("error %v, want one naming flat index 1", err)
+	}
+}
