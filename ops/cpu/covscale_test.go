@@ -236,3 +236,34 @@ func covscaleMaxRel(a []float32, b []float64) float64 {
 	}
 	return diff / scale
 }
+
+// BenchmarkCovScaleKernel measures the CovScaleNorm kernels alone (no input
+// validation, no allocation) on a float32 batch of a ModelNet layer's size.
+func BenchmarkCovScaleKernel(b *testing.B) {
+	l := mixture.Layout{B: 21, C: 16, N: 2560, D: 2}
+	x := covscaleBatch[float32](rand.New(rand.NewPCG(15, 0)), l)
+	y, dx := make([]float32, l.Len()), make([]float32, l.Len())
+	tau := make([]float64, l.Mixtures())
+	s := make([]float32, l.Mixtures())
+	size := fmt.Sprintf("2D_B%d_C%d_N%d_f32", l.B, l.C, l.N)
+	b.Run("Forward/"+size, func(b *testing.B) {
+		for b.Loop() {
+			MeanTraces(tau, x, l)
+			for m, v := range tau {
+				f, _ := CovScaleFactor(l.D, v)
+				s[m] = float32(f)
+			}
+			ScaleMixtures(y, x, l, s)
+		}
+	})
+	b.Run("BackwardPerSample/"+size, func(b *testing.B) {
+		for b.Loop() {
+			CovScaleBackward(dx, y, x, l, s, tau)
+		}
+	})
+	b.Run("BackwardDetached/"+size, func(b *testing.B) {
+		for b.Loop() {
+			ScaleMixturesBackward(dx, y, l, s)
+		}
+	})
+}
