@@ -152,6 +152,7 @@ type memScratch[T Float] struct {
 	gbeta      []T // N·K, ∂L/∂β_is
 	a, q       []T // N: a_i and max(Σ_s q_is, 1e-5)
 	fit        []Prepared[T]
+	logNorm    []T         // K: ln((2π)^(−D/2) det(Σ_s)^(−½))
 	s          []memFit[T] // K
 }
 
@@ -171,7 +172,7 @@ func newMEMScratch[T Float](workers, n, k int) []memScratch[T] {
 			sel: make([]int, k), order: make([]int, n),
 			lik: make([]T, n*k), resp: make([]T, n*k), gbeta: make([]T, n*k),
 			a: make([]T, n), q: make([]T, n),
-			fit: make([]Prepared[T], k), s: make([]memFit[T], k),
+			fit: make([]Prepared[T], k), logNorm: make([]T, k), s: make([]memFit[T], k),
 		}
 	}
 	return sc
@@ -187,9 +188,10 @@ func memLikelihoods[T Float](lik, mx []T, sel []int, d int, sc *memScratch[T]) {
 	k := len(sel)
 	n := len(mx) / st
 	total, _ := memTotal(mx, d)
-	fit := sc.fit[:k]
+	fit, logNorm := sc.fit[:k], sc.logNorm[:k]
 	for s, j := range sel {
 		fit[s] = Prepare(d, mx[j*st:(j+1)*st])
+		logNorm[s] = T(math.Log(float64(fit[s].Norm)))
 	}
 	dd := d * d
 	for i := range n {
@@ -203,9 +205,9 @@ func memLikelihoods[T Float](lik, mx []T, sel []int, d int, sc *memScratch[T]) {
 			for e := range dd {
 				tr += f.Inv[e] * cov[e]
 			}
-			logBase := T(math.Log(float64(f.Norm))) + f.Exponent(d, g[1:1+d]) - tr/2
-			row[s] = T(math.Exp(float64(memVirtualSamples * ai * logBase)))
+			row[s] = memVirtualSamples * ai * (logNorm[s] + f.Exponent(d, g[1:1+d]) - tr/2)
 		}
+		expRow(row)
 	}
 }
 
