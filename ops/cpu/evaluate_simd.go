@@ -37,7 +37,7 @@ type evalBlock3 struct {
 }
 
 // evalLanes is one worker's prepared mixture in blocks of 8 components, with
-// the coefficients w·norm per block and a row of exponents per point.
+// the coefficients w·norm per block, and rows of exponents for a run of points.
 // Padding lanes of the last block have coefficient 0 and add nothing.
 type evalLanes struct {
 	b2   []evalBlock2
@@ -49,7 +49,7 @@ type evalLanes struct {
 // prepare fills s with the n packed Gaussians of mix in dimension d.
 func (s *evalLanes) prepare(d int, mix []float32, n int) {
 	nb := (n + 7) / 8
-	s.coef, s.row = s.coef[:0], s.row[:0]
+	s.coef = s.coef[:0]
 	s.b2, s.b3 = s.b2[:0], s.b3[:0]
 	st := 1 + d + d*d
 	// lane[r][j] is row r (coef, positions, q) of component j of the block.
@@ -77,7 +77,6 @@ func (s *evalLanes) prepare(d int, mix []float32, n int) {
 		}
 		ld := func(r int) archsimd.Float32x8 { return archsimd.LoadFloat32x8(&lane[r]) }
 		s.coef = append(s.coef, ld(0))
-		s.row = append(s.row, archsimd.Float32x8{})
 		if d == 2 {
 			s.b2 = append(s.b2, evalBlock2{ld(1), ld(2), ld(3), ld(4), ld(5)})
 		} else {
@@ -86,18 +85,24 @@ func (s *evalLanes) prepare(d int, mix []float32, n int) {
 	}
 }
 
+// evalRowVectors is how many exponent vectors one sweep of evaluate32x8
+// buffers (4 KiB): with few components a sweep covers many points, so the
+// exp constants are set up once per sweep, not once per point.
+const evalRowVectors = 128
+
 // evaluate32x8 is Evaluate for float32 with archsimd: per mixture the
-// components are prepared into blocks of 8 lanes, and for each point one
-// sweep writes the exponents of all blocks and a second (expDot8) sums
-// coef·exp over them.
+// components are prepared into blocks of 8 lanes; then for a run of points
+// one sweep writes the exponents of all blocks and a second (expDot8) sums
+// coef·exp over them per point.
 func evaluate32x8(y, x, pts []float32, l mixture.Layout, pb, pc, m int) {
 	d := l.D
 	nb := (l.N + 7) / 8
+	run := max(1, evalRowVectors/nb)
 	ws := make([]evalLanes, Workers(l.Mixtures()))
 	for w := range ws {
 		ws[w] = evalLanes{
 			b2: make([]evalBlock2, 0, nb), b3: make([]evalBlock3, 0, nb),
-			coef: make([]archsimd.Float32x8, 0, nb), row: make([]archsimd.Float32x8, 0, nb),
+			coef: make([]archsimd.Float32x8, 0, nb), row: make([]archsimd.Float32x8, run*nb),
 		}
 	}
 	ParallelForWorker(l.Mixtures(), func(w, mi int) {
@@ -105,16 +110,17 @@ func evaluate32x8(y, x, pts []float32, l mixture.Layout, pb, pc, m int) {
 		s.prepare(d, mixture.Mixture(x, l, mi), l.N)
 		p := pts[pointSet(mi/l.C, mi%l.C, pb, pc)*m*d:][:m*d]
 		out := y[mi*m : (mi+1)*m]
-		if d == 2 {
-			for i := range out {
-				exponents2(s.b2, p[2*i], p[2*i+1], s.row)
-				out[i] = expDot8(s.coef, s.row)
+		for i0 := 0; i0 < m; i0 += run {
+			i1 := min(i0+run, m)
+			for i := i0; i < i1; i++ {
+				row := s.row[(i-i0)*nb:]
+				if d == 2 {
+					exponents2(s.b2, p[2*i], p[2*i+1], row)
+				} else {
+					exponents3(s.b3, p[3*i], p[3*i+1], p[3*i+2], row)
+				}
 			}
-			return
-		}
-		for i := range out {
-			exponents3(s.b3, p[3*i], p[3*i+1], p[3*i+2], s.row)
-			out[i] = expDot8(s.coef, s.row)
+			expDot8(s.coef, s.row, out[i0:i1])
 		}
 	})
 }
@@ -146,12 +152,13 @@ func exponents3(bs []evalBlock3, x0, x1, x2 float32, row []archsimd.Float32x8) {
 	}
 }
 
-// expDot8 returns Σ_j Σ_lanes coef[j]·e^row[j]. The exp is expSlice32's
-// Cephes polynomial on 8 lanes, written into the loop so that no call spills
-// the vector registers: e^x = 2ⁿ·e^r with n rounded by the vector round
+// expDot8 writes out[i] = Σ_j Σ_lanes coef[j]·e^row[i·nb+j] with
+// nb = len(coef), one point per row. The exp is expSlice32's Cephes
+// polynomial on 8 lanes, written into the loop so that no call spills the
+// vector registers: e^x = 2ⁿ·e^r with n rounded by the vector round
 // instruction and 2ⁿ built in the exponent bits. Arguments are clamped to
 // [−88, 88] as in expSlice32, so far-away components give exactly 0.
-func expDot8(coef, row []archsimd.Float32x8) float32 {
+func expDot8(coef, row []archsimd.Float32x8, out []float32) {
 	lo, hi := archsimd.BroadcastFloat32x8(expMinArg), archsimd.BroadcastFloat32x8(expMaxArg)
 	log2e := archsimd.BroadcastFloat32x8(expLog2e)
 	ln2Hi, ln2Lo := archsimd.BroadcastFloat32x8(-expLn2Hi), archsimd.BroadcastFloat32x8(-expLn2Lo)
@@ -159,18 +166,22 @@ func expDot8(coef, row []archsimd.Float32x8) float32 {
 	p2, p3 := archsimd.BroadcastFloat32x8(expP2), archsimd.BroadcastFloat32x8(expP3)
 	p4, p5 := archsimd.BroadcastFloat32x8(expP4), archsimd.BroadcastFloat32x8(expP5)
 	one, bias := archsimd.BroadcastFloat32x8(1), archsimd.BroadcastInt32x8(expBias)
-	var acc archsimd.Float32x8
-	row = row[:len(coef)]
-	for j, c := range coef {
-		x := row[j].Max(lo).Min(hi)
-		n := x.Mul(log2e).RoundToEven()
-		r := n.MulAdd(ln2Lo, n.MulAdd(ln2Hi, x))
-		p := p0.MulAdd(r, p1).MulAdd(r, p2).MulAdd(r, p3).MulAdd(r, p4).MulAdd(r, p5)
-		p = p.MulAdd(r.Mul(r), r.Add(one))
-		scale := n.ConvertToInt32().Add(bias).ShiftAllLeft(expMantLen).AsFloat32x8()
-		acc = c.MulAdd(p.Mul(scale), acc)
+	nb := len(coef)
+	for i := range out {
+		r := row[i*nb : (i+1)*nb]
+		r = r[:len(coef)]
+		var acc archsimd.Float32x8
+		for j, c := range coef {
+			x := r[j].Max(lo).Min(hi)
+			n := x.Mul(log2e).RoundToEven()
+			t := n.MulAdd(ln2Lo, n.MulAdd(ln2Hi, x))
+			p := p0.MulAdd(t, p1).MulAdd(t, p2).MulAdd(t, p3).MulAdd(t, p4).MulAdd(t, p5)
+			p = p.MulAdd(t.Mul(t), t.Add(one))
+			scale := n.ConvertToInt32().Add(bias).ShiftAllLeft(expMantLen).AsFloat32x8()
+			acc = c.MulAdd(p.Mul(scale), acc)
+		}
+		s := acc.GetLo().Add(acc.GetHi())
+		s = s.AddPairs(s)
+		out[i] = s.AddPairs(s).GetElem(0)
 	}
-	s := acc.GetLo().Add(acc.GetHi())
-	s = s.AddPairs(s)
-	return s.AddPairs(s).GetElem(0)
 }
