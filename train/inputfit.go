@@ -177,8 +177,8 @@ type fitter struct {
 	// Mixture parameters in float64: weights (priors), means [K][2] and
 	// covariances [K][4] row-major.
 	w, mu, cov []float64
-	prep       []cpu.Prepared[float64]
-	logCoef    []float64 // log(w_k · N_k normalisation), per E step
+	acc        []float64 // M-step sums [K][6]: n, Σx, Σy, Σxx, Σxy, Σyy
+	comp       []comp2   // evaluation form of the components
 	norm       []float64 // standardisation evaluations
 
 	km kmeans
@@ -188,19 +188,17 @@ func newFitter(cfg FitConfig, rows, cols int) *fitter {
 	k, s := cfg.K, cfg.Samples
 	f := &fitter{
 		cfg: cfg, rows: rows, cols: cols,
-		cdf:     make([]int, rows*cols),
-		pts:     make([]float64, 2*s),
-		resp:    make([]float64, s*k),
-		w:       make([]float64, k),
-		mu:      make([]float64, 2*k),
-		cov:     make([]float64, 4*k),
-		prep:    make([]cpu.Prepared[float64], k),
-		logCoef: make([]float64, k),
-		norm:    make([]float64, cfg.NormPoints),
+		cdf:  make([]int, rows*cols),
+		pts:  make([]float64, 2*s),
+		resp: make([]float64, s*k),
+		w:    make([]float64, k),
+		mu:   make([]float64, 2*k),
+		cov:  make([]float64, 4*k),
+		acc:  make([]float64, 6*k),
+		comp: make([]comp2, k),
+		norm: make([]float64, cfg.NormPoints),
 	}
-	if cfg.Init == KMeansInit {
-		f.km = newKMeans(s, k)
-	}
+	f.km = newKMeans(s, k, rows, cols)
 	return f
 }
 
@@ -215,11 +213,7 @@ func (f *fitter) fit(pix []uint8, rng *rand.Rand) error {
 	switch f.cfg.Init {
 	case KMeansInit:
 		f.km.run(f.pts, f.cfg.LloydIters, rng)
-		// One-hot responsibilities from the k-means labels.
-		clear(f.resp)
-		for i, a := range f.km.label {
-			f.resp[i*k+int(a)] = 1
-		}
+		f.mStep(f.km.label)
 	case RandomInit:
 		for i := range f.cfg.Samples {
 			r := f.resp[i*k : (i+1)*k]
@@ -232,12 +226,12 @@ func (f *fitter) fit(pix []uint8, rng *rand.Rand) error {
 				r[j] /= s
 			}
 		}
+		f.mStep(nil)
 	}
-	f.mStep()
 	prev := math.Inf(-1)
 	for range f.cfg.EMSteps {
 		ll := f.eStep()
-		f.mStep()
+		f.mStep(nil)
 		if math.Abs(ll-prev) < f.cfg.Tol {
 			break
 		}
@@ -248,7 +242,9 @@ func (f *fitter) fit(pix []uint8, rng *rand.Rand) error {
 
 // sample draws cfg.Samples pixels with probability ∝ intensity (inverse CDF
 // of the integer intensities, exact) and jitters each by U[0,1)² within its
-// pixel: point = (column + u, row + v).
+// pixel: point = (column + u, row + v). The points are stored grouped by
+// pixel, as the k-means pruning needs (f.km.start, f.km.cells); the order of
+// the points does not change the fit.
 func (f *fitter) sample(pix []uint8, rng *rand.Rand) error {
 	total := 0
 	for i, p := range pix {
@@ -258,7 +254,9 @@ func (f *fitter) sample(pix []uint8, rng *rand.Rand) error {
 	if total == 0 {
 		return errors.New("image has no intensity (all pixels 0): nothing to sample")
 	}
-	for s := range f.cfg.Samples {
+	start := f.km.start
+	clear(start)
+	for range f.cfg.Samples {
 		u := rng.IntN(total)
 		// First pixel whose cumulative intensity exceeds u.
 		lo, hi := 0, len(f.cdf)-1
@@ -270,8 +268,22 @@ func (f *fitter) sample(pix []uint8, rng *rand.Rand) error {
 				lo = m + 1
 			}
 		}
-		f.pts[2*s] = float64(lo%f.cols) + rng.Float64()
-		f.pts[2*s+1] = float64(lo/f.cols) + rng.Float64()
+		start[lo+1]++
+	}
+	f.km.cells = f.km.cells[:0]
+	for p := range len(pix) {
+		if start[p+1] > 0 {
+			f.km.cells = append(f.km.cells, p)
+		}
+		start[p+1] += start[p]
+	}
+	for _, p := range f.km.cells {
+		col, row := float64(p%f.cols), float64(p/f.cols)
+		f.km.centreX[p], f.km.centreY[p] = col+0.5, row+0.5
+		for i := start[p]; i < start[p+1]; i++ {
+			f.pts[2*i] = col + rng.Float64()
+			f.pts[2*i+1] = row + rng.Float64()
+		}
 	}
 	return nil
 }
@@ -286,41 +298,38 @@ const eps10 = 10 * 2.220446049250313e-16
 //	n_k = Σ_i r_ik + 10ε,  w_k = n_k / Σ_j n_j,  μ_k = Σ_i r_ik x_i / n_k,
 //	Σ_k = Σ_i r_ik x_i x_iᵀ / n_k − μ_k μ_kᵀ + reg_covar·I.
 //
-// The one-pass second moment is exact enough in float64 for coordinates
-// below 10³ (cancellation error ~1e-10, far below reg_covar). Zero
-// responsibilities (all but one per point after k-means, underflowed ones
-// after an E step) are skipped.
-func (f *fitter) mStep() {
+// With labels (k-means initialisation) r_ik is 1 for k = labels[i] and 0
+// otherwise; with nil labels it is read from f.resp, skipping zeros
+// (underflowed responsibilities). The one-pass second moment is exact enough
+// in float64 for coordinates below 10³ (cancellation error ~1e-10, far below
+// reg_covar).
+func (f *fitter) mStep(labels []int32) {
 	k := f.cfg.K
-	// Accumulate n, Σx, Σy, Σxx, Σxy, Σyy per component in cov/mu/w.
-	clear(f.w)
-	clear(f.mu)
-	clear(f.cov)
-	for i := range f.cfg.Samples {
-		x, y := f.pts[2*i], f.pts[2*i+1]
-		r := f.resp[i*k : (i+1)*k]
-		for j, rj := range r {
-			if rj == 0 {
-				continue
+	clear(f.acc)
+	if labels != nil {
+		for i, j := range labels {
+			f.accumulate(int(j), 1, f.pts[2*i], f.pts[2*i+1])
+		}
+	} else {
+		for i := range f.cfg.Samples {
+			x, y := f.pts[2*i], f.pts[2*i+1]
+			for j, r := range f.resp[i*k : (i+1)*k] {
+				if r != 0 {
+					f.accumulate(j, r, x, y)
+				}
 			}
-			f.w[j] += rj
-			f.mu[2*j] += rj * x
-			f.mu[2*j+1] += rj * y
-			c := f.cov[4*j : 4*j+4]
-			c[0] += rj * x * x
-			c[1] += rj * x * y
-			c[3] += rj * y * y
 		}
 	}
 	var total float64
 	for j := range k {
-		n := f.w[j] + eps10
-		mx, my := f.mu[2*j]/n, f.mu[2*j+1]/n
+		a := f.acc[6*j : 6*j+6]
+		n := a[0] + eps10
+		mx, my := a[1]/n, a[2]/n
 		c := f.cov[4*j : 4*j+4]
-		c[0] = c[0]/n - mx*mx + f.cfg.RegCovar
-		c[1] = c[1]/n - mx*my
+		c[0] = a[3]/n - mx*mx + f.cfg.RegCovar
+		c[1] = a[4]/n - mx*my
 		c[2] = c[1]
-		c[3] = c[3]/n - my*my + f.cfg.RegCovar
+		c[3] = a[5]/n - my*my + f.cfg.RegCovar
 		f.mu[2*j], f.mu[2*j+1] = mx, my
 		f.w[j] = n
 		total += n
@@ -330,45 +339,88 @@ func (f *fitter) mStep() {
 	}
 }
 
-// prepare packs the current parameters into f.prep (inverse, determinant and
-// normalisation computed once per component).
+// accumulate adds point (x, y) with responsibility r to the sums of
+// component j.
+func (f *fitter) accumulate(j int, r, x, y float64) {
+	a := f.acc[6*j : 6*j+6 : 6*j+6]
+	rx, ry := r*x, r*y
+	a[0] += r
+	a[1] += rx
+	a[2] += ry
+	a[3] += rx * x
+	a[4] += rx * y
+	a[5] += ry * y
+}
+
+// comp2 is a 2D component in evaluation form, from cpu.Prepare (inverse and
+// normalisation computed once per component and step):
+// w·N(x) = coef·exp(−½ (a Δx² + 2b Δx Δy + c Δy²)), Δ = x − (mx, my).
+type comp2 struct {
+	coef, logCoef, mx, my, a, b, c float64
+}
+
+// exponent returns −½ (x−μ)ᵀ Σ⁻¹ (x−μ).
+func (c *comp2) exponent(x, y float64) float64 {
+	dx, dy := x-c.mx, y-c.my
+	return -0.5 * (c.a*dx*dx + 2*c.b*dx*dy + c.c*dy*dy)
+}
+
+// prepare puts the current parameters into evaluation form.
 func (f *fitter) prepare() {
 	var g [7]float64
-	for j := range f.cfg.K {
+	for j := range f.comp {
 		g[0] = f.w[j]
 		copy(g[1:3], f.mu[2*j:2*j+2])
 		copy(g[3:7], f.cov[4*j:4*j+4])
-		f.prep[j] = cpu.Prepare(2, g[:])
+		p := cpu.Prepare(2, g[:])
+		f.comp[j] = comp2{coef: p.Coef, logCoef: math.Log(p.Coef), mx: p.Mu[0], my: p.Mu[1],
+			a: p.Inv[0], b: (p.Inv[1] + p.Inv[2]) / 2, c: p.Inv[3]}
 	}
 }
 
+// respCutoff is the log-ratio below which a component's term in the E step
+// is not evaluated and its responsibility is 0: exp(respCutoff) = 2⁻⁵³, so
+// the term cannot change the normalising sum (which is ≥ 1 after dividing by
+// the largest term) in float64, and it changes a component's sums by at most
+// 2⁻⁵³ of what the point gives its dominant component. About three in four
+// terms of an MNIST fit fall below it, so skipping their exp is the main
+// saving of the E step; TestEStepCutoff checks the fits against the full
+// evaluation.
+var respCutoff = -53 * math.Ln2
+
 // eStep sets the responsibilities r_ik = w_k N(x_i; μ_k, Σ_k) / Σ_j w_j
 // N(x_i; μ_j, Σ_j), computed in the log domain with the maximum subtracted so
-// that far points do not underflow to 0/0, and returns the mean
+// that far points do not underflow to 0/0 (terms below respCutoff are 0),
+// and returns the mean
 // log-likelihood per point.
 func (f *fitter) eStep() float64 {
 	k := f.cfg.K
 	f.prepare()
-	for j := range k {
-		f.logCoef[j] = math.Log(f.prep[j].Coef)
-	}
 	var ll float64
 	for i := range f.cfg.Samples {
-		x := f.pts[2*i : 2*i+2]
-		r := f.resp[i*k : (i+1)*k]
+		x, y := f.pts[2*i], f.pts[2*i+1]
+		r := f.resp[i*k : (i+1)*k : (i+1)*k]
 		m := math.Inf(-1)
-		for j := range r {
-			p := &f.prep[j]
-			r[j] = f.logCoef[j] + p.Exponent(2, x)
-			m = max(m, r[j])
+		for j := range f.comp {
+			c := &f.comp[j]
+			e := c.logCoef + c.exponent(x, y)
+			r[j] = e
+			if e > m {
+				m = e
+			}
 		}
 		var s float64
-		for j := range r {
-			r[j] = math.Exp(r[j] - m)
-			s += r[j]
+		for j, e := range r {
+			var v float64
+			if d := e - m; d > respCutoff {
+				v = math.Exp(d)
+			}
+			r[j] = v
+			s += v
 		}
+		inv := 1 / s
 		for j := range r {
-			r[j] /= s
+			r[j] *= inv
 		}
 		ll += m + math.Log(s)
 	}
@@ -397,7 +449,12 @@ func (f *fitter) standardize(rng *rand.Rand) float64 {
 		for a := range 2 {
 			x[a] = lo[a] + (rng.Float64()*1.3-0.15)*(hi[a]-lo[a])
 		}
-		f.norm[i] = cpu.EvalMixture(2, f.prep, x[:])
+		var v float64
+		for j := range f.comp {
+			c := &f.comp[j]
+			v += c.coef * math.Exp(c.exponent(x[0], x[1]))
+		}
+		f.norm[i] = v
 		mean += f.norm[i]
 	}
 	mean /= float64(len(f.norm))

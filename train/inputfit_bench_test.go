@@ -5,17 +5,6 @@ import (
 	"testing"
 )
 
-// loadMNISTOrSkip loads MNIST once per test binary, or skips the benchmark or
-// test with the reason when the module files are not available.
-func loadMNISTOrSkip(tb testing.TB) *Dataset {
-	tb.Helper()
-	mnistOnce.Do(func() { mnistData, mnistErr = LoadMNIST("") })
-	if mnistErr != nil {
-		tb.Skipf("MNIST not available: %v", mnistErr)
-	}
-	return mnistData
-}
-
 // BenchmarkFitInputs fits the first 64 MNIST training images per iteration
 // (both cores), for the reference settings and the options; ns/image is the
 // cost per image.

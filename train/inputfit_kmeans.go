@@ -7,40 +7,56 @@ import (
 
 // kmeans is the scratch space of 2D k-means on S points with K centres:
 // k-means++ seeding followed by Lloyd iterations, as scikit-learn's KMeans
-// (n_init=1, algorithm="lloyd") runs them. The Lloyd assignment uses
-// Hamerly's bounds (one upper bound to the own centre, one lower bound to all
-// others), which skips most distance computations once the centres settle and
-// gives the same labels as the plain scan (up to exact distance ties).
+// (n_init=1, algorithm="lloyd") runs them.
+//
+// The points come grouped by pixel (cell): the points of cell p are
+// pts[2·start[p] : 2·start[p+1]], and cell p covers [col, col+1)×[row,
+// row+1). Both phases use the cells to skip work without changing the
+// result (exact pruning by the triangle inequality on the cell rectangles):
+//
+//   - seeding: a candidate centre can only lower the distance of a point in a
+//     cell whose rectangle is closer to it than the cell's largest current
+//     distance;
+//   - assignment: the nearest centre of any point of a cell is among the
+//     centres whose minimum distance to the rectangle is at most the
+//     smallest maximum distance of any centre to it (Kanungo et al.'s
+//     filtering), usually one to three of the K centres.
 type kmeans struct {
 	k       int
+	start   []int     // [cells+1] first point of each cell
+	cells   []int     // non-empty cells
+	centreX []float64 // [cells] x of each cell's centre, column + ½
+	centreY []float64 // [cells] y of each cell's centre, row + ½
 	centres []float64 // [K][2]
 	label   []int32   // [S]
-	upper   []float64 // [S] ≥ distance to the own centre
-	lower   []float64 // [S] ≤ distance to every other centre
-	half    []float64 // [K] half the distance to the nearest other centre
-	move    []float64 // [K] distance moved in the last update
 	sum     []float64 // [K][2]
 	count   []int     // [K]
+	cand    []int32   // [K] candidate centres of the current cell
+	lo      []float64 // [K] smallest squared distance of each centre to the current cell
 	closest []float64 // [S] squared distance to the nearest seed so far
+	cellMax []float64 // [cells] largest closest of the cell's points
 	cum     []float64 // [S] cumulative sum of closest
 	trial   []int     // seeding candidates
 	pot     []float64 // seeding candidate potentials
 }
 
-func newKMeans(s, k int) kmeans {
+func newKMeans(s, k, rows, cols int) kmeans {
 	// scikit-learn's number of seeding candidates per centre: 2 + ⌊ln K⌋.
 	trials := 2 + int(math.Log(float64(k)))
 	return kmeans{
 		k:       k,
+		start:   make([]int, rows*cols+1),
+		cells:   make([]int, 0, rows*cols),
+		centreX: make([]float64, rows*cols),
+		centreY: make([]float64, rows*cols),
 		centres: make([]float64, 2*k),
 		label:   make([]int32, s),
-		upper:   make([]float64, s),
-		lower:   make([]float64, s),
-		half:    make([]float64, k),
-		move:    make([]float64, k),
 		sum:     make([]float64, 2*k),
 		count:   make([]int, k),
+		cand:    make([]int32, k),
+		lo:      make([]float64, k),
 		closest: make([]float64, s),
+		cellMax: make([]float64, rows*cols),
 		cum:     make([]float64, s),
 		trial:   make([]int, trials),
 		pot:     make([]float64, trials),
@@ -52,15 +68,26 @@ func dist2(p []float64, i int, c []float64, j int) float64 {
 	return dx*dx + dy*dy
 }
 
-// run clusters the points pts ([S][2]) into km.label and km.centres with at
-// most maxIter Lloyd iterations. It stops early when no label changes
-// (strict convergence) or when the squared centre movements sum to at most
-// 1e-4 times the mean per-axis variance of the points (scikit-learn's tol);
-// the returned labels always belong to the final centres.
+// rectDist2 returns the smallest and largest squared distance from (x, y) to
+// the unit cell p, from the distances to the cell's centre: per axis the
+// nearest point is |Δ| − ½ away (0 inside) and the farthest |Δ| + ½.
+func (km *kmeans) rectDist2(p int, x, y float64) (lo, hi float64) {
+	dx := math.Abs(x - km.centreX[p])
+	dy := math.Abs(y - km.centreY[p])
+	nx, ny := max(dx-0.5, 0), max(dy-0.5, 0)
+	return nx*nx + ny*ny, (dx+0.5)*(dx+0.5) + (dy+0.5)*(dy+0.5)
+}
+
+// run clusters the points pts ([S][2], grouped by cell as in km.start) into
+// km.label and km.centres with at most maxIter Lloyd iterations. It stops
+// early when no label changes (strict convergence) or when the squared
+// centre movements sum to at most 1e-4 times the mean per-axis variance of
+// the points (scikit-learn's tol); the labels always belong to the final
+// centres.
 func (km *kmeans) run(pts []float64, maxIter int, rng *rand.Rand) {
 	km.seed(pts, rng)
 	tol := 1e-4 * meanVariance(pts)
-	km.assignAll(pts)
+	km.assign(pts)
 	for it := 1; ; it++ {
 		shift := km.update(pts)
 		if it >= maxIter || shift <= tol {
@@ -96,6 +123,8 @@ func meanVariance(pts []float64) float64 {
 // _kmeans_plusplus): the first centre is a uniformly random point; each
 // further centre is the best, by the resulting potential Σ_i min_c d²(x_i, c),
 // of 2+⌊ln K⌋ candidates drawn with probability ∝ d² to the nearest centre.
+// A candidate's potential is the current one minus the reductions it brings,
+// which only points of cells near it can have.
 func (km *kmeans) seed(pts []float64, rng *rand.Rand) {
 	s := len(km.label)
 	first := rng.IntN(s)
@@ -105,6 +134,7 @@ func (km *kmeans) seed(pts []float64, rng *rand.Rand) {
 		km.closest[i] = dist2(pts, i, km.centres, 0)
 		pot += km.closest[i]
 	}
+	km.updateCellMax()
 	for c := 1; c < km.k; c++ {
 		var acc float64
 		for i, d := range km.closest {
@@ -125,14 +155,7 @@ func (km *kmeans) seed(pts []float64, rng *rand.Rand) {
 				}
 			}
 			km.trial[t] = lo
-			km.pot[t] = 0
-		}
-		for i, d := range km.closest {
-			x, y := pts[2*i], pts[2*i+1]
-			for t, j := range km.trial {
-				dx, dy := x-pts[2*j], y-pts[2*j+1]
-				km.pot[t] += min(d, dx*dx+dy*dy)
-			}
+			km.pot[t] = pot - km.reduction(pts, pts[2*lo], pts[2*lo+1], false)
 		}
 		best := 0
 		for t := range km.pot {
@@ -140,66 +163,81 @@ func (km *kmeans) seed(pts []float64, rng *rand.Rand) {
 				best = t
 			}
 		}
-		pot = km.pot[best]
 		j := km.trial[best]
 		km.centres[2*c], km.centres[2*c+1] = pts[2*j], pts[2*j+1]
-		for i := range km.closest {
-			km.closest[i] = min(km.closest[i], dist2(pts, i, km.centres, c))
+		pot -= km.reduction(pts, pts[2*j], pts[2*j+1], true)
+	}
+}
+
+// reduction returns Σ_i max(0, closest_i − d²(x_i, (x, y))), the drop of the
+// potential if (x, y) became a centre, and applies it to closest if apply is
+// set.
+func (km *kmeans) reduction(pts []float64, x, y float64, apply bool) float64 {
+	var red float64
+	for _, p := range km.cells {
+		if lo, _ := km.rectDist2(p, x, y); lo >= km.cellMax[p] {
+			continue
+		}
+		cellMax := 0.0
+		for i := km.start[p]; i < km.start[p+1]; i++ {
+			dx, dy := pts[2*i]-x, pts[2*i+1]-y
+			d := dx*dx + dy*dy
+			if c := km.closest[i]; d < c {
+				red += c - d
+				if apply {
+					km.closest[i] = d
+				}
+			}
+			cellMax = max(cellMax, km.closest[i])
+		}
+		if apply {
+			km.cellMax[p] = cellMax
 		}
 	}
+	return red
 }
 
-// nearest returns the nearest centre of point i and the distances to it and
-// to the second nearest (+Inf for K = 1).
-func (km *kmeans) nearest(pts []float64, i int) (int32, float64, float64) {
-	best, d1, d2 := int32(0), math.Inf(1), math.Inf(1)
-	for c := range km.k {
-		d := dist2(pts, i, km.centres, c)
-		if d < d1 {
-			best, d1, d2 = int32(c), d, d1
-		} else if d < d2 {
-			d2 = d
+func (km *kmeans) updateCellMax() {
+	for _, p := range km.cells {
+		m := 0.0
+		for i := km.start[p]; i < km.start[p+1]; i++ {
+			m = max(m, km.closest[i])
 		}
-	}
-	return best, math.Sqrt(d1), math.Sqrt(d2)
-}
-
-// assignAll labels every point with its nearest centre and sets exact bounds.
-func (km *kmeans) assignAll(pts []float64) {
-	for i := range km.label {
-		km.label[i], km.upper[i], km.lower[i] = km.nearest(pts, i)
+		km.cellMax[p] = m
 	}
 }
 
-// assign relabels the points after the centres moved and reports whether any
-// label changed. A point keeps its label without a scan when its upper bound
-// is below both its lower bound and half the distance from its centre to the
-// nearest other centre (Hamerly 2010).
+// assign labels every point with its nearest centre (ties to the lower
+// index, as a plain scan does) and reports whether any label changed.
 func (km *kmeans) assign(pts []float64) bool {
-	for c := range km.k {
-		m := math.Inf(1)
-		for o := range km.k {
-			if o != c {
-				m = min(m, dist2(km.centres, c, km.centres, o))
+	changed := false
+	for _, p := range km.cells {
+		// Centres that can be nearest to some point of the cell.
+		bound := math.Inf(1)
+		for c := range km.k {
+			var hi float64
+			km.lo[c], hi = km.rectDist2(p, km.centres[2*c], km.centres[2*c+1])
+			bound = min(bound, hi)
+		}
+		nc := 0
+		for c, lo := range km.lo {
+			if lo <= bound {
+				km.cand[nc] = int32(c)
+				nc++
 			}
 		}
-		km.half[c] = 0.5 * math.Sqrt(m)
-	}
-	changed := false
-	for i, a := range km.label {
-		bound := max(km.half[a], km.lower[i])
-		if km.upper[i] <= bound {
-			continue
-		}
-		km.upper[i] = math.Sqrt(dist2(pts, i, km.centres, int(a)))
-		if km.upper[i] <= bound {
-			continue
-		}
-		var b int32
-		b, km.upper[i], km.lower[i] = km.nearest(pts, i)
-		if b != a {
-			km.label[i] = b
-			changed = true
+		cand := km.cand[:nc]
+		for i := km.start[p]; i < km.start[p+1]; i++ {
+			best, bd := cand[0], math.Inf(1)
+			for _, c := range cand {
+				if d := dist2(pts, i, km.centres, int(c)); d < bd {
+					best, bd = c, d
+				}
+			}
+			if km.label[i] != best {
+				km.label[i] = best
+				changed = true
+			}
 		}
 	}
 	return changed
@@ -208,9 +246,7 @@ func (km *kmeans) assign(pts []float64) bool {
 // update moves every centre to the mean of its points and returns the sum of
 // the squared movements. A centre without points stays where it is
 // (scikit-learn instead relocates it to a far point; with intensity-sampled
-// jittered points empty clusters are rare). The bounds follow the movements:
-// the upper bound grows by the own centre's move, the lower bound shrinks by
-// the largest move of any other centre.
+// jittered points empty clusters are rare).
 func (km *kmeans) update(pts []float64) float64 {
 	clear(km.sum)
 	clear(km.count)
@@ -220,30 +256,12 @@ func (km *kmeans) update(pts []float64) float64 {
 		km.count[a]++
 	}
 	var shift float64
-	first, second, arg := 0.0, 0.0, -1
 	for c := range km.k {
-		km.move[c] = 0
 		if n := km.count[c]; n > 0 {
 			x, y := km.sum[2*c]/float64(n), km.sum[2*c+1]/float64(n)
 			dx, dy := x-km.centres[2*c], y-km.centres[2*c+1]
 			km.centres[2*c], km.centres[2*c+1] = x, y
-			m2 := dx*dx + dy*dy
-			shift += m2
-			km.move[c] = math.Sqrt(m2)
-		}
-		switch m := km.move[c]; {
-		case m > first:
-			first, second, arg = m, first, c
-		case m > second:
-			second = m
-		}
-	}
-	for i, a := range km.label {
-		km.upper[i] += km.move[a]
-		if int(a) == arg {
-			km.lower[i] -= second
-		} else {
-			km.lower[i] -= first
+			shift += dx*dx + dy*dy
 		}
 	}
 	return shift
