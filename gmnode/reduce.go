@@ -1,0 +1,99 @@
+package gmnode
+
+import (
+	"strconv"
+
+	"github.com/gmcn-go/gmcn/ops"
+	"github.com/pkg/errors"
+	G "gorgonia.org/gorgonia"
+)
+
+// MEM reduces every mixture of x [B, C, N, ·] to np ≥ 1 components
+// [B, C, np, ·] with the reference's modified EM (see ops.NewMEM). If N < np
+// the last np − N slots are padding {0, 0, I}.
+func MEM(x *G.Node, np int) (*G.Node, error) {
+	return G.ApplyOp(ops.NewMEM(np), x)
+}
+
+// Reduction is a reduction method for ReLUFitReduce, made by UseMEM or
+// UseTreeHEM. The zero value is no method and is rejected unless np < 0.
+type Reduction struct {
+	name   string
+	reduce func(x *G.Node, np int) (*G.Node, error)
+}
+
+// String returns the method's name, e.g. "TreeHEM(T=2)".
+func (r Reduction) String() string {
+	if r.reduce == nil {
+		return "no reduction method"
+	}
+	return r.name
+}
+
+// UseMEM selects the modified EM reduction (the paper's "MEM" ablation).
+func UseMEM() Reduction { return Reduction{name: "MEM", reduce: MEM} }
+
+// UseTreeHEM selects TreeHEM with reduction factor t (the paper uses 2).
+// As in the reference (fitting.py fixed_point_and_tree_hem), an np below t
+// reduces to t components with TreeHEM first and then to np with MEM.
+func UseTreeHEM(t int, opts ...TreeHEMOption) Reduction {
+	return Reduction{name: "TreeHEM(T=" + strconv.Itoa(t) + ")", reduce: func(x *G.Node, np int) (*G.Node, error) {
+		if np >= 1 && np < t {
+			y, err := TreeHEM(x, t, t, opts...)
+			if err != nil {
+				return nil, err
+			}
+			return MEM(y, np)
+		}
+		return TreeHEM(x, np, t, opts...)
+	}}
+}
+
+// ReduceOption adjusts ReLUFitReduce.
+type ReduceOption func(*reduceConfig)
+
+type reduceConfig struct {
+	relu  []ops.ReLUFitOptions
+	dense **G.Node
+}
+
+// WithReLUFitOptions passes o to the dense ReLU fit (default: the reference
+// variant and constants).
+func WithReLUFitOptions(o ops.ReLUFitOptions) ReduceOption {
+	return func(c *reduceConfig) { c.relu = []ops.ReLUFitOptions{o} }
+}
+
+// KeepDense stores the dense ReLU-fit node in *dense, so that its value can
+// be inspected after a run, e.g. by FitErrors.
+func KeepDense(dense **G.Node) ReduceOption {
+	return func(c *reduceConfig) { c.dense = dense }
+}
+
+// ReLUFitReduce is the activation block of a GMCN layer: the dense ReLU fit
+// of x [B, C, N, ·] (ReLUFit) followed by the reduction of every mixture to
+// np components with method, [B, C, np, ·]. np < 0 means no reduction (the
+// last layer) and returns the dense fit [B, C, N, ·]; np = 0 is an error.
+func ReLUFitReduce(x *G.Node, np int, method Reduction, opts ...ReduceOption) (*G.Node, error) {
+	var c reduceConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	if np >= 0 && method.reduce == nil {
+		return nil, errors.Errorf("gm.ReLUFitReduce: np = %d needs a reduction method (UseMEM or UseTreeHEM); use np < 0 for none", np)
+	}
+	if np == 0 {
+		return nil, errors.New("gm.ReLUFitReduce: np = 0 output components; use np ≥ 1, or np < 0 for no reduction")
+	}
+	dense, err := ReLUFit(x, c.relu...)
+	if err != nil {
+		return nil, err
+	}
+	if c.dense != nil {
+		*c.dense = dense
+	}
+	if np < 0 {
+		return dense, nil
+	}
+	y, err := method.reduce(dense, np)
+	return y, errors.Wrapf(err, "gm.ReLUFitReduce with %v", method)
+}

@@ -1,0 +1,196 @@
+package gmnode
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// reduceInput returns a float64 batch with weights of either sign,
+// positions in [-3, 3) and covariances A·Aᵀ + 0.3·I.
+func reduceInput(rng *rand.Rand, l mixture.Layout) []float64 {
+	x := make([]float64, l.Len())
+	d := l.D
+	for i := 0; i < len(x); i += l.Stride() {
+		g := x[i : i+l.Stride()]
+		g[0] = 2*rng.Float64() - 0.7
+		for j := range d {
+			g[1+j] = 6*rng.Float64() - 3
+		}
+		var a [9]float64
+		for j := range d * d {
+			a[j] = rng.Float64() - 0.5
+		}
+		for r := range d {
+			for c := range d {
+				for k := range d {
+					g[1+d+r*d+c] += a[r*d+k] * a[c*d+k]
+				}
+				if r == c {
+					g[1+d+r*d+c] += 0.3
+				}
+			}
+		}
+	}
+	return x
+}
+
+func maxDiff(a, b []float64) float64 {
+	var e float64
+	for i := range a {
+		e = math.Max(e, math.Abs(a[i]-b[i]))
+	}
+	return e
+}
+
+// TestReLUFitReduce builds ReLUFitReduce for every method, runs the graph
+// with its gradient, and compares the output, the kept dense node and the
+// gradient of L = Σ y·r with the ops/cpu kernels composed by hand.
+func TestReLUFitReduce(t *testing.T) {
+	cases := []struct {
+		name   string
+		method Reduction
+		np     int
+		// reduce and back are the kernel compositions the graph must match.
+		reduce func(y, x []float64, l mixture.Layout) error
+		back   func(dx, x, g []float64, l mixture.Layout) error
+	}{
+		{"MEM", UseMEM(), 4,
+			func(y, x []float64, l mixture.Layout) error { cpu.MEM(y, x, l, 4); return nil },
+			func(dx, x, g []float64, l mixture.Layout) error { cpu.MEMBackward(dx, x, g, l, 4); return nil }},
+		{"TreeHEM T=2", UseTreeHEM(2), 4,
+			func(y, x []float64, l mixture.Layout) error {
+				return cpu.TreeHEMForward(y, x, l, 4, cpu.TreeHEMOptions{Reduction: 2})
+			},
+			func(dx, x, g []float64, l mixture.Layout) error {
+				return cpu.TreeHEMGrad(dx, x, g, l, 4, cpu.TreeHEMOptions{Reduction: 2})
+			}},
+		{"TreeHEM T=4, np < T", UseTreeHEM(4), 2,
+			func(y, x []float64, l mixture.Layout) error {
+				lt := l
+				lt.N = 4
+				mid := make([]float64, lt.Len())
+				if err := cpu.TreeHEMForward(mid, x, l, 4, cpu.TreeHEMOptions{Reduction: 4}); err != nil {
+					return err
+				}
+				cpu.MEM(y, mid, lt, 2)
+				return nil
+			},
+			func(dx, x, g []float64, l mixture.Layout) error {
+				lt := l
+				lt.N = 4
+				mid, dmid := make([]float64, lt.Len()), make([]float64, lt.Len())
+				if err := cpu.TreeHEMForward(mid, x, l, 4, cpu.TreeHEMOptions{Reduction: 4}); err != nil {
+					return err
+				}
+				cpu.MEMBackward(dmid, mid, g, lt, 2)
+				return cpu.TreeHEMGrad(dx, x, dmid, l, 4, cpu.TreeHEMOptions{Reduction: 4})
+			}},
+		{"no reduction", Reduction{}, -1,
+			func(y, x []float64, l mixture.Layout) error { copy(y, x); return nil },
+			func(dx, x, g []float64, l mixture.Layout) error { copy(dx, g); return nil }},
+	}
+	for _, d := range []int{2, 3} {
+		for ci, c := range cases {
+			t.Run(fmt.Sprintf("%dD/%s", d, c.name), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(uint64(d), uint64(ci)))
+				l := mixture.Layout{B: 2, C: 2, N: 12, D: d}
+				xd := reduceInput(rng, l)
+				lo := l
+				if c.np >= 0 {
+					lo.N = c.np
+				}
+				rd := make([]float64, lo.Len())
+				for i := range rd {
+					rd[i] = rng.NormFloat64()
+				}
+				g := G.NewGraph()
+				x := G.NewTensor(g, tensor.Float64, 4, G.WithName("x"), G.WithValue(tensor.New(tensor.WithShape(l.Shape()...), tensor.WithBacking(append([]float64(nil), xd...)))))
+				var dense *G.Node
+				y, err := ReLUFitReduce(x, c.np, c.method, KeepDense(&dense))
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := G.NewTensor(g, tensor.Float64, 4, G.WithName("r"), G.WithValue(tensor.New(tensor.WithShape(lo.Shape()...), tensor.WithBacking(rd))))
+				cost := G.Must(G.Sum(G.Must(G.HadamardProd(y, r))))
+				grads, err := G.Grad(cost, x)
+				if err != nil {
+					t.Fatal(err)
+				}
+				vm := G.NewTapeMachine(g)
+				defer vm.Close()
+				if err := vm.RunAll(); err != nil {
+					t.Fatal(err)
+				}
+				wantDense := make([]float64, l.Len())
+				if err := cpu.ReLUFit(wantDense, xd, l, cpu.ReLUFitOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				want := make([]float64, lo.Len())
+				if err := c.reduce(want, wantDense, l); err != nil {
+					t.Fatal(err)
+				}
+				if e := maxDiff(dense.Value().Data().([]float64), wantDense); e != 0 {
+					t.Errorf("%dD: kept dense node differs from cpu.ReLUFit by %g", d, e)
+				}
+				if e := maxDiff(y.Value().Data().([]float64), want); e != 0 {
+					t.Errorf("%dD: output differs from the kernels by %g", d, e)
+				}
+				dDense, wantGrad := make([]float64, l.Len()), make([]float64, l.Len())
+				if err := c.back(dDense, wantDense, rd, l); err != nil {
+					t.Fatal(err)
+				}
+				if err := cpu.ReLUFitBackward(wantGrad, xd, dDense, l, cpu.ReLUFitOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				if e := maxDiff(grads[0].Value().Data().([]float64), wantGrad); e > 1e-12*(1+maxDiff(wantGrad, make([]float64, len(wantGrad)))) {
+					t.Errorf("%dD: gradient differs from the composed kernels by %g", d, e)
+				}
+			})
+		}
+	}
+}
+
+// TestReLUFitReduceBadInput checks the errors of the combined call.
+func TestReLUFitReduceBadInput(t *testing.T) {
+	cases := []struct {
+		name   string
+		np     int
+		method Reduction
+		want   []string
+	}{
+		{"np = 0", 0, UseMEM(), []string{"gm.ReLUFitReduce", "np = 0"}},
+		{"no method", 3, Reduction{}, []string{"gm.ReLUFitReduce", "needs a reduction method"}},
+		{"TreeHEM T = 3", 4, UseTreeHEM(3), []string{"gm.ReLUFitReduce", "TreeHEM(T=3)", "T = 3"}},
+		{"np above N for MEM is fine", 20, UseMEM(), nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := G.NewGraph()
+			l := mixture.Layout{B: 1, C: 1, N: 6, D: 2}
+			x := G.NewTensor(g, tensor.Float64, 4, G.WithName("x"), G.WithValue(tensor.New(tensor.WithShape(l.Shape()...), tensor.WithBacking(reduceInput(rand.New(rand.NewPCG(1, 2)), l)))))
+			_, err := ReLUFitReduce(x, c.np, c.method)
+			if c.want == nil {
+				if err != nil {
+					t.Fatalf("unexpected error %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
