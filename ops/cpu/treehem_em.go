@@ -8,11 +8,12 @@ import (
 // Clipping constants and EM parameters of the reference TreeHEM
 // (util/epsilon.h, bvh_mhem_fit/Config.h).
 const (
-	hemEpsSmall       = 1e-13 // Epsilon::small: floor of integrals and likelihoods
-	hemEpsLarge       = 1e-7  // Epsilon::large: weights below are ignored; dead-component threshold
-	hemKLThreshold    = 0.5   // em_kl_div_threshold
-	hemVirtualSamples = 4     // exponent factor of the likelihood
-	hemMaxT           = 8     // largest reduction factor T
+	hemEpsSmall       = 1e-13               // Epsilon::small: floor of integrals and likelihoods
+	hemEpsLarge       = 1e-7                // Epsilon::large: weights below are ignored; dead-component threshold
+	hemKLThreshold    = 0.5                 // em_kl_div_threshold
+	hemVirtualSamples = 4                   // exponent factor of the likelihood
+	hemLogEpsSmall    = -29.933606208922594 // ln(1e−13)
+	hemMaxT           = 8                   // largest reduction factor T
 	hemMaxM           = 2 * hemMaxT
 )
 
@@ -40,18 +41,18 @@ type emFit[T Float] struct {
 	gtcv [hemMaxM][9]T
 
 	// Forward intermediates.
-	sumw, bigW    T
-	what          [hemMaxM]T
-	sumv, bigV    T
-	vhat          [hemMaxM]T
-	inv           [hemMaxM][9]T // Σ'_s⁻¹ of the initial components
-	norm          [hemMaxM]T    // (2π)^(−d/2) det(Σ'_s)^(−½)
-	a, b, p, l, q [hemMaxM][hemMaxM]T
-	at            [hemMaxM][hemMaxM][3]T // Σ'_s⁻¹ (μ_i − μ'_s)
-	sumq          [hemMaxM]T
-	r, beta       [hemMaxM][hemMaxM]T
-	pi            [hemMaxM]T
-	dead          [hemMaxM]bool
+	sumw, bigW T
+	what       [hemMaxM]T
+	sumv, bigV T
+	vhat       [hemMaxM]T
+	inv        [hemMaxM][9]T // Σ'_s⁻¹ of the initial components
+	logNorm    [hemMaxM]T    // ln((2π)^(−d/2) det(Σ'_s)^(−½))
+	logp, l, q [hemMaxM][hemMaxM]T
+	at         [hemMaxM][hemMaxM][3]T // Σ'_s⁻¹ (μ_i − μ'_s)
+	sumq       [hemMaxM]T
+	r, beta    [hemMaxM][hemMaxM]T
+	pi         [hemMaxM]T
+	dead       [hemMaxM]bool
 
 	// Results and their incoming gradients.
 	ow   [hemMaxM]T
@@ -160,14 +161,27 @@ func (e *emFit[T]) decide(dec *emDecision) {
 		dec.init[s] = uint8(best)
 		s++
 	}
+	var logDet [hemMaxM]T
+	for i := range m {
+		logDet[i] = T(math.Log(float64(hemDet(d, e.tcov[i][:d*d]))))
+	}
+	for s := range k {
+		invDet(d, e.tcov[dec.init[s]][:d*d], e.inv[s][:d*d])
+	}
 	for i := range m {
 		var mask uint16
-		bestS, bestKL := 0, math.Inf(1)
+		bestS, bestKL := 0, T(math.Inf(1))
 		for s := range k {
 			j := int(dec.init[s])
-			kl := 0.0
+			var kl T
 			if (e.tw[i] < 0) == (e.tw[j] < 0) {
-				kl = e.klDiv(i, j)
+				// KL(N_i ‖ N_j) = ½[(μ_i−μ_j)ᵀΣ_j⁻¹(μ_i−μ_j) + tr(Σ_j⁻¹Σ_i) − d − ln(det Σ_i / det Σ_j)]
+				inv := e.inv[s][:d*d]
+				var t [3]T
+				for c := range d {
+					t[c] = e.tmu[i][c] - e.tmu[j][c]
+				}
+				kl = 0.5 * (quadForm(d, inv, t[:d]) + trProd(d, inv, e.tcov[i][:d*d]) - T(d) - logDet[i] + logDet[j])
 			}
 			if kl < hemKLThreshold {
 				mask |= 1 << s
@@ -180,23 +194,12 @@ func (e *emFit[T]) decide(dec *emDecision) {
 	}
 }
 
-// klDiv returns KL(N_i ‖ N_j) = ½[(μ_i−μ_j)ᵀΣ_j⁻¹(μ_i−μ_j) + tr(Σ_j⁻¹Σ_i) − d
-// − ln(det Σ_i / det Σ_j)] between targets i and j, in float64.
-func (e *emFit[T]) klDiv(i, j int) float64 {
-	d := e.d
-	var inv [9]float64
-	var cj, ci [9]float64
-	for c := range d * d {
-		cj[c], ci[c] = float64(e.tcov[j][c]), float64(e.tcov[i][c])
+// hemDet returns the determinant of the d×d row-major matrix m.
+func hemDet[T Float](d int, m []T) T {
+	if d == 2 {
+		return m[0]*m[3] - m[1]*m[2]
 	}
-	detJ := invDet(d, cj[:d*d], inv[:d*d])
-	var scratch [9]float64
-	detI := invDet(d, ci[:d*d], scratch[:d*d])
-	var t [3]float64
-	for c := range d {
-		t[c] = float64(e.tmu[i][c] - e.tmu[j][c])
-	}
-	return 0.5 * (quadForm(d, inv[:d*d], t[:d]) + trProd(d, inv[:d*d], ci[:d*d]) - float64(d) - math.Log(detI/detJ))
+	return m[0]*(m[4]*m[8]-m[5]*m[7]) - m[1]*(m[3]*m[8]-m[5]*m[6]) + m[2]*(m[3]*m[7]-m[4]*m[6])
 }
 
 // forward runs the EM step with the frozen decisions dec:
@@ -224,12 +227,11 @@ func (e *emFit[T]) forward(dec *emDecision) {
 		e.sumv += e.tw[dec.init[s]]
 	}
 	e.bigV = max(e.sumv, hemEpsSmall)
-	c := math.Pow(2*math.Pi, -float64(d)/2)
 	for s := range k {
 		j := dec.init[s]
 		e.vhat[s] = e.tw[j] / e.bigV
 		det := invDet(d, e.tcov[j][:d*d], e.inv[s][:d*d])
-		e.norm[s] = T(c / math.Sqrt(float64(det)))
+		e.logNorm[s] = T(-0.5 * (float64(d)*math.Log(2*math.Pi) + math.Log(float64(det))))
 	}
 	for i := range m {
 		e.sumq[i] = 0
@@ -245,11 +247,11 @@ func (e *emFit[T]) forward(dec *emDecision) {
 			for c := range d {
 				qf += t[c] * e.at[i][s][c]
 			}
-			a := e.norm[s] * T(math.Exp(float64(-0.5*qf)))
-			b := T(math.Exp(float64(-0.5 * trProd(d, inv, e.tcov[i][:d*d]))))
-			p := a * b
-			l := T(math.Exp(float64(hemVirtualSamples * e.what[i] * T(math.Log(float64(max(p, hemEpsSmall)))))))
-			e.a[i][s], e.b[i][s], e.p[i][s], e.l[i][s] = a, b, p, l
+			// ln(a·b) with a = N(μ_i; μ'_s, Σ'_s), b = exp(−½ tr(Σ'_s⁻¹Σ_i)):
+			// working in the log domain costs one exp per pair.
+			logp := e.logNorm[s] - 0.5*qf - 0.5*trProd(d, inv, e.tcov[i][:d*d])
+			l := T(math.Exp(float64(hemVirtualSamples * e.what[i] * max(logp, hemLogEpsSmall))))
+			e.logp[i][s], e.l[i][s] = logp, l
 			var q T
 			if dec.mask[i]&(1<<s) != 0 {
 				q = max(e.vhat[s]*l, hemEpsSmall)
@@ -395,14 +397,14 @@ func (e *emFit[T]) backward(dec *emDecision) {
 			l := e.l[i][s]
 			gvhat[s] += gq[i][s] * l
 			gl := gq[i][s] * e.vhat[s]
-			p := e.p[i][s]
-			gwhat[i] += gl * hemVirtualSamples * l * T(math.Log(float64(max(p, hemEpsSmall))))
-			if p <= hemEpsSmall {
+			logp := e.logp[i][s]
+			gwhat[i] += gl * hemVirtualSamples * l * max(logp, hemLogEpsSmall)
+			if logp <= hemLogEpsSmall {
 				continue
 			}
-			gp := gl * hemVirtualSamples * e.what[i] * l / p
-			a, b := e.a[i][s], e.b[i][s]
-			ga, gb := gp*b*a, gp*a*b // ∂L/∂a·a and ∂L/∂b·b
+			// ∂L/∂p·p = 4ŵ L, and p = a·b, so ∂L/∂a·a = ∂L/∂b·b = 4ŵ L.
+			ga := gl * hemVirtualSamples * e.what[i] * l
+			gb := ga
 			at := &e.at[i][s]
 			inv := &e.inv[s]
 			for c := range d {

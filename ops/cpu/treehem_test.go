@@ -68,6 +68,9 @@ func TestTreeHEMGradient(t *testing.T) {
 		{2, 13, 4, 4, false, 0.6}, {2, 17, 4, 6, false, 3}, {2, 17, 4, 8, true, 0.6},
 		{3, 13, 4, 4, false, 0.6}, {3, 17, 4, 7, false, 0.6},
 		{2, 21, 8, 8, false, 0.8}, {3, 19, 8, 9, false, 0.8},
+		// Spread 30 with covariances ≈ 0.5: far pairs clip the likelihood at
+		// 1e−13, which must pass no gradient.
+		{2, 13, 2, 4, false, 30}, {3, 13, 2, 4, false, 30},
 	}
 	for i, c := range cases {
 		t.Run(fmt.Sprintf("%dD_N%d_T%d_Np%d_under%v_r%v", c.d, c.n, c.t, c.np, c.under, c.spread), func(t *testing.T) {
