@@ -45,6 +45,7 @@ func Conv[T Float](y, x, k []T, lx, lk mixture.Layout) {
 
 // convPair writes the convolution of the packed Gaussians xg and kg into yg.
 func convPair[T Float](yg, xg, kg []T) {
+	xg, kg = xg[:len(yg)], kg[:len(yg)] // lets the compiler drop bounds checks below
 	yg[0] = xg[0] * kg[0]
 	for j := 1; j < len(yg); j++ {
 		yg[j] = xg[j] + kg[j]
@@ -117,6 +118,7 @@ func ConvBackwardKernels[T Float](dk, g, x []T, lx, lk mixture.Layout) {
 // the weight gradient times the other operand's weight w, and the moment
 // gradients unchanged.
 func accumulatePair[T Float](d, gg []T, w T) {
+	gg = gg[:len(d)] // lets the compiler drop bounds checks below
 	d[0] += gg[0] * w
 	for j := 1; j < len(d); j++ {
 		d[j] += gg[j]

@@ -15,53 +15,47 @@ var convBenchSizes = []struct{ d, b, fi, ni, fo, nk int }{
 	{3, 21, 8, 32, 16, 5},
 }
 
-// convBench runs f in float32 on the operands of each size: data, kernels
-// and an incoming gradient of the output's layout.
-func convBench(b *testing.B, f func(x, k, g []float32, lx, lk mixture.Layout)) {
+// convOperands are the float32 buffers of one benchmark size: the forward
+// inputs x and k, an incoming gradient g of the output's layout, and outputs
+// y, dx and dk allocated once outside the timed loop.
+type convOperands struct {
+	lx, lk    mixture.Layout
+	x, k, g   []float32
+	y, dx, dk []float32
+}
+
+// convBench runs f on the operands of each size. SetBytes counts one pass
+// over the output-sized tensor (written by the forward, read by both
+// backward kernels), which dominates the memory traffic.
+func convBench(b *testing.B, f func(o *convOperands)) {
 	for _, s := range convBenchSizes {
 		name := fmt.Sprintf("%dD_B%d_Fi%d_Ni%d_Fo%d_Nk%d", s.d, s.b, s.fi, s.ni, s.fo, s.nk)
 		b.Run(name, func(b *testing.B) {
 			rng := rand.New(rand.NewPCG(17, uint64(s.d)))
-			lx, lk := convLayouts(s.d, s.b, s.fi, s.ni, s.fo, s.nk)
-			x, k := convTo32(convRandom(rng, lx)), convTo32(convRandom(rng, lk))
-			g := make([]float32, ConvLayout(lx, lk).Len())
-			for i := range g {
-				g[i] = float32(rng.NormFloat64())
+			o := convOperands{}
+			o.lx, o.lk = convLayouts(s.d, s.b, s.fi, s.ni, s.fo, s.nk)
+			o.x, o.k = convTo32(convRandom(rng, o.lx)), convTo32(convRandom(rng, o.lk))
+			o.g = make([]float32, ConvLayout(o.lx, o.lk).Len())
+			for i := range o.g {
+				o.g[i] = float32(rng.NormFloat64())
 			}
-			b.SetBytes(int64(4 * len(g)))
+			o.y, o.dx, o.dk = make([]float32, len(o.g)), make([]float32, len(o.x)), make([]float32, len(o.k))
+			b.SetBytes(int64(4 * len(o.g)))
 			for b.Loop() {
-				f(x, k, g, lx, lk)
+				f(&o)
 			}
 		})
 	}
 }
 
 func BenchmarkConvForward(b *testing.B) {
-	var y []float32
-	convBench(b, func(x, k, g []float32, lx, lk mixture.Layout) {
-		if len(y) != len(g) {
-			y = make([]float32, len(g))
-		}
-		Conv(y, x, k, lx, lk)
-	})
+	convBench(b, func(o *convOperands) { Conv(o.y, o.x, o.k, o.lx, o.lk) })
 }
 
 func BenchmarkConvBackwardData(b *testing.B) {
-	var dx []float32
-	convBench(b, func(x, k, g []float32, lx, lk mixture.Layout) {
-		if len(dx) != len(x) {
-			dx = make([]float32, len(x))
-		}
-		ConvBackwardData(dx, g, k, lx, lk)
-	})
+	convBench(b, func(o *convOperands) { ConvBackwardData(o.dx, o.g, o.k, o.lx, o.lk) })
 }
 
 func BenchmarkConvBackwardKernels(b *testing.B) {
-	var dk []float32
-	convBench(b, func(x, k, g []float32, lx, lk mixture.Layout) {
-		if len(dk) != len(k) {
-			dk = make([]float32, len(k))
-		}
-		ConvBackwardKernels(dk, g, x, lx, lk)
-	})
+	convBench(b, func(o *convOperands) { ConvBackwardKernels(o.dk, o.g, o.x, o.lx, o.lk) })
 }
