@@ -209,6 +209,11 @@ func (f *fitter) fit(pix []uint8, rng *rand.Rand) error {
 	if err := f.sample(pix, rng); err != nil {
 		return err
 	}
+	return f.fitPoints(rng)
+}
+
+// fitPoints fits the mixture to the sample points in f.pts.
+func (f *fitter) fitPoints(rng *rand.Rand) error {
 	k := f.cfg.K
 	switch f.cfg.Init {
 	case KMeansInit:

@@ -79,13 +79,18 @@ func (km *kmeans) rectDist2(p int, x, y float64) (lo, hi float64) {
 }
 
 // run clusters the points pts ([S][2], grouped by cell as in km.start) into
-// km.label and km.centres with at most maxIter Lloyd iterations. It stops
-// early when no label changes (strict convergence) or when the squared
+// km.label and km.centres: k-means++ seeding, then lloyd.
+func (km *kmeans) run(pts []float64, maxIter int, rng *rand.Rand) {
+	km.seed(pts, rng)
+	km.lloyd(pts, maxIter)
+}
+
+// lloyd runs at most maxIter Lloyd iterations from the current centres. It
+// stops early when no label changes (strict convergence) or when the squared
 // centre movements sum to at most 1e-4 times the mean per-axis variance of
 // the points (scikit-learn's tol); the labels always belong to the final
 // centres.
-func (km *kmeans) run(pts []float64, maxIter int, rng *rand.Rand) {
-	km.seed(pts, rng)
+func (km *kmeans) lloyd(pts []float64, maxIter int) {
 	tol := 1e-4 * meanVariance(pts)
 	km.assign(pts)
 	for it := 1; ; it++ {
