@@ -156,10 +156,10 @@ func (p *Progress) line(now time.Time) string {
 		rate := float64(p.done) / elapsed.Seconds()
 		fmt.Fprintf(&b, " | %.1f it/s", rate)
 		if p.finished || p.done >= p.total {
-			fmt.Fprintf(&b, " | took %s", elapsed.Round(time.Second/10))
+			fmt.Fprintf(&b, " | took %s", roundDuration(elapsed))
 		} else {
 			left := time.Duration(float64(p.total-p.done) / rate * float64(time.Second))
-			fmt.Fprintf(&b, " | ETA %s", left.Round(time.Second))
+			fmt.Fprintf(&b, " | ETA %s", roundDuration(left))
 		}
 	} else {
 		b.WriteString(" | - it/s | ETA ?")
@@ -171,4 +171,13 @@ func (p *Progress) line(now time.Time) string {
 		}
 	}
 	return b.String()
+}
+
+// roundDuration rounds to whole seconds, or to 0.1 s below 10 s, so that
+// short times stay informative and long ones short.
+func roundDuration(d time.Duration) time.Duration {
+	if d < 10*time.Second {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Second)
 }

@@ -1,0 +1,140 @@
+package train
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeClock is a clock that tests move by hand.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time          { return c.t }
+func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
+func newFakeClock() *fakeClock               { return &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
+func fixedClock() func() time.Time           { return newFakeClock().now }
+func lines(s string) []string                { return strings.Split(strings.TrimSuffix(s, "\n"), "\n") }
+func lastDraw(s string) string               { return s[strings.LastIndex(s, "\r")+1:] }
+func countRune(s string, r byte) (n int) {
+	for i := range len(s) {
+		if s[i] == r {
+			n++
+		}
+	}
+	return n
+}
+
+func TestProgressPlain(t *testing.T) {
+	var out bytes.Buffer
+	clock := newFakeClock()
+	p := newProgress(&out, "fit", 100, false, clock.now)
+	p.Set("loss", 0.123456)
+	p.Set("acc", "97%")
+	p.Set("loss", 0.5)
+	for range 100 {
+		clock.advance(100 * time.Millisecond)
+		p.Add(1)
+	}
+	p.Finish()
+	p.Finish()
+	got := lines(out.String())
+	if len(got) != 11 {
+		t.Fatalf("%d lines, want one per tenth and the final one:\n%s", len(got), out.String())
+	}
+	for i, want := range map[int]string{
+		0:  "fit [##..................]  10.0% 10/100 | 10.0 it/s | ETA 9s | loss=0.5 acc=97%",
+		4:  "fit [##########..........]  50.0% 50/100 | 10.0 it/s | ETA 5s | loss=0.5 acc=97%",
+		10: "fit [####################] 100.0% 100/100 | 10.0 it/s | took 10s | loss=0.5 acc=97%",
+	} {
+		if got[i] != want {
+			t.Errorf("line %d:\n got %q\nwant %q", i, got[i], want)
+		}
+	}
+	if strings.Contains(out.String(), "\r") {
+		t.Error("plain output contains carriage returns")
+	}
+}
+
+// TestProgressPlainSlow checks that a slow run still writes a line every
+// plainInterval between tenths.
+func TestProgressPlainSlow(t *testing.T) {
+	var out bytes.Buffer
+	clock := newFakeClock()
+	p := newProgress(&out, "epoch 1", 1000, false, clock.now)
+	p.Add(0)
+	if out.Len() != 0 {
+		t.Fatalf("output before any interval: %q", out.String())
+	}
+	clock.advance(plainInterval)
+	p.Add(1)
+	if got := lines(out.String()); len(got) != 1 || got[0] != "epoch 1 [....................]   0.1% 1/1000 | 0.0 it/s | ETA 8h19m30s" {
+		t.Fatalf("got %q", out.String())
+	}
+}
+
+func TestProgressTerminal(t *testing.T) {
+	var out bytes.Buffer
+	clock := newFakeClock()
+	p := newProgress(&out, "fit", 10, true, clock.now)
+	p.Set("loss", "a long value")
+	clock.advance(50 * time.Millisecond)
+	p.Add(1) // too soon after the start: no redraw
+	if out.Len() != 0 {
+		t.Fatalf("redrawn after 50ms: %q", out.String())
+	}
+	clock.advance(50 * time.Millisecond)
+	p.Add(1)
+	first := lastDraw(out.String())
+	if !strings.HasPrefix(out.String(), "\r") || first != "fit [####................]  20.0% 2/10 | 20.0 it/s | ETA 400ms | loss=a long value" {
+		t.Fatalf("first draw %q", out.String())
+	}
+	p.Set("loss", "x")
+	clock.advance(time.Second)
+	p.Add(8)
+	second := lastDraw(out.String())
+	if len(second) != len(first) || strings.TrimRight(second, " ") != "fit [####################] 100.0% 10/10 | 9.1 it/s | took 1.1s | loss=x" {
+		t.Errorf("shorter line not blanked: %q after %q", second, first)
+	}
+	p.Finish()
+	if !strings.HasSuffix(out.String(), "\n") || countRune(out.String(), '\n') != 1 {
+		t.Errorf("Finish does not end the line once: %q", out.String())
+	}
+}
+
+func TestProgressZeroTotalAndNil(t *testing.T) {
+	var out bytes.Buffer
+	p := newProgress(&out, "empty", 0, false, fixedClock())
+	p.Finish()
+	if got := out.String(); got != "empty [####################] 100.0% 0/0 | - it/s | ETA ?\n" {
+		t.Errorf("got %q", got)
+	}
+	var nilP *Progress
+	nilP.Add(1)
+	nilP.Set("k", 1)
+	nilP.Finish()
+	if NewProgress(&out, "x", 1).terminal {
+		t.Error("a buffer is not a terminal")
+	}
+}
+
+// TestProgressConcurrent adds from several goroutines (run with -race).
+func TestProgressConcurrent(t *testing.T) {
+	p := NewProgress(io.Discard, "fit", 4000)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 1000 {
+				p.Add(1)
+			}
+			p.Set("k", 1.5)
+		})
+	}
+	wg.Wait()
+	p.Finish()
+	if p.done != 4000 {
+		t.Errorf("done = %d, want 4000", p.done)
+	}
+}
