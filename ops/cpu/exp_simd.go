@@ -4,18 +4,33 @@ package cpu
 
 import "simd/archsimd"
 
-// expVec8 is expSlice32 on eight lanes: the same clamping, range reduction
-// and polynomial, with n rounded by VROUNDPS and 2ⁿ assembled in the
-// exponent bits.
-func expVec8(x archsimd.Float32x8) archsimd.Float32x8 {
-	x = x.Max(archsimd.BroadcastFloat32x8(expMinArg)).Min(archsimd.BroadcastFloat32x8(expMaxArg))
-	n := x.Mul(archsimd.BroadcastFloat32x8(expLog2e)).RoundToEven()
-	r := n.MulAdd(archsimd.BroadcastFloat32x8(-expLn2Lo), n.MulAdd(archsimd.BroadcastFloat32x8(-expLn2Hi), x))
-	p := archsimd.BroadcastFloat32x8(expP0).MulAdd(r, archsimd.BroadcastFloat32x8(expP1)).
-		MulAdd(r, archsimd.BroadcastFloat32x8(expP2)).MulAdd(r, archsimd.BroadcastFloat32x8(expP3)).
-		MulAdd(r, archsimd.BroadcastFloat32x8(expP4)).MulAdd(r, archsimd.BroadcastFloat32x8(expP5)).
-		MulAdd(r.Mul(r), r.Add(archsimd.BroadcastFloat32x8(1)))
-	return p.Mul(n.ConvertToInt32().Add(archsimd.BroadcastInt32x8(expBias)).ShiftAllLeft(expMantLen).AsFloat32x8())
+// expVec8 holds the broadcast constants of the eight-lane expSlice32. A loop
+// makes one before it starts and calls exp per vector: written as a plain
+// function the exponential would re-materialise thirteen broadcasts (two
+// instructions each) on every call.
+type expVec8 struct {
+	lo, hi, log2e, ln2Hi, ln2Lo, p0, p1, p2, p3, p4, p5, one archsimd.Float32x8
+	bias                                                     archsimd.Int32x8
+}
+
+func newExpVec8() expVec8 {
+	b := archsimd.BroadcastFloat32x8
+	return expVec8{
+		lo: b(expMinArg), hi: b(expMaxArg), log2e: b(expLog2e), ln2Hi: b(-expLn2Hi), ln2Lo: b(-expLn2Lo),
+		p0: b(expP0), p1: b(expP1), p2: b(expP2), p3: b(expP3), p4: b(expP4), p5: b(expP5), one: b(1),
+		bias: archsimd.BroadcastInt32x8(expBias),
+	}
+}
+
+// exp is expSlice32 on eight lanes: the same clamping, range reduction and
+// polynomial, with n rounded by VROUNDPS and 2ⁿ assembled in the exponent
+// bits.
+func (c *expVec8) exp(x archsimd.Float32x8) archsimd.Float32x8 {
+	x = x.Max(c.lo).Min(c.hi)
+	n := x.Mul(c.log2e).RoundToEven()
+	r := n.MulAdd(c.ln2Lo, n.MulAdd(c.ln2Hi, x))
+	p := c.p0.MulAdd(r, c.p1).MulAdd(r, c.p2).MulAdd(r, c.p3).MulAdd(r, c.p4).MulAdd(r, c.p5).MulAdd(r.Mul(r), r.Add(c.one))
+	return p.Mul(n.ConvertToInt32().Add(c.bias).ShiftAllLeft(expMantLen).AsFloat32x8())
 }
 
 // reluHsum8 returns the sum of the eight lanes.

@@ -37,81 +37,94 @@ func reluBackwardFast[T Float](s *reluWork[T]) bool {
 	return true
 }
 
-// reluLoad8 loads s[i:i+8]; the padded arrays always hold them. The vector
-// exponential exp32x8 and reluHsum8 live in exp_simd.go.
-func reluLoad8(s []float32, i int) archsimd.Float32x8 {
-	return archsimd.LoadFloat32x8((*[8]float32)(s[i : i+8]))
+// reluBlocks interleaves the padded arrays fields into blocks of eight lanes,
+// block b holding lanes 8b…8b+7 of every field in order, so the vector loops
+// walk one pointer with constant offsets instead of one bounds-checked slice
+// per field. The blocks live in the worker's scratch s.vec.
+func reluBlocks(s *reluWork[float32], fields ...[]float32) [][8]float32 {
+	nf, nb := len(fields), len(s.row)/8
+	if cap(s.vec) < nf*nb {
+		s.vec = make([][8]float32, nf*nb)
+	}
+	v := s.vec[:nf*nb]
+	for b := range nb {
+		for f, src := range fields {
+			v[b*nf+f] = [8]float32(src[8*b : 8*b+8])
+		}
+	}
+	return v
 }
 
+// lanes loads one field of a block.
+func lanes(p *[8]float32) archsimd.Float32x8 { return archsimd.LoadFloat32x8(p) }
+
 func reluForward2x8(s *reluWork[float32]) {
-	np := len(s.row)
-	m0, m1 := s.mu[0][:np], s.mu[1][:np]
-	q00, q01, q11 := s.q[0][:np], s.q[1][:np], s.q[2][:np]
-	ln, a, x := s.ln[:np], s.a[:np], s.x[:np]
+	const nf = 8
+	v := reluBlocks(s, s.mu[0], s.mu[1], s.q[0], s.q[1], s.q[2], s.ln, s.a, s.x)
+	c := newExpVec8()
 	for k := range s.n {
-		p0, p1 := archsimd.BroadcastFloat32x8(m0[k]), archsimd.BroadcastFloat32x8(m1[k])
+		p0, p1 := archsimd.BroadcastFloat32x8(s.mu[0][k]), archsimd.BroadcastFloat32x8(s.mu[1][k])
 		var ta, te archsimd.Float32x8
-		for j := 0; j < np; j += 8 {
-			d0, d1 := p0.Sub(reluLoad8(m0, j)), p1.Sub(reluLoad8(m1, j))
-			h := reluLoad8(q00, j).MulAdd(d0, reluLoad8(q01, j).Mul(d1))
-			v := d0.MulAdd(h, reluLoad8(ln, j))
-			v = reluLoad8(q11, j).Mul(d1).MulAdd(d1, v)
-			e := expVec8(v)
-			ta = reluLoad8(a, j).MulAdd(e, ta)
-			te = reluLoad8(x, j).MulAdd(e, te)
+		for b := 0; b+nf <= len(v); b += nf {
+			g := (*[nf][8]float32)(v[b : b+nf])
+			d0, d1 := p0.Sub(lanes(&g[0])), p1.Sub(lanes(&g[1]))
+			h := lanes(&g[2]).MulAdd(d0, lanes(&g[3]).Mul(d1))
+			x := lanes(&g[4]).Mul(d1).MulAdd(d1, d0.MulAdd(h, lanes(&g[5])))
+			e := c.exp(x)
+			ta = lanes(&g[6]).MulAdd(e, ta)
+			te = lanes(&g[7]).MulAdd(e, te)
 		}
 		s.t[k], s.e[k] = reluHsum8(ta), reluHsum8(te)
 	}
 }
 
 func reluForward3x8(s *reluWork[float32]) {
-	np := len(s.row)
-	m0, m1, m2 := s.mu[0][:np], s.mu[1][:np], s.mu[2][:np]
-	q00, q01, q02 := s.q[0][:np], s.q[1][:np], s.q[2][:np]
-	q11, q12, q22 := s.q[3][:np], s.q[4][:np], s.q[5][:np]
-	ln, a, x := s.ln[:np], s.a[:np], s.x[:np]
+	const nf = 12
+	v := reluBlocks(s, s.mu[0], s.mu[1], s.mu[2], s.q[0], s.q[1], s.q[2], s.q[3], s.q[4], s.q[5], s.ln, s.a, s.x)
+	c := newExpVec8()
 	for k := range s.n {
-		p0, p1, p2 := archsimd.BroadcastFloat32x8(m0[k]), archsimd.BroadcastFloat32x8(m1[k]), archsimd.BroadcastFloat32x8(m2[k])
+		p0, p1, p2 := archsimd.BroadcastFloat32x8(s.mu[0][k]), archsimd.BroadcastFloat32x8(s.mu[1][k]), archsimd.BroadcastFloat32x8(s.mu[2][k])
 		var ta, te archsimd.Float32x8
-		for j := 0; j < np; j += 8 {
-			d0, d1, d2 := p0.Sub(reluLoad8(m0, j)), p1.Sub(reluLoad8(m1, j)), p2.Sub(reluLoad8(m2, j))
-			h := reluLoad8(q00, j).MulAdd(d0, reluLoad8(q01, j).MulAdd(d1, reluLoad8(q02, j).Mul(d2)))
-			v := d0.MulAdd(h, reluLoad8(ln, j))
-			h = reluLoad8(q11, j).MulAdd(d1, reluLoad8(q12, j).Mul(d2))
-			v = d1.MulAdd(h, v)
-			v = reluLoad8(q22, j).Mul(d2).MulAdd(d2, v)
-			e := expVec8(v)
-			ta = reluLoad8(a, j).MulAdd(e, ta)
-			te = reluLoad8(x, j).MulAdd(e, te)
+		for b := 0; b+nf <= len(v); b += nf {
+			g := (*[nf][8]float32)(v[b : b+nf])
+			d0, d1, d2 := p0.Sub(lanes(&g[0])), p1.Sub(lanes(&g[1])), p2.Sub(lanes(&g[2]))
+			h := lanes(&g[3]).MulAdd(d0, lanes(&g[4]).MulAdd(d1, lanes(&g[5]).Mul(d2)))
+			x := d0.MulAdd(h, lanes(&g[9]))
+			h = lanes(&g[6]).MulAdd(d1, lanes(&g[7]).Mul(d2))
+			x = lanes(&g[8]).Mul(d2).MulAdd(d2, d1.MulAdd(h, x))
+			e := c.exp(x)
+			ta = lanes(&g[10]).MulAdd(e, ta)
+			te = lanes(&g[11]).MulAdd(e, te)
 		}
 		s.t[k], s.e[k] = reluHsum8(ta), reluHsum8(te)
 	}
 }
 
 // reluBackward2x8 is reluBackward2 with the centroids k in the lanes; the
-// padding centroids have gt = ge = 0 and so add nothing.
+// padding centroids have gt = ge = 0 and so add nothing. The per-centroid
+// sums kq accumulate in the blocks and are copied out at the end.
 func reluBackward2x8(s *reluWork[float32]) {
-	np := len(s.row)
-	m0, m1 := s.mu[0][:np], s.mu[1][:np]
-	gt, ge := s.gt[:np], s.ge[:np]
-	k0, k1 := s.kq[0][:np], s.kq[1][:np]
-	clear(k0)
-	clear(k1)
+	const nf = 6
+	clear(s.kq[0])
+	clear(s.kq[1])
+	v := reluBlocks(s, s.mu[0], s.mu[1], s.gt, s.ge, s.kq[0], s.kq[1])
+	c := newExpVec8()
 	half := archsimd.BroadcastFloat32x8(-0.5)
 	for j := range s.n {
-		p0, p1 := archsimd.BroadcastFloat32x8(m0[j]), archsimd.BroadcastFloat32x8(m1[j])
+		p0, p1 := archsimd.BroadcastFloat32x8(s.mu[0][j]), archsimd.BroadcastFloat32x8(s.mu[1][j])
 		a00 := archsimd.BroadcastFloat32x8(s.sym[0][j])
 		a01 := archsimd.BroadcastFloat32x8(s.sym[1][j])
 		a11 := archsimd.BroadcastFloat32x8(s.sym[2][j])
 		ln := archsimd.BroadcastFloat32x8(s.ln[j])
 		aj, xj := archsimd.BroadcastFloat32x8(s.a[j]), archsimd.BroadcastFloat32x8(s.x[j])
 		var ga, gx, u0, u1, uu00, uu01, uu11 archsimd.Float32x8
-		for k := 0; k < np; k += 8 {
-			d0, d1 := reluLoad8(m0, k).Sub(p0), reluLoad8(m1, k).Sub(p1)
+		for b := 0; b+nf <= len(v); b += nf {
+			g := (*[nf][8]float32)(v[b : b+nf])
+			d0, d1 := lanes(&g[0]).Sub(p0), lanes(&g[1]).Sub(p1)
 			v0 := a00.MulAdd(d0, a01.Mul(d1))
 			v1 := a01.MulAdd(d0, a11.Mul(d1))
-			e := expVec8(d0.MulAdd(v0, d1.Mul(v1)).MulAdd(half, ln))
-			et, ee := e.Mul(reluLoad8(gt, k)), e.Mul(reluLoad8(ge, k))
+			e := c.exp(d0.MulAdd(v0, d1.Mul(v1)).MulAdd(half, ln))
+			et, ee := e.Mul(lanes(&g[2])), e.Mul(lanes(&g[3]))
 			ga, gx = ga.Add(et), gx.Add(ee)
 			w := et.MulAdd(aj, ee.Mul(xj))
 			w0, w1 := w.Mul(v0), w.Mul(v1)
@@ -119,26 +132,29 @@ func reluBackward2x8(s *reluWork[float32]) {
 			uu00 = w0.MulAdd(v0, uu00)
 			uu01 = w0.MulAdd(v1, uu01)
 			uu11 = w1.MulAdd(v1, uu11)
-			reluLoad8(k0, k).Add(w0).Store((*[8]float32)(k0[k : k+8]))
-			reluLoad8(k1, k).Add(w1).Store((*[8]float32)(k1[k : k+8]))
+			lanes(&g[4]).Add(w0).Store(&g[4])
+			lanes(&g[5]).Add(w1).Store(&g[5])
 		}
 		s.ga[j], s.gx[j] = reluHsum8(ga), reluHsum8(gx)
 		s.u[0][j], s.u[1][j] = reluHsum8(u0), reluHsum8(u1)
 		s.uu[0][j], s.uu[1][j], s.uu[2][j] = reluHsum8(uu00), reluHsum8(uu01), reluHsum8(uu11)
 	}
+	for b := range len(v) / nf {
+		copy(s.kq[0][8*b:], v[b*nf+4][:])
+		copy(s.kq[1][8*b:], v[b*nf+5][:])
+	}
 }
 
 func reluBackward3x8(s *reluWork[float32]) {
-	np := len(s.row)
-	m0, m1, m2 := s.mu[0][:np], s.mu[1][:np], s.mu[2][:np]
-	gt, ge := s.gt[:np], s.ge[:np]
-	k0, k1, k2 := s.kq[0][:np], s.kq[1][:np], s.kq[2][:np]
-	clear(k0)
-	clear(k1)
-	clear(k2)
+	const nf = 8
+	clear(s.kq[0])
+	clear(s.kq[1])
+	clear(s.kq[2])
+	v := reluBlocks(s, s.mu[0], s.mu[1], s.mu[2], s.gt, s.ge, s.kq[0], s.kq[1], s.kq[2])
+	c := newExpVec8()
 	half := archsimd.BroadcastFloat32x8(-0.5)
 	for j := range s.n {
-		p0, p1, p2 := archsimd.BroadcastFloat32x8(m0[j]), archsimd.BroadcastFloat32x8(m1[j]), archsimd.BroadcastFloat32x8(m2[j])
+		p0, p1, p2 := archsimd.BroadcastFloat32x8(s.mu[0][j]), archsimd.BroadcastFloat32x8(s.mu[1][j]), archsimd.BroadcastFloat32x8(s.mu[2][j])
 		a00 := archsimd.BroadcastFloat32x8(s.sym[0][j])
 		a01 := archsimd.BroadcastFloat32x8(s.sym[1][j])
 		a02 := archsimd.BroadcastFloat32x8(s.sym[2][j])
@@ -148,13 +164,14 @@ func reluBackward3x8(s *reluWork[float32]) {
 		ln := archsimd.BroadcastFloat32x8(s.ln[j])
 		aj, xj := archsimd.BroadcastFloat32x8(s.a[j]), archsimd.BroadcastFloat32x8(s.x[j])
 		var ga, gx, u0, u1, u2, uu00, uu01, uu02, uu11, uu12, uu22 archsimd.Float32x8
-		for k := 0; k < np; k += 8 {
-			d0, d1, d2 := reluLoad8(m0, k).Sub(p0), reluLoad8(m1, k).Sub(p1), reluLoad8(m2, k).Sub(p2)
+		for b := 0; b+nf <= len(v); b += nf {
+			g := (*[nf][8]float32)(v[b : b+nf])
+			d0, d1, d2 := lanes(&g[0]).Sub(p0), lanes(&g[1]).Sub(p1), lanes(&g[2]).Sub(p2)
 			v0 := a00.MulAdd(d0, a01.MulAdd(d1, a02.Mul(d2)))
 			v1 := a01.MulAdd(d0, a11.MulAdd(d1, a12.Mul(d2)))
 			v2 := a02.MulAdd(d0, a12.MulAdd(d1, a22.Mul(d2)))
-			e := expVec8(d0.MulAdd(v0, d1.MulAdd(v1, d2.Mul(v2))).MulAdd(half, ln))
-			et, ee := e.Mul(reluLoad8(gt, k)), e.Mul(reluLoad8(ge, k))
+			e := c.exp(d0.MulAdd(v0, d1.MulAdd(v1, d2.Mul(v2))).MulAdd(half, ln))
+			et, ee := e.Mul(lanes(&g[3])), e.Mul(lanes(&g[4]))
 			ga, gx = ga.Add(et), gx.Add(ee)
 			w := et.MulAdd(aj, ee.Mul(xj))
 			w0, w1, w2 := w.Mul(v0), w.Mul(v1), w.Mul(v2)
@@ -165,13 +182,18 @@ func reluBackward3x8(s *reluWork[float32]) {
 			uu11 = w1.MulAdd(v1, uu11)
 			uu12 = w1.MulAdd(v2, uu12)
 			uu22 = w2.MulAdd(v2, uu22)
-			reluLoad8(k0, k).Add(w0).Store((*[8]float32)(k0[k : k+8]))
-			reluLoad8(k1, k).Add(w1).Store((*[8]float32)(k1[k : k+8]))
-			reluLoad8(k2, k).Add(w2).Store((*[8]float32)(k2[k : k+8]))
+			lanes(&g[5]).Add(w0).Store(&g[5])
+			lanes(&g[6]).Add(w1).Store(&g[6])
+			lanes(&g[7]).Add(w2).Store(&g[7])
 		}
 		s.ga[j], s.gx[j] = reluHsum8(ga), reluHsum8(gx)
 		s.u[0][j], s.u[1][j], s.u[2][j] = reluHsum8(u0), reluHsum8(u1), reluHsum8(u2)
 		s.uu[0][j], s.uu[1][j], s.uu[2][j] = reluHsum8(uu00), reluHsum8(uu01), reluHsum8(uu02)
 		s.uu[3][j], s.uu[4][j], s.uu[5][j] = reluHsum8(uu11), reluHsum8(uu12), reluHsum8(uu22)
+	}
+	for b := range len(v) / nf {
+		copy(s.kq[0][8*b:], v[b*nf+5][:])
+		copy(s.kq[1][8*b:], v[b*nf+6][:])
+		copy(s.kq[2][8*b:], v[b*nf+7][:])
 	}
 }

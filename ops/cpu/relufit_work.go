@@ -23,14 +23,15 @@ const reluLanes = 8
 // entries of A from sym.
 type reluWork[T Float] struct {
 	n, d int
-	mu   [3][]T // positions μ_j
-	q    [6][]T // exponent coefficients, order 00 01 11 (2D) or 00 01 02 11 12 22 (3D)
-	sym  [6][]T // symmetrised Σ_j⁻¹ entries in the same order
-	ln   []T    // log-normalisation
-	a, x []T    // input and coarse weights
-	t, e []T    // target and approximation at the centroids
-	row  []T    // scratch: one row of exponents, then of terms E
-	rowU [3][]T // scratch: one row of u = A_j δ (backward)
+	mu   [3][]T       // positions μ_j
+	q    [6][]T       // exponent coefficients, order 00 01 11 (2D) or 00 01 02 11 12 22 (3D)
+	sym  [6][]T       // symmetrised Σ_j⁻¹ entries in the same order
+	ln   []T          // log-normalisation
+	a, x []T          // input and coarse weights
+	t, e []T          // target and approximation at the centroids
+	row  []T          // scratch: one row of exponents, then of terms E
+	rowU [3][]T       // scratch: one row of u = A_j δ (backward)
+	vec  [][8]float32 // scratch of the vectorised float32 loops (relufit_simd.go)
 
 	// Backward state: per centroid k the sensitivities gt = ∂L/∂t_k,
 	// ge = ∂L/∂e_k, the direct ∂L/∂x_k and kq = Σ_j w_kj u_kj; per Gaussian j
