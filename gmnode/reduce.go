@@ -97,3 +97,7 @@ func ReLUFitReduce(x *G.Node, np int, method Reduction, opts ...ReduceOption) (*
 	y, err := method.reduce(dense, np)
 	return y, errors.Wrapf(err, "gm.ReLUFitReduce with %v", method)
 }
+
+// IsZero reports whether r is the zero value (no method chosen), so callers
+// can apply their own default.
+func (r Reduction) IsZero() bool { return r.reduce == nil }

@@ -1,0 +1,281 @@
+package models
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/gmcn-go/gmcn/gmnode"
+	"github.com/gmcn-go/gmcn/ops"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+	"github.com/pkg/errors"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Config selects a GMCN. The zero values of the optional fields give the
+// paper's choices: 5 kernel Gaussians, TreeHEM with T = 2, float32.
+type Config struct {
+	Layout          Layout
+	D               int // spatial dimension, 2 or 3
+	Classes         int // must equal the last block's channels unless DenseHead > 0
+	Batch           int // fixed batch size of the graph
+	KernelGaussians int // N_k, 5 if zero
+	Reduction       gmnode.Reduction
+	// DenseHead > 0 adds a fully connected layer of that many hidden units
+	// (ReLU) and a linear classifier after the BatchNorm of the integrals.
+	DenseHead int
+	Dtype     tensor.Dtype // tensor.Float32 if nil
+	Seed      uint64
+}
+
+// Model is a GMCN as one Gorgonia graph.
+type Model struct {
+	Config Config
+	Graph  *G.ExprGraph
+	// Input holds a batch of mixtures [B, C_in, N_in, 1+D+D²]; Target the
+	// one-hot labels [B, classes].
+	Input, Target *G.Node
+	// LogProb [B, classes] and the mean NLL Loss.
+	LogProb, Loss *G.Node
+
+	Kernels  []*gmnode.Kernel
+	Gain     *G.Node
+	BNScale  *G.Node
+	BNBias   *G.Node
+	DenseW   G.Nodes
+	DenseB   G.Nodes
+	BN       *G.BatchNormOp
+	CovNorms []*ops.CovScaleNorm
+	logProb  G.Value
+	rows     []string
+}
+
+// Build constructs the graph of cfg.
+func Build(cfg Config) (*Model, error) {
+	if err := cfg.normalise(); err != nil {
+		return nil, err
+	}
+	l := cfg.Layout
+	g := G.NewGraph()
+	m := &Model{Config: cfg, Graph: g}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15))
+	p := mixture.PackedLen(cfg.D)
+	m.Input = G.NewTensor(g, cfg.Dtype, 4, G.WithShape(cfg.Batch, l.InputChannels, l.InputGaussians, p), G.WithName("input"))
+	m.Target = G.NewTensor(g, cfg.Dtype, 2, G.WithShape(cfg.Batch, cfg.Classes), G.WithName("target"))
+	m.Gain = G.NewTensor(g, cfg.Dtype, 1, G.WithShape(1), G.WithName("input_gain"), G.WithInit(G.Ones()))
+	m.row("input", m.Input)
+
+	x, err := gmnode.CovScale(m.Input)
+	if err != nil {
+		return nil, errors.Wrap(err, "input normalisation")
+	}
+	if x, err = gmnode.Standardise(x, m.Gain); err != nil {
+		return nil, errors.Wrap(err, "input normalisation")
+	}
+	fi := l.InputChannels
+	for i, b := range l.Blocks {
+		name := fmt.Sprintf("conv%d", i+1)
+		k, err := gmnode.NewKernel(g, b.Channels, fi, cfg.KernelGaussians, cfg.D, b.Radius, rng, cfg.Dtype, name)
+		if err != nil {
+			return nil, errors.Wrap(err, name)
+		}
+		m.Kernels = append(m.Kernels, k)
+		if x, err = gmnode.Conv(x, k.Node()); err != nil {
+			return nil, errors.Wrap(err, name)
+		}
+		if x, err = gmnode.ScaleWeights(x, 1/float64(fi)); err != nil {
+			return nil, errors.Wrap(err, name)
+		}
+		m.row(name+" (conv ÷ Fi)", x)
+		if x, err = gmnode.ReLUFitReduce(x, b.Gaussians, cfg.Reduction); err != nil {
+			return nil, errors.Wrapf(err, "block %d fitting", i+1)
+		}
+		var cn *ops.CovScaleNorm
+		if x, cn, err = gmnode.CovScaleNorm(x); err != nil {
+			return nil, errors.Wrapf(err, "block %d normalisation", i+1)
+		}
+		m.CovNorms = append(m.CovNorms, cn)
+		m.row(fmt.Sprintf("block %d (ReLU fit, reduce, cov-norm)", i+1), x)
+		fi = b.Channels
+	}
+	y, err := gmnode.Integrate(x)
+	if err != nil {
+		return nil, err
+	}
+	m.row("integrate", y)
+	if y, err = m.batchNorm(y); err != nil {
+		return nil, err
+	}
+	if cfg.DenseHead > 0 {
+		if y, err = m.denseHead(y, rng); err != nil {
+			return nil, err
+		}
+	}
+	if m.LogProb, err = G.LogSoftMax(y); err != nil {
+		return nil, errors.Wrap(err, "log-softmax")
+	}
+	m.row("log-softmax", m.LogProb)
+	// The tape may compute later ops in the log-probabilities' memory, so
+	// their value is copied out right after they are computed.
+	G.Read(m.LogProb, &m.logProb)
+	nll, err := G.Sum(G.Must(G.HadamardProd(m.LogProb, m.Target)), 1)
+	if err != nil {
+		return nil, errors.Wrap(err, "NLL")
+	}
+	if m.Loss, err = G.Neg(G.Must(G.Mean(nll))); err != nil {
+		return nil, errors.Wrap(err, "NLL")
+	}
+	return m, nil
+}
+
+func (cfg *Config) normalise() error {
+	if cfg.KernelGaussians == 0 {
+		cfg.KernelGaussians = 5
+	}
+	if cfg.Dtype == (tensor.Dtype{}) {
+		cfg.Dtype = tensor.Float32
+	}
+	if cfg.Reduction.IsZero() {
+		cfg.Reduction = gmnode.UseTreeHEM(2)
+	}
+	l := cfg.Layout
+	switch {
+	case cfg.D != 2 && cfg.D != 3:
+		return errors.Errorf("model: dimension D must be 2 or 3, got %d", cfg.D)
+	case len(l.Blocks) == 0:
+		return errors.Errorf("model: layout %q has no blocks", l)
+	case cfg.Batch < 1:
+		return errors.Errorf("model: batch size must be ≥ 1, got %d", cfg.Batch)
+	case cfg.Classes < 2:
+		return errors.Errorf("model: need at least 2 classes, got %d", cfg.Classes)
+	case cfg.DenseHead == 0 && l.Classes() != cfg.Classes:
+		return errors.Errorf("model: the last block has %d channels but there are %d classes (add a dense head or change the layout)", l.Classes(), cfg.Classes)
+	case cfg.DenseHead < 0:
+		return errors.Errorf("model: dense head size must be ≥ 0, got %d", cfg.DenseHead)
+	}
+	return nil
+}
+
+// batchNorm applies Gorgonia's BatchNorm to the integrals [B, C] with
+// learnable [1, C] scale and bias (PyTorch's momentum 0.1 and ε 1e-5).
+func (m *Model) batchNorm(y *G.Node) (*G.Node, error) {
+	c := y.Shape()[1]
+	m.BNScale = G.NewTensor(m.Graph, m.Config.Dtype, 2, G.WithShape(1, c), G.WithName("bn_scale"), G.WithInit(G.Ones()))
+	m.BNBias = G.NewTensor(m.Graph, m.Config.Dtype, 2, G.WithShape(1, c), G.WithName("bn_bias"), G.WithInit(G.Zeroes()))
+	out, _, _, op, err := G.BatchNorm(y, m.BNScale, m.BNBias, 0.1, 1e-5)
+	if err != nil {
+		return nil, errors.Wrap(err, "batch norm")
+	}
+	m.BN = op
+	m.row("batch norm", out)
+	return out, nil
+}
+
+// denseHead adds Linear(C → H) → ReLU → Linear(H → classes).
+func (m *Model) denseHead(y *G.Node, rng *rand.Rand) (*G.Node, error) {
+	in, h, k := y.Shape()[1], m.Config.DenseHead, m.Config.Classes
+	var err error
+	for i, sz := range [][2]int{{in, h}, {h, k}} {
+		w := G.NewMatrix(m.Graph, m.Config.Dtype, G.WithShape(sz[0], sz[1]), G.WithName(fmt.Sprintf("dense%d_w", i+1)),
+			G.WithValue(heInit(rng, m.Config.Dtype, sz[0], sz[1])))
+		b := G.NewTensor(m.Graph, m.Config.Dtype, 2, G.WithShape(1, sz[1]), G.WithName(fmt.Sprintf("dense%d_b", i+1)), G.WithInit(G.Zeroes()))
+		m.DenseW, m.DenseB = append(m.DenseW, w), append(m.DenseB, b)
+		if y, err = G.Mul(y, w); err != nil {
+			return nil, errors.Wrap(err, "dense head")
+		}
+		if y, err = G.BroadcastAdd(y, b, nil, []byte{0}); err != nil {
+			return nil, errors.Wrap(err, "dense head")
+		}
+		if i == 0 {
+			if y, err = G.Rectify(y); err != nil {
+				return nil, errors.Wrap(err, "dense head")
+			}
+		}
+		m.row(fmt.Sprintf("dense %d", i+1), y)
+	}
+	return y, nil
+}
+
+func heInit(rng *rand.Rand, dt tensor.Dtype, in, out int) *tensor.Dense {
+	sd := math.Sqrt(2 / float64(in))
+	v := make([]float64, in*out)
+	for i := range v {
+		v[i] = rng.NormFloat64() * sd
+	}
+	if dt == tensor.Float64 {
+		return tensor.New(tensor.WithShape(in, out), tensor.WithBacking(v))
+	}
+	f := make([]float32, len(v))
+	for i, x := range v {
+		f[i] = float32(x)
+	}
+	return tensor.New(tensor.WithShape(in, out), tensor.WithBacking(f))
+}
+
+// Learnables returns every trained parameter: kernel raws, the input gain,
+// the BatchNorm affine parameters and the dense head.
+func (m *Model) Learnables() G.Nodes {
+	var ns G.Nodes
+	for _, k := range m.Kernels {
+		ns = append(ns, k.Learnables()...)
+	}
+	ns = append(ns, m.Gain, m.BNScale, m.BNBias)
+	for i := range m.DenseW {
+		ns = append(ns, m.DenseW[i], m.DenseB[i])
+	}
+	return ns
+}
+
+// ParamCount returns the number of GM parameters as the paper counts them
+// (kernel parameters plus the input gain) and the total number of trained
+// parameters (adding BatchNorm's affine parameters and the dense head).
+func (m *Model) ParamCount() (paper, total int) {
+	paper = m.Config.Layout.KernelParams(m.Config.KernelGaussians, m.Config.D) + 1
+	for _, n := range m.Learnables() {
+		total += n.Shape().TotalSize()
+	}
+	return paper, total
+}
+
+// SetTraining switches BatchNorm and every CovScaleNorm between training
+// (batch statistics, running averages updated) and evaluation. Gorgonia's
+// BatchNormOp resets its running statistics when switched to training, so
+// they are saved and restored around the switch.
+func (m *Model) SetTraining(on bool) error {
+	mean, variance := m.BN.Stats()
+	mean, variance = mean.Clone().(tensor.Tensor), variance.Clone().(tensor.Tensor)
+	if err := m.BN.SetTraining(on); err != nil {
+		return err
+	}
+	if err := m.BN.SetStats(mean, variance); err != nil {
+		return err
+	}
+	for _, c := range m.CovNorms {
+		if err := c.SetTraining(on); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *Model) row(name string, n *G.Node) {
+	m.rows = append(m.rows, fmt.Sprintf("%-40s %v", name, n.Shape()))
+}
+
+// Table returns the layer table: every stage with its output shape, then
+// the parameter counts.
+func (m *Model) Table() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "GMCN %s  (D=%d, N_k=%d, %s, batch %d, %v)\n", m.Config.Layout, m.Config.D, m.Config.KernelGaussians, m.Config.Reduction, m.Config.Batch, m.Config.Dtype)
+	for _, r := range m.rows {
+		sb.WriteString("  " + r + "\n")
+	}
+	paper, total := m.ParamCount()
+	fmt.Fprintf(&sb, "parameters: %d GM (kernels + input gain, as the paper counts), %d trained in total\n", paper, total)
+	return sb.String()
+}
+
+// LogProbValue returns the log-probabilities [B, classes] of the last run.
+func (m *Model) LogProbValue() G.Value { return m.logProb }

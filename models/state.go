@@ -1,0 +1,105 @@
+package models
+
+import (
+	"strings"
+
+	"github.com/pkg/errors"
+	"gorgonia.org/tensor"
+)
+
+// State is the part of a model a checkpoint stores: every learnable value in
+// Learnables order, BatchNorm's running statistics and each CovScaleNorm's
+// running average, all as float64 whatever the model's dtype. Node names
+// carry process-wide ids, so parameters are matched by position and size;
+// Names (without ids) only make errors readable.
+type State struct {
+	Names    []string
+	Params   [][]float64
+	BNMean   []float64
+	BNVar    []float64
+	CovNorms [][]float64
+}
+
+// State returns a copy of the model's state.
+func (m *Model) State() State {
+	var s State
+	for _, n := range m.Learnables() {
+		s.Names = append(s.Names, stableName(n.Name()))
+		s.Params = append(s.Params, toFloat64(n.Value().(*tensor.Dense)))
+	}
+	mean, variance := m.BN.Stats()
+	s.BNMean, s.BNVar = toFloat64(mean.(*tensor.Dense)), toFloat64(variance.(*tensor.Dense))
+	for _, c := range m.CovNorms {
+		s.CovNorms = append(s.CovNorms, append([]float64(nil), c.Running()...))
+	}
+	return s
+}
+
+// SetState copies s into the model. Every parameter must be present with the
+// right size; nothing is changed if any is not.
+func (m *Model) SetState(s State) error {
+	ls := m.Learnables()
+	if len(s.Params) != len(ls) {
+		return errors.Errorf("model state has %d parameters, the model has %d", len(s.Params), len(ls))
+	}
+	for i, n := range ls {
+		if len(s.Params[i]) != n.Shape().TotalSize() {
+			return errors.Errorf("model state: parameter %d (%s) has %d values, the model's %s needs %d",
+				i, s.Names[i], len(s.Params[i]), stableName(n.Name()), n.Shape().TotalSize())
+		}
+	}
+	if len(s.CovNorms) != len(m.CovNorms) {
+		return errors.Errorf("model state has %d CovScaleNorm averages, the model has %d", len(s.CovNorms), len(m.CovNorms))
+	}
+	mean, variance := m.BN.Stats()
+	if len(s.BNMean) != mean.Shape().TotalSize() || len(s.BNVar) != variance.Shape().TotalSize() {
+		return errors.Errorf("model state: BatchNorm statistics have %d/%d values, the model needs %d", len(s.BNMean), len(s.BNVar), mean.Shape().TotalSize())
+	}
+	for i, n := range ls {
+		fromFloat64(n.Value().(*tensor.Dense), s.Params[i])
+	}
+	fromFloat64(mean.(*tensor.Dense), s.BNMean)
+	fromFloat64(variance.(*tensor.Dense), s.BNVar)
+	for i, c := range m.CovNorms {
+		if err := c.SetRunning(s.CovNorms[i]); err != nil {
+			return errors.Wrapf(err, "CovScaleNorm %d", i+1)
+		}
+	}
+	return nil
+}
+
+func toFloat64(t *tensor.Dense) []float64 {
+	switch d := t.Data().(type) {
+	case []float32:
+		out := make([]float64, len(d))
+		for i, v := range d {
+			out[i] = float64(v)
+		}
+		return out
+	case []float64:
+		return append([]float64(nil), d...)
+	}
+	return nil
+}
+
+func fromFloat64(t *tensor.Dense, v []float64) {
+	switch d := t.Data().(type) {
+	case []float32:
+		for i := range d {
+			d[i] = float32(v[i])
+		}
+	case []float64:
+		copy(d, v)
+	}
+}
+
+// stableName drops the process-wide "#id" of a kernel node name.
+func stableName(name string) string {
+	if i := strings.IndexByte(name, '#'); i >= 0 {
+		if j := strings.IndexByte(name[i:], '/'); j >= 0 {
+			return name[:i] + name[i+j:]
+		}
+		return name[:i]
+	}
+	return name
+}

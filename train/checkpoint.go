@@ -1,0 +1,118 @@
+package train
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/gob"
+	"os"
+
+	"github.com/pkg/errors"
+)
+
+// checkpointMagic opens every checkpoint file; checkpointVersion changes
+// whenever the encoded State changes incompatibly.
+const (
+	checkpointMagic   = "GMCNCKPT"
+	checkpointVersion = 1
+)
+
+// State is everything a training run needs to continue exactly where it
+// stopped: parameters, optimiser and schedule state, running statistics,
+// the RNG and the position inside the current epoch, and the metrics so far.
+type State struct {
+	// ConfigKey identifies the model and training settings; a checkpoint of
+	// another configuration is refused.
+	ConfigKey string
+
+	Epoch     int // the epoch in progress (0-based)
+	Batch     int // the next batch of that epoch
+	EpochPerm []int
+	RNG       []byte // the shuffling RNG after drawing EpochPerm
+
+	Names     []string
+	Params    [][]float64
+	BNMean    []float64
+	BNVar     []float64
+	CovNorms  [][]float64
+	Adam      Adam
+	Plateau   Plateau
+	LR        float64
+	Partial   EpochSums // sums of the epoch in progress
+	Metrics   []EpochMetrics
+	Completed bool
+}
+
+// EpochSums accumulates one epoch's training loss, correct predictions and
+// sample count, so an interrupted epoch resumes with identical statistics.
+type EpochSums struct {
+	Loss           float64
+	Correct, Count int
+	Seconds        float64
+}
+
+// EncodeCheckpoint returns the file bytes of s: magic, version, payload
+// length, the gob payload and its SHA-256.
+func EncodeCheckpoint(s *State) ([]byte, error) {
+	var payload bytes.Buffer
+	if err := gob.NewEncoder(&payload).Encode(s); err != nil {
+		return nil, errors.Wrap(err, "encoding checkpoint")
+	}
+	var out bytes.Buffer
+	out.WriteString(checkpointMagic)
+	binary.Write(&out, binary.LittleEndian, uint32(checkpointVersion))
+	binary.Write(&out, binary.LittleEndian, uint64(payload.Len()))
+	out.Write(payload.Bytes())
+	sum := sha256.Sum256(payload.Bytes())
+	out.Write(sum[:])
+	return out.Bytes(), nil
+}
+
+// DecodeCheckpoint parses file bytes written by EncodeCheckpoint. Any damage
+// (wrong magic, version, length or checksum, undecodable payload) is an
+// error; nothing partial is returned.
+func DecodeCheckpoint(data []byte) (*State, error) {
+	head := len(checkpointMagic) + 4 + 8
+	if len(data) < head+sha256.Size || string(data[:len(checkpointMagic)]) != checkpointMagic {
+		return nil, errors.New("not a gmcn checkpoint (bad magic or too short)")
+	}
+	if v := binary.LittleEndian.Uint32(data[len(checkpointMagic):]); v != checkpointVersion {
+		return nil, errors.Errorf("checkpoint version %d, this build reads version %d", v, checkpointVersion)
+	}
+	n := binary.LittleEndian.Uint64(data[len(checkpointMagic)+4:])
+	if n != uint64(len(data)-head-sha256.Size) {
+		return nil, errors.Errorf("checkpoint is truncated or padded: payload length %d, file holds %d", n, len(data)-head-sha256.Size)
+	}
+	payload := data[head : head+int(n)]
+	if sum := sha256.Sum256(payload); !bytes.Equal(sum[:], data[head+int(n):]) {
+		return nil, errors.New("checkpoint checksum mismatch: the file is corrupt")
+	}
+	var s State
+	if err := gob.NewDecoder(bytes.NewReader(payload)).Decode(&s); err != nil {
+		return nil, errors.Wrap(err, "decoding checkpoint payload")
+	}
+	return &s, nil
+}
+
+// SaveCheckpoint writes s atomically to path.
+func SaveCheckpoint(path string, s *State) error {
+	data, err := EncodeCheckpoint(s)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(path, data)
+}
+
+// LoadCheckpoint reads the checkpoint at path; errors name the file and say
+// what to do about it.
+func LoadCheckpoint(path string) (*State, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, errors.Wrapf(err, "reading checkpoint %s (train without --resume to start afresh)", path)
+	}
+	s, err := DecodeCheckpoint(data)
+	if err != nil {
+		return nil, errors.Wrapf(err, "checkpoint %s is unusable (delete it and train without --resume to start afresh)", path)
+	}
+	return s, nil
+}
