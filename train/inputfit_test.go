@@ -546,3 +546,46 @@ func TestFitOrientation(t *testing.T) {
 		t.Errorf("fitted centroid (%.3f, %.3f), intensity centroid (column %.3f, row %.3f)", mx/w, my/w, cx, cy)
 	}
 }
+
+// TestEStepPruningExact checks that the per-cell pruning of eStep changes
+// nothing: the responsibilities and the log-likelihood equal, bit for bit,
+// an evaluation of every term with the same cutoff rule.
+func TestEStepPruningExact(t *testing.T) {
+	cfg := DefaultFitConfig()
+	cfg.K = 24
+	f, pcg := sampledFitter(t, cfg, 13)
+	f.km.run(f.pts, cfg.LloydIters, rand.New(pcg))
+	f.mStep(f.km.label)
+	for step := range 3 {
+		ll := f.eStep()
+		k := cfg.K
+		var want float64
+		r := make([]float64, k)
+		for i := range cfg.Samples {
+			m := math.Inf(-1)
+			for j := range f.comp {
+				r[j] = f.comp[j].logCoef + f.comp[j].exponent(f.pts[2*i], f.pts[2*i+1])
+				m = max(m, r[j])
+			}
+			var s float64
+			for j := range r {
+				var v float64
+				if d := r[j] - m; d > respCutoff {
+					v = math.Exp(d)
+				}
+				r[j] = v
+				s += v
+			}
+			for j := range r {
+				if r[j] *= 1 / s; r[j] != f.resp[i*k+j] {
+					t.Fatalf("step %d point %d component %d: responsibility %g, want %g", step, i, j, f.resp[i*k+j], r[j])
+				}
+			}
+			want += m + math.Log(s)
+		}
+		if want /= float64(cfg.Samples); ll != want {
+			t.Fatalf("step %d: log-likelihood %v, want %v", step, ll, want)
+		}
+		f.mStep(nil)
+	}
+}
