@@ -14,18 +14,18 @@ func reluForward2[T Float](s *reluWork[T]) {
 	n := s.n
 	m0, m1 := s.mu[0][:n], s.mu[1][:n]
 	q00, q01, q11 := s.q[0][:n], s.q[1][:n], s.q[2][:n]
-	ln, a, x, v := s.ln[:n], s.a[:n], s.x[:n], s.row[:n]
+	an, xn, v := s.an[:n], s.xn[:n], s.row[:n]
 	for k := range n {
 		p0, p1 := m0[k], m1[k]
 		for j := range v {
 			d0, d1 := p0-m0[j], p1-m1[j]
-			v[j] = ln[j] + d0*(q00[j]*d0+q01[j]*d1) + q11[j]*d1*d1
+			v[j] = d0*(q00[j]*d0+q01[j]*d1) + q11[j]*d1*d1
 		}
 		expRow(v)
 		var ta, te T
 		for j := range v {
-			ta += a[j] * v[j]
-			te += x[j] * v[j]
+			ta += an[j] * v[j]
+			te += xn[j] * v[j]
 		}
 		s.t[k], s.e[k] = ta, te
 	}
@@ -37,18 +37,18 @@ func reluForward3[T Float](s *reluWork[T]) {
 	m0, m1, m2 := s.mu[0][:n], s.mu[1][:n], s.mu[2][:n]
 	q00, q01, q02 := s.q[0][:n], s.q[1][:n], s.q[2][:n]
 	q11, q12, q22 := s.q[3][:n], s.q[4][:n], s.q[5][:n]
-	ln, a, x, v := s.ln[:n], s.a[:n], s.x[:n], s.row[:n]
+	an, xn, v := s.an[:n], s.xn[:n], s.row[:n]
 	for k := range n {
 		p0, p1, p2 := m0[k], m1[k], m2[k]
 		for j := range v {
 			d0, d1, d2 := p0-m0[j], p1-m1[j], p2-m2[j]
-			v[j] = ln[j] + d0*(q00[j]*d0+q01[j]*d1+q02[j]*d2) + d1*(q11[j]*d1+q12[j]*d2) + q22[j]*d2*d2
+			v[j] = d0*(q00[j]*d0+q01[j]*d1+q02[j]*d2) + d1*(q11[j]*d1+q12[j]*d2) + q22[j]*d2*d2
 		}
 		expRow(v)
 		var ta, te T
 		for j := range v {
-			ta += a[j] * v[j]
-			te += x[j] * v[j]
+			ta += an[j] * v[j]
+			te += xn[j] * v[j]
 		}
 		s.t[k], s.e[k] = ta, te
 	}
@@ -57,7 +57,8 @@ func reluForward3[T Float](s *reluWork[T]) {
 // reluBackward2 accumulates the backward sums in 2D: for Gaussian j (outer
 // loop, accumulators in registers) over all centroids k, with u = A_j δ and
 // w = E_kj (gt_k a_j + ge_k x_j): ga_j, gx_j, u_j = Σ w u, uu_j = Σ w u uᵀ
-// and, per centroid, kq_k = Σ_j w u.
+// and, per centroid, kq_k = Σ_j w u. The row holds exp(quadratic form), so
+// the normalisation enters through an, xn and scales ga, gx at the end.
 func reluBackward2[T Float](s *reluWork[T]) {
 	n := s.n
 	m0, m1 := s.mu[0][:n], s.mu[1][:n]
@@ -69,13 +70,13 @@ func reluBackward2[T Float](s *reluWork[T]) {
 	for j := range n {
 		p0, p1 := m0[j], m1[j]
 		a00, a01, a11 := s.sym[0][j], s.sym[1][j], s.sym[2][j]
-		ln, aj, xj := s.ln[j], s.a[j], s.x[j]
+		anj, xnj := s.an[j], s.xn[j]
 		for k := range v {
 			d0, d1 := m0[k]-p0, m1[k]-p1
 			u0 := a00*d0 + a01*d1
 			u1 := a01*d0 + a11*d1
 			v0[k], v1[k] = u0, u1
-			v[k] = ln - (d0*u0+d1*u1)/2
+			v[k] = -(d0*u0 + d1*u1) / 2
 		}
 		expRow(v)
 		var ga, gx, u0, u1, uu00, uu01, uu11 T
@@ -83,7 +84,7 @@ func reluBackward2[T Float](s *reluWork[T]) {
 			et, ee := v[k]*gt[k], v[k]*ge[k]
 			ga += et
 			gx += ee
-			w := et*aj + ee*xj
+			w := et*anj + ee*xnj
 			w0, w1 := w*v0[k], w*v1[k]
 			u0 += w0
 			u1 += w1
@@ -93,7 +94,7 @@ func reluBackward2[T Float](s *reluWork[T]) {
 			k0[k] += w0
 			k1[k] += w1
 		}
-		s.ga[j], s.gx[j] = ga, gx
+		s.ga[j], s.gx[j] = ga*s.nrm[j], gx*s.nrm[j]
 		s.u[0][j], s.u[1][j] = u0, u1
 		s.uu[0][j], s.uu[1][j], s.uu[2][j] = uu00, uu01, uu11
 	}
@@ -113,14 +114,14 @@ func reluBackward3[T Float](s *reluWork[T]) {
 		p0, p1, p2 := m0[j], m1[j], m2[j]
 		a00, a01, a02 := s.sym[0][j], s.sym[1][j], s.sym[2][j]
 		a11, a12, a22 := s.sym[3][j], s.sym[4][j], s.sym[5][j]
-		ln, aj, xj := s.ln[j], s.a[j], s.x[j]
+		anj, xnj := s.an[j], s.xn[j]
 		for k := range v {
 			d0, d1, d2 := m0[k]-p0, m1[k]-p1, m2[k]-p2
 			u0 := a00*d0 + a01*d1 + a02*d2
 			u1 := a01*d0 + a11*d1 + a12*d2
 			u2 := a02*d0 + a12*d1 + a22*d2
 			v0[k], v1[k], v2[k] = u0, u1, u2
-			v[k] = ln - (d0*u0+d1*u1+d2*u2)/2
+			v[k] = -(d0*u0 + d1*u1 + d2*u2) / 2
 		}
 		expRow(v)
 		var ga, gx, u0, u1, u2, uu00, uu01, uu02, uu11, uu12, uu22 T
@@ -128,7 +129,7 @@ func reluBackward3[T Float](s *reluWork[T]) {
 			et, ee := v[k]*gt[k], v[k]*ge[k]
 			ga += et
 			gx += ee
-			w := et*aj + ee*xj
+			w := et*anj + ee*xnj
 			w0, w1, w2 := w*v0[k], w*v1[k], w*v2[k]
 			u0 += w0
 			u1 += w1
@@ -143,7 +144,7 @@ func reluBackward3[T Float](s *reluWork[T]) {
 			k1[k] += w1
 			k2[k] += w2
 		}
-		s.ga[j], s.gx[j] = ga, gx
+		s.ga[j], s.gx[j] = ga*s.nrm[j], gx*s.nrm[j]
 		s.u[0][j], s.u[1][j], s.u[2][j] = u0, u1, u2
 		s.uu[0][j], s.uu[1][j], s.uu[2][j] = uu00, uu01, uu02
 		s.uu[3][j], s.uu[4][j], s.uu[5][j] = uu11, uu12, uu22

@@ -59,8 +59,8 @@ func reluBlocks(s *reluWork[float32], fields ...[]float32) [][8]float32 {
 func lanes(p *[8]float32) archsimd.Float32x8 { return archsimd.LoadFloat32x8(p) }
 
 func reluForward2x8(s *reluWork[float32]) {
-	const nf = 8
-	v := reluBlocks(s, s.mu[0], s.mu[1], s.q[0], s.q[1], s.q[2], s.ln, s.a, s.x)
+	const nf = 7
+	v := reluBlocks(s, s.mu[0], s.mu[1], s.q[0], s.q[1], s.q[2], s.an, s.xn)
 	c := newExpVec8()
 	for k := range s.n {
 		p0, p1 := archsimd.BroadcastFloat32x8(s.mu[0][k]), archsimd.BroadcastFloat32x8(s.mu[1][k])
@@ -69,18 +69,18 @@ func reluForward2x8(s *reluWork[float32]) {
 			g := (*[nf][8]float32)(v[b : b+nf])
 			d0, d1 := p0.Sub(lanes(&g[0])), p1.Sub(lanes(&g[1]))
 			h := lanes(&g[2]).MulAdd(d0, lanes(&g[3]).Mul(d1))
-			x := lanes(&g[4]).Mul(d1).MulAdd(d1, d0.MulAdd(h, lanes(&g[5])))
+			x := lanes(&g[4]).Mul(d1).MulAdd(d1, d0.Mul(h))
 			e := c.exp(x)
-			ta = lanes(&g[6]).MulAdd(e, ta)
-			te = lanes(&g[7]).MulAdd(e, te)
+			ta = lanes(&g[5]).MulAdd(e, ta)
+			te = lanes(&g[6]).MulAdd(e, te)
 		}
 		s.t[k], s.e[k] = reluHsum8(ta), reluHsum8(te)
 	}
 }
 
 func reluForward3x8(s *reluWork[float32]) {
-	const nf = 12
-	v := reluBlocks(s, s.mu[0], s.mu[1], s.mu[2], s.q[0], s.q[1], s.q[2], s.q[3], s.q[4], s.q[5], s.ln, s.a, s.x)
+	const nf = 11
+	v := reluBlocks(s, s.mu[0], s.mu[1], s.mu[2], s.q[0], s.q[1], s.q[2], s.q[3], s.q[4], s.q[5], s.an, s.xn)
 	c := newExpVec8()
 	for k := range s.n {
 		p0, p1, p2 := archsimd.BroadcastFloat32x8(s.mu[0][k]), archsimd.BroadcastFloat32x8(s.mu[1][k]), archsimd.BroadcastFloat32x8(s.mu[2][k])
@@ -89,12 +89,12 @@ func reluForward3x8(s *reluWork[float32]) {
 			g := (*[nf][8]float32)(v[b : b+nf])
 			d0, d1, d2 := p0.Sub(lanes(&g[0])), p1.Sub(lanes(&g[1])), p2.Sub(lanes(&g[2]))
 			h := lanes(&g[3]).MulAdd(d0, lanes(&g[4]).MulAdd(d1, lanes(&g[5]).Mul(d2)))
-			x := d0.MulAdd(h, lanes(&g[9]))
+			x := d0.Mul(h)
 			h = lanes(&g[6]).MulAdd(d1, lanes(&g[7]).Mul(d2))
 			x = lanes(&g[8]).Mul(d2).MulAdd(d2, d1.MulAdd(h, x))
 			e := c.exp(x)
-			ta = lanes(&g[10]).MulAdd(e, ta)
-			te = lanes(&g[11]).MulAdd(e, te)
+			ta = lanes(&g[9]).MulAdd(e, ta)
+			te = lanes(&g[10]).MulAdd(e, te)
 		}
 		s.t[k], s.e[k] = reluHsum8(ta), reluHsum8(te)
 	}
@@ -115,18 +115,17 @@ func reluBackward2x8(s *reluWork[float32]) {
 		a00 := archsimd.BroadcastFloat32x8(s.sym[0][j])
 		a01 := archsimd.BroadcastFloat32x8(s.sym[1][j])
 		a11 := archsimd.BroadcastFloat32x8(s.sym[2][j])
-		ln := archsimd.BroadcastFloat32x8(s.ln[j])
-		aj, xj := archsimd.BroadcastFloat32x8(s.a[j]), archsimd.BroadcastFloat32x8(s.x[j])
+		anj, xnj := archsimd.BroadcastFloat32x8(s.an[j]), archsimd.BroadcastFloat32x8(s.xn[j])
 		var ga, gx, u0, u1, uu00, uu01, uu11 archsimd.Float32x8
 		for b := 0; b+nf <= len(v); b += nf {
 			g := (*[nf][8]float32)(v[b : b+nf])
 			d0, d1 := lanes(&g[0]).Sub(p0), lanes(&g[1]).Sub(p1)
 			v0 := a00.MulAdd(d0, a01.Mul(d1))
 			v1 := a01.MulAdd(d0, a11.Mul(d1))
-			e := c.exp(d0.MulAdd(v0, d1.Mul(v1)).MulAdd(half, ln))
+			e := c.exp(d0.MulAdd(v0, d1.Mul(v1)).Mul(half))
 			et, ee := e.Mul(lanes(&g[2])), e.Mul(lanes(&g[3]))
 			ga, gx = ga.Add(et), gx.Add(ee)
-			w := et.MulAdd(aj, ee.Mul(xj))
+			w := et.MulAdd(anj, ee.Mul(xnj))
 			w0, w1 := w.Mul(v0), w.Mul(v1)
 			u0, u1 = u0.Add(w0), u1.Add(w1)
 			uu00 = w0.MulAdd(v0, uu00)
@@ -135,7 +134,7 @@ func reluBackward2x8(s *reluWork[float32]) {
 			lanes(&g[4]).Add(w0).Store(&g[4])
 			lanes(&g[5]).Add(w1).Store(&g[5])
 		}
-		s.ga[j], s.gx[j] = reluHsum8(ga), reluHsum8(gx)
+		s.ga[j], s.gx[j] = reluHsum8(ga)*s.nrm[j], reluHsum8(gx)*s.nrm[j]
 		s.u[0][j], s.u[1][j] = reluHsum8(u0), reluHsum8(u1)
 		s.uu[0][j], s.uu[1][j], s.uu[2][j] = reluHsum8(uu00), reluHsum8(uu01), reluHsum8(uu11)
 	}
@@ -161,8 +160,7 @@ func reluBackward3x8(s *reluWork[float32]) {
 		a11 := archsimd.BroadcastFloat32x8(s.sym[3][j])
 		a12 := archsimd.BroadcastFloat32x8(s.sym[4][j])
 		a22 := archsimd.BroadcastFloat32x8(s.sym[5][j])
-		ln := archsimd.BroadcastFloat32x8(s.ln[j])
-		aj, xj := archsimd.BroadcastFloat32x8(s.a[j]), archsimd.BroadcastFloat32x8(s.x[j])
+		anj, xnj := archsimd.BroadcastFloat32x8(s.an[j]), archsimd.BroadcastFloat32x8(s.xn[j])
 		var ga, gx, u0, u1, u2, uu00, uu01, uu02, uu11, uu12, uu22 archsimd.Float32x8
 		for b := 0; b+nf <= len(v); b += nf {
 			g := (*[nf][8]float32)(v[b : b+nf])
@@ -170,10 +168,10 @@ func reluBackward3x8(s *reluWork[float32]) {
 			v0 := a00.MulAdd(d0, a01.MulAdd(d1, a02.Mul(d2)))
 			v1 := a01.MulAdd(d0, a11.MulAdd(d1, a12.Mul(d2)))
 			v2 := a02.MulAdd(d0, a12.MulAdd(d1, a22.Mul(d2)))
-			e := c.exp(d0.MulAdd(v0, d1.MulAdd(v1, d2.Mul(v2))).MulAdd(half, ln))
+			e := c.exp(d0.MulAdd(v0, d1.MulAdd(v1, d2.Mul(v2))).Mul(half))
 			et, ee := e.Mul(lanes(&g[3])), e.Mul(lanes(&g[4]))
 			ga, gx = ga.Add(et), gx.Add(ee)
-			w := et.MulAdd(aj, ee.Mul(xj))
+			w := et.MulAdd(anj, ee.Mul(xnj))
 			w0, w1, w2 := w.Mul(v0), w.Mul(v1), w.Mul(v2)
 			u0, u1, u2 = u0.Add(w0), u1.Add(w1), u2.Add(w2)
 			uu00 = w0.MulAdd(v0, uu00)
@@ -186,7 +184,7 @@ func reluBackward3x8(s *reluWork[float32]) {
 			lanes(&g[6]).Add(w1).Store(&g[6])
 			lanes(&g[7]).Add(w2).Store(&g[7])
 		}
-		s.ga[j], s.gx[j] = reluHsum8(ga), reluHsum8(gx)
+		s.ga[j], s.gx[j] = reluHsum8(ga)*s.nrm[j], reluHsum8(gx)*s.nrm[j]
 		s.u[0][j], s.u[1][j], s.u[2][j] = reluHsum8(u0), reluHsum8(u1), reluHsum8(u2)
 		s.uu[0][j], s.uu[1][j], s.uu[2][j] = reluHsum8(uu00), reluHsum8(uu01), reluHsum8(uu02)
 		s.uu[3][j], s.uu[4][j], s.uu[5][j] = reluHsum8(uu11), reluHsum8(uu12), reluHsum8(uu22)

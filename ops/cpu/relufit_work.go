@@ -15,18 +15,22 @@ const reluLanes = 8
 // reluWork is one worker's structure-of-arrays copy of a mixture, laid out so
 // that the O(N²) loops read contiguous arrays. Each term is
 //
-//	E_kj = exp(ln_j + Σ_{r≤c} q_j,rc δ_r δ_c),  δ = μ_k − μ_j,
+//	E_kj = nrm_j · exp(Σ_{r≤c} q_j,rc δ_r δ_c),  δ = μ_k − μ_j,
 //
-// with ln_j = log((2π)^(−D/2) det(Σ_j)^(−½)), q_j,rr = −½A_rr and
+// with nrm_j = (2π)^(−D/2) det(Σ_j)^(−½), q_j,rr = −½A_rr and
 // q_j,rc = −½(A_rc + A_cr) for A = Σ_j⁻¹: one exponential of a quadratic
-// polynomial. The backward pass needs u = A δ and reads the symmetrised
-// entries of A from sym.
+// form. The normalisation multiplies the weights once per Gaussian (an, xn)
+// instead of entering the exponent as a logarithm: that saves a log per
+// Gaussian, and the exponent stays ≤ 0, where float32 loses least. The
+// backward pass needs u = A δ and reads the symmetrised entries of A from sym.
 type reluWork[T Float] struct {
 	n, d int
 	mu   [3][]T       // positions μ_j
 	q    [6][]T       // exponent coefficients, order 00 01 11 (2D) or 00 01 02 11 12 22 (3D)
 	sym  [6][]T       // symmetrised Σ_j⁻¹ entries in the same order
-	ln   []T          // log-normalisation
+	nrm  []T          // normalisation N(μ_j; μ_j, Σ_j)
+	an   []T          // a_j·nrm_j
+	xn   []T          // x_j·nrm_j
 	a, x []T          // input and coarse weights
 	t, e []T          // target and approximation at the centroids
 	row  []T          // scratch: one row of exponents, then of terms E
@@ -56,7 +60,7 @@ var symIndex = [2][][2]int{
 func newReLUWork[T Float](n, d int, backward bool) *reluWork[T] {
 	np := (n + reluLanes - 1) / reluLanes * reluLanes
 	ns := symCount(d)
-	arrays := d + 2*ns + 6
+	arrays := d + 2*ns + 8
 	if backward {
 		arrays += 3 + d + 2 + d + ns + d
 	}
@@ -73,7 +77,8 @@ func newReLUWork[T Float](n, d int, backward bool) *reluWork[T] {
 	for i := range ns {
 		s.q[i], s.sym[i] = next(), next()
 	}
-	s.ln, s.a, s.x, s.t, s.e, s.row = next(), next(), next(), next(), next(), next()
+	s.nrm, s.an, s.xn = next(), next(), next()
+	s.a, s.x, s.t, s.e, s.row = next(), next(), next(), next(), next()
 	if backward {
 		s.gt, s.ge, s.gxd = next(), next(), next()
 		s.ga, s.gx = next(), next()
@@ -90,27 +95,27 @@ func newReLUWork[T Float](n, d int, backward bool) *reluWork[T] {
 // load fills the arrays from the packed mixture mx, computing each inverse
 // and determinant once. It fails for a covariance whose determinant or
 // inverse is not positive and finite in T (only possible for matrices that
-// are singular at this precision), since a NaN in the exponent would not
-// survive the vectorised exponential's clamping as a NaN.
+// are singular at this precision): the vectorised exponential clamps its
+// argument, so a NaN there would not survive as a NaN to be caught later.
 func (s *reluWork[T]) load(mx []T, p reluParams) error {
 	d := s.d
 	st := mixture.PackedLen(d)
 	idx := symIndex[d-2]
-	logNorm := -float64(d) / 2 * math.Log(2*math.Pi)
+	norm := math.Pow(2*math.Pi, -float64(d)/2)
 	var inv [9]T
 	for j := range s.n {
 		g := mx[j*st : (j+1)*st]
+		det := invDet(d, g[1+d:], inv[:d*d])
+		nrm := T(norm / math.Sqrt(float64(det)))
+		if !(det > 0) || !finite(nrm) || !allFinite(inv[:d*d]) {
+			return errors.Errorf("component %d: covariance %v is singular in %T (det %v)", j, g[1+d:], det, det)
+		}
 		s.a[j] = g[0]
 		s.x[j] = coarseWeight(p, g[0])
+		s.nrm[j], s.an[j], s.xn[j] = nrm, s.a[j]*nrm, s.x[j]*nrm
 		for r := range d {
 			s.mu[r][j] = g[1+r]
 		}
-		det := invDet(d, g[1+d:], inv[:d*d])
-		ln := T(logNorm - 0.5*math.Log(float64(det)))
-		if !(det > 0) || !finite(ln) || !allFinite(inv[:d*d]) {
-			return errors.Errorf("component %d: covariance %v is singular in %T (det %v)", j, g[1+d:], det, det)
-		}
-		s.ln[j] = ln
 		for i, rc := range idx {
 			r, c := rc[0], rc[1]
 			h := (inv[r*d+c] + inv[c*d+r]) / 2
@@ -125,7 +130,8 @@ func (s *reluWork[T]) load(mx []T, p reluParams) error {
 	return nil
 }
 
-func finite[T Float](v T) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
+// finite reports whether v is neither NaN nor ±Inf: only then is v − v zero.
+func finite[T Float](v T) bool { return v-v == 0 }
 
 func allFinite[T Float](v []T) bool {
 	for _, x := range v {
