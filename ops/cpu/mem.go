@@ -56,7 +56,7 @@ func MEM[T Float](y, x []T, l mixture.Layout, np int) {
 	ParallelForWorker(l.Mixtures(), func(w, m int) {
 		sc := &scratch[w]
 		mx := mixture.Mixture(x, l, m)
-		memSelect(sc.sel, sc.order, mx, l.D)
+		MEMSelect(sc.sel, sc.order, mx, l.D)
 		memLikelihoods(sc.lik, mx, sc.sel, l.D, sc)
 		memForward(mixture.Mixture(y, lo, m), mx, sc.lik, sc.sel, l.D, sc)
 	})
@@ -73,7 +73,7 @@ func MEMBackward[T Float](dx, x, gy []T, l mixture.Layout, np int) {
 	ParallelForWorker(l.Mixtures(), func(w, m int) {
 		sc := &scratch[w]
 		mx := mixture.Mixture(x, l, m)
-		memSelect(sc.sel, sc.order, mx, l.D)
+		MEMSelect(sc.sel, sc.order, mx, l.D)
 		memLikelihoods(sc.lik, mx, sc.sel, l.D, sc)
 		memBackward(mixture.Mixture(dx, l, m), mx, mixture.Mixture(gy, lo, m), sc.lik, sc.sel, l.D, sc)
 	})
@@ -91,7 +91,7 @@ func MEMDecisions[T Float](sel []int, lik, x []T, l mixture.Layout, np int) {
 		sc := &scratch[w]
 		mx := mixture.Mixture(x, l, m)
 		s := sel[m*k : (m+1)*k]
-		memSelect(s, sc.order, mx, l.D)
+		MEMSelect(s, sc.order, mx, l.D)
 		memLikelihoods(lik[m*l.N*k:(m+1)*l.N*k], mx, s, l.D, sc)
 	})
 }
@@ -124,9 +124,7 @@ func MEMFrozenBackward[T Float](dx, x, gy, lik []T, sel []int, l mixture.Layout,
 // packed mixture mx (dimension d) with the largest |w|, in descending order
 // of |w|; ties keep the lower index first, so the choice is deterministic.
 // order is scratch of one int per component.
-func MEMSelect[T Float](sel, order []int, mx []T, d int) { memSelect(sel, order, mx, d) }
-
-func memSelect[T Float](sel, order []int, mx []T, d int) {
+func MEMSelect[T Float](sel, order []int, mx []T, d int) {
 	s := mixture.PackedLen(d)
 	for i := range order {
 		order[i] = i
@@ -160,6 +158,7 @@ type memScratch[T Float] struct {
 type memFit[T Float] struct {
 	u, pi, p, sign T
 	mu             [3]T
+	cov            [9]T // Σ'_s, accumulated by memForward
 	gu, gpi, gp    T    // ∂L/∂u_s, ∂L/∂π_s, ∂L/∂max(π_s, 1e-5)
 	gmu            [3]T // ∂L/∂μ'_s including the path through the covariance
 	gcov, gsym     [9]T // ∂L/∂Σ'_s and its symmetrisation G + Gᵀ
@@ -220,36 +219,38 @@ func memForward[T Float](y, mx, lik []T, sel []int, d int, sc *memScratch[T]) {
 	n := len(mx) / st
 	total, _ := memTotal(mx, d)
 	fs := sc.s[:k]
-	var cov [9]T
-	for s := range fs {
-		f := &fs[s]
-		clear(cov[:d*d])
-		for i := range n {
-			rho := sc.resp[i*k+s] * sc.a[i]
+	for i := range n {
+		g := mx[i*st : (i+1)*st]
+		resp := sc.resp[i*k : (i+1)*k]
+		for s := range fs {
+			rho := resp[s] * sc.a[i]
 			if rho == 0 {
 				continue
 			}
+			f := &fs[s]
 			b := rho / f.p
-			g := mx[i*st : (i+1)*st]
 			var t [3]T
 			for r := range d {
 				t[r] = g[1+r] - f.mu[r]
 			}
 			for r := range d {
 				for c := range d {
-					cov[r*d+c] += b * (g[1+d+r*d+c] + t[r]*t[c])
+					f.cov[r*d+c] += b * (g[1+d+r*d+c] + t[r]*t[c])
 				}
 			}
 		}
+	}
+	for s := range fs {
+		f := &fs[s]
 		if f.pi < memDeadWeight {
 			for r := range d {
-				cov[r*d+r] += memDeadCov
+				f.cov[r*d+r] += memDeadCov
 			}
 		}
 		o := y[s*st : (s+1)*st]
 		o[0] = f.pi * f.sign * total
 		copy(o[1:1+d], f.mu[:d])
-		copy(o[1+d:], cov[:d*d])
+		copy(o[1+d:], f.cov[:d*d])
 	}
 	for s := k; s < len(y)/st; s++ {
 		o := y[s*st : (s+1)*st]
