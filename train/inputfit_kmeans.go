@@ -31,8 +31,17 @@ type kmeans struct {
 	label   []int32   // [S]
 	sum     []float64 // [K][2]
 	count   []int     // [K]
-	cand    []int32   // [K] candidate centres of the current cell
 	lo      []float64 // [K] smallest squared distance of each centre to the current cell
+
+	// Candidate centres per cell, kept while the centres move little: cell
+	// p's candidates are cand[p·K : p·K+nCand[p]], computed when the drift
+	// was stamp[p], and stay a superset of the possible nearest centres
+	// while drift − stamp[p] < margin[p] (see assign).
+	cand    []int32
+	nCand   []int
+	margin  []float64
+	stamp   []float64
+	drift   float64   // Σ over updates of twice the largest centre move
 	closest []float64 // [S] squared distance to the nearest seed so far
 	cellMax []float64 // [cells] largest closest of the cell's points
 	cum     []float64 // [S] cumulative sum of closest
@@ -53,8 +62,11 @@ func newKMeans(s, k, rows, cols int) kmeans {
 		label:   make([]int32, s),
 		sum:     make([]float64, 2*k),
 		count:   make([]int, k),
-		cand:    make([]int32, k),
 		lo:      make([]float64, k),
+		cand:    make([]int32, rows*cols*k),
+		nCand:   make([]int, rows*cols),
+		margin:  make([]float64, rows*cols),
+		stamp:   make([]float64, rows*cols),
 		closest: make([]float64, s),
 		cellMax: make([]float64, rows*cols),
 		cum:     make([]float64, s),
@@ -92,6 +104,10 @@ func (km *kmeans) run(pts []float64, maxIter int, rng *rand.Rand) {
 // centres.
 func (km *kmeans) lloyd(pts []float64, maxIter int) {
 	tol := 1e-4 * meanVariance(pts)
+	km.drift = 0
+	for _, p := range km.cells {
+		km.margin[p] = math.Inf(-1) // no valid candidates yet
+	}
 	km.assign(pts)
 	for it := 1; ; it++ {
 		shift := km.update(pts)
@@ -214,24 +230,20 @@ func (km *kmeans) updateCellMax() {
 
 // assign labels every point with its nearest centre (ties to the lower
 // index, as a plain scan does) and reports whether any label changed.
+//
+// A cell's candidate set stays valid while the centres drift: every distance
+// changes by at most the move of its centre, so the smallest distance of a
+// non-candidate falls and the bound rises by at most the sum D of the largest
+// moves since the set was computed; while 2D is below the set's margin (the
+// gap between the nearest non-candidate and the bound) no non-candidate can
+// become nearest.
 func (km *kmeans) assign(pts []float64) bool {
 	changed := false
 	for _, p := range km.cells {
-		// Centres that can be nearest to some point of the cell.
-		bound := math.Inf(1)
-		for c := range km.k {
-			var hi float64
-			km.lo[c], hi = km.rectDist2(p, km.centres[2*c], km.centres[2*c+1])
-			bound = min(bound, hi)
+		if km.drift-km.stamp[p] >= km.margin[p] {
+			km.candidates(p)
 		}
-		nc := 0
-		for c, lo := range km.lo {
-			if lo <= bound {
-				km.cand[nc] = int32(c)
-				nc++
-			}
-		}
-		cand := km.cand[:nc]
+		cand := km.cand[p*km.k : p*km.k+km.nCand[p]]
 		for i := km.start[p]; i < km.start[p+1]; i++ {
 			best, bd := cand[0], math.Inf(1)
 			for _, c := range cand {
@@ -248,6 +260,31 @@ func (km *kmeans) assign(pts []float64) bool {
 	return changed
 }
 
+// candidates computes the centres that can be nearest to some point of cell
+// p, those whose smallest distance to the cell is at most the smallest
+// largest distance of any centre, with the margin of the set.
+func (km *kmeans) candidates(p int) {
+	bound := math.Inf(1)
+	for c := range km.k {
+		var hi float64
+		km.lo[c], hi = km.rectDist2(p, km.centres[2*c], km.centres[2*c+1])
+		bound = min(bound, hi)
+	}
+	cand := km.cand[p*km.k : (p+1)*km.k]
+	n, outside := 0, math.Inf(1)
+	for c, lo := range km.lo {
+		if lo <= bound {
+			cand[n] = int32(c)
+			n++
+		} else {
+			outside = min(outside, lo)
+		}
+	}
+	km.nCand[p] = n
+	km.margin[p] = math.Sqrt(outside) - math.Sqrt(bound)
+	km.stamp[p] = km.drift
+}
+
 // update moves every centre to the mean of its points and returns the sum of
 // the squared movements. A centre without points stays where it is
 // (scikit-learn instead relocates it to a far point; with intensity-sampled
@@ -260,14 +297,18 @@ func (km *kmeans) update(pts []float64) float64 {
 		km.sum[2*a+1] += pts[2*i+1]
 		km.count[a]++
 	}
-	var shift float64
+	var shift, largest float64
 	for c := range km.k {
 		if n := km.count[c]; n > 0 {
 			x, y := km.sum[2*c]/float64(n), km.sum[2*c+1]/float64(n)
 			dx, dy := x-km.centres[2*c], y-km.centres[2*c+1]
 			km.centres[2*c], km.centres[2*c+1] = x, y
-			shift += dx*dx + dy*dy
+			m2 := dx*dx + dy*dy
+			shift += m2
+			largest = max(largest, m2)
 		}
 	}
+	// The slack covers the rounding of the distances in the margins.
+	km.drift += 2*math.Sqrt(largest) + 1e-9
 	return shift
 }
