@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/gmcn-go/gmcn/models"
+	"github.com/gmcn-go/gmcn/train"
+	G "gorgonia.org/gorgonia"
+)
+
+func fitInputs(args []string) error {
+	fs := newFlagSet("fit-inputs", "Fits every training and test image of the data set with a Gaussian mixture\n(k-means initialisation and EM on intensity-sampled points) and caches the result.\nThe preset and --layers decide the Gaussians per image.")
+	apply := runFlags(fs)
+	fs.Parse(args)
+	c, err := apply()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	trainSet, testSet, err := train.LoadInputs(c, false, os.Stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("input mixtures ready: %d training and %d test images, %d Gaussians each (%.0fs)\n",
+		trainSet.Len(), testSet.Len(), trainSet.Layout.N, time.Since(start).Seconds())
+	return nil
+}
+
+func trainCmd(args []string) error {
+	fs := newFlagSet("train", "Trains a GMCN: fits the inputs if the cache lacks them, trains with Adam, evaluates on the\ntest set after every epoch and writes run.json, checkpoint.gmcn, metrics.csv and metrics.png\ninto --out. Ctrl-C writes a checkpoint; --resume continues from it exactly.")
+	apply := runFlags(fs)
+	out := fs.String("out", "", "output directory (default: runs/<preset>)")
+	resume := fs.Bool("resume", false, "continue the run in --out from its checkpoint (its run.json wins over other flags)")
+	fs.Parse(args)
+	c, err := apply()
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		*out = filepath.Join("runs", c.Preset)
+	}
+	if *resume {
+		if c, err = train.LoadRunConfig(*out); err != nil {
+			return err
+		}
+	} else if err := train.SaveRunConfig(*out, c); err != nil {
+		return err
+	}
+	mc, err := c.ModelConfig()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	trainSet, testSet, err := train.LoadInputs(c, false, os.Stderr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	opt := train.Options{Epochs: c.Epochs, LR: c.LR, DecayRate: c.DecayRate, Seed: c.Seed, Dir: *out, Resume: *resume, Log: os.Stderr}
+	rows, err := train.Run(ctx, mc, trainSet, testSet, opt)
+	if errors.Is(err, train.ErrInterrupted) {
+		fmt.Fprintf(os.Stderr, "\ninterrupted: checkpoint written to %s; continue with: gmcn train --out %s --resume\n", *out, *out)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	last := rows[len(rows)-1]
+	fmt.Printf("done in %s: test accuracy %.2f%% on %d test images; outputs in %s (metrics.csv, metrics.png, checkpoint.gmcn)\n",
+		time.Since(start).Round(time.Second), 100*last.TestAcc, testSet.Len(), *out)
+	return nil
+}
+
+func evalCmd(args []string) error {
+	fs := newFlagSet("eval", "Evaluates the checkpoint of a training run on the test set and prints the accuracy and\nthe confusion matrix (also written to confusion.csv in the run directory).")
+	out := fs.String("out", "runs/demo", "training output directory (with run.json and checkpoint.gmcn)")
+	testLimit := fs.Int("test-limit", -1, "evaluate on the first n test images; 0 = all (default: as trained)")
+	fs.Parse(args)
+	c, err := train.LoadRunConfig(*out)
+	if err != nil {
+		return err
+	}
+	if *testLimit >= 0 {
+		c.TestLimit = *testLimit
+	}
+	st, err := train.LoadCheckpoint(filepath.Join(*out, train.CheckpointFile))
+	if err != nil {
+		return err
+	}
+	mc, err := c.ModelConfig()
+	if err != nil {
+		return err
+	}
+	m, err := models.Build(mc)
+	if err != nil {
+		return err
+	}
+	vm := G.NewTapeMachine(m.Graph)
+	defer vm.Close()
+	if err := m.SetState(models.State{Names: st.Names, Params: st.Params, BNMean: st.BNMean, BNVar: st.BNVar, CovNorms: st.CovNorms}); err != nil {
+		return fmt.Errorf("checkpoint %s does not fit the model of %s: %w", filepath.Join(*out, train.CheckpointFile), filepath.Join(*out, train.RunConfigFile), err)
+	}
+	_, testSet, err := train.LoadInputs(c, true, os.Stderr)
+	if err != nil {
+		return err
+	}
+	loss, acc, conf, err := train.Evaluate(m, m, vm, testSet, os.Stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("test accuracy %.2f%% (%d images), mean NLL %.4f\n\nconfusion matrix (rows: true class, columns: predicted)\n", 100*acc, testSet.Len(), loss)
+	fmt.Print("     ")
+	for j := range conf {
+		fmt.Printf("%6d", j)
+	}
+	fmt.Println()
+	rows := [][]string{{"true\\predicted"}}
+	for j := range conf {
+		rows[0] = append(rows[0], strconv.Itoa(j))
+	}
+	for i, r := range conf {
+		fmt.Printf("%4d ", i)
+		row := []string{strconv.Itoa(i)}
+		for _, v := range r {
+			fmt.Printf("%6d", v)
+			row = append(row, strconv.Itoa(v))
+		}
+		fmt.Println()
+		rows = append(rows, row)
+	}
+	f, err := os.Create(filepath.Join(*out, "confusion.csv"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := csv.NewWriter(f)
+	w.WriteAll(rows)
+	return w.Error()
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gmcn-go/gmcn/train"
+	"github.com/pkg/errors"
+)
+
+// runFlags registers the flags that select a RunConfig: a preset and
+// per-setting overrides. apply returns the preset with every flag the user
+// set applied.
+func runFlags(fs *flag.FlagSet) (apply func() (train.RunConfig, error)) {
+	preset := fs.String("preset", "demo", "preset to start from: "+strings.Join(presetNames(), ", "))
+	dataset := fs.String("dataset", "", "data set: mnist or fashion-mnist (default: the preset's)")
+	data := fs.String("data", "", "directory with the IDX files (default: MNIST from the Go module cache, Fashion-MNIST from /usr/share/datasets/fashion-mnist)")
+	cache := fs.String("cache", "cache", "directory for fitted input mixtures")
+	layers := fs.String("layers", "", `model in the paper's notation, e.g. "1/64 -> 8/32 -> 16/16 -> 10" (default: the preset's)`)
+	radii := fs.String("radii", "", "comma-separated kernel radius per block, e.g. 1.5,2,2.5 (default: the preset's)")
+	reduction := fs.String("reduction", "", "reduction: treehem2, treehem4, treehem8 or mem (default: the preset's)")
+	dense := fs.Int("dense", -1, "hidden units of a dense head after integration; 0 = none (default: the preset's)")
+	batch := fs.Int("batch", 0, "batch size (default: the preset's)")
+	epochs := fs.Int("epochs", 0, "epochs (default: the preset's)")
+	lr := fs.Float64("lr", 0, "Adam learning rate (default: the preset's)")
+	decay := fs.Float64("weight-decay", -1, "weight-decay rate: the decay step uses lr = rate × initial lr (default: the preset's)")
+	seed := fs.Int64("seed", -1, "seed for kernel initialisation and shuffling (default: the preset's)")
+	trainLimit := fs.Int("train-limit", -1, "use only the first n training images; 0 = all (default: the preset's)")
+	testLimit := fs.Int("test-limit", -1, "evaluate on the first n test images; 0 = all 10,000 (default: the preset's)")
+	fitEM := fs.Int("fit-em", -1, "EM steps of the input fitting after k-means (default: the preset's, 1 as in the paper)")
+	fitInit := fs.String("fit-init", "", "input fitting initialisation: kmeans or random (default: the preset's)")
+	return func() (train.RunConfig, error) {
+		c, ok := train.Presets[*preset]
+		if !ok {
+			return c, errors.Errorf("unknown preset %q (have %s)", *preset, strings.Join(presetNames(), ", "))
+		}
+		c.Radii = append([]float64(nil), c.Radii...)
+		set := func(cond bool, f func()) {
+			if cond {
+				f()
+			}
+		}
+		set(*dataset != "", func() { c.Dataset = *dataset })
+		set(*data != "", func() { c.DataDir = *data })
+		c.CacheDir = *cache
+		set(*layers != "", func() { c.Layers, c.Radii = *layers, nil })
+		set(*reduction != "", func() { c.Reduction = *reduction })
+		set(*dense >= 0, func() { c.DenseHead = *dense })
+		set(*batch > 0, func() { c.Batch = *batch })
+		set(*epochs > 0, func() { c.Epochs = *epochs })
+		set(*lr > 0, func() { c.LR = *lr })
+		set(*decay >= 0, func() { c.DecayRate = *decay })
+		set(*seed >= 0, func() { c.Seed = uint64(*seed) })
+		set(*trainLimit >= 0, func() { c.TrainLimit = *trainLimit })
+		set(*testLimit >= 0, func() { c.TestLimit = *testLimit })
+		set(*fitEM >= 0, func() { c.FitEM = *fitEM })
+		set(*fitInit != "", func() { c.FitInit = *fitInit })
+		if *radii != "" {
+			c.Radii = nil
+			for _, f := range strings.Split(*radii, ",") {
+				r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+				if err != nil {
+					return c, errors.Errorf("--radii: %q is not a number", f)
+				}
+				c.Radii = append(c.Radii, r)
+			}
+		}
+		if _, err := c.ModelConfig(); err != nil {
+			return c, err
+		}
+		_, err := c.FitConfig()
+		return c, err
+	}
+}
+
+func presetNames() []string {
+	var names []string
+	for n := range train.Presets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func presetsCmd() error {
+	for _, n := range presetNames() {
+		p := train.Presets[n]
+		fmt.Printf("%s:\n  %s on %s, radii %v, %s, batch %d, %d epochs, lr %g", n, p.Layers, p.Dataset, p.Radii, p.Reduction, p.Batch, p.Epochs, p.LR)
+		if p.TrainLimit > 0 {
+			fmt.Printf(", first %d training images", p.TrainLimit)
+		}
+		fmt.Println()
+	}
+	return nil
+}
+
+// newFlagSet returns a flag set whose --help prints the command's synopsis
+// and every flag.
+func newFlagSet(name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ExitOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(os.Stderr, "Usage: gmcn %s [flags]\n\n%s\n\nFlags:\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}

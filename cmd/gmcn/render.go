@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/gmcn-go/gmcn/models"
+	"github.com/gmcn-go/gmcn/ops"
+	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+	"github.com/gmcn-go/gmcn/train"
+	"gorgonia.org/tensor"
+)
+
+func renderCmd(args []string) error {
+	fs := newFlagSet("render", "Draws the first --inputs fitted test inputs of a run (inputs.png) and, if the run has a\ncheckpoint, its first-layer kernels (kernels.png) as density images: red is positive,\nblue negative, brighter is larger.")
+	out := fs.String("out", "runs/demo", "training output directory (with run.json; checkpoint.gmcn for kernels)")
+	n := fs.Int("inputs", 16, "number of input mixtures to draw")
+	size := fs.Int("size", 96, "pixels per drawn mixture")
+	fs.Parse(args)
+	c, err := train.LoadRunConfig(*out)
+	if err != nil {
+		return err
+	}
+	c.TestLimit = *n
+	_, testSet, err := train.LoadInputs(c, true, os.Stderr)
+	if err != nil {
+		return err
+	}
+	l := testSet.Layout
+	l.B = min(*n, l.B)
+	if err := writeDensityGrid(filepath.Join(*out, "inputs.png"), testSet.Data[:l.Len()], l, *size, [4]float64{0, 28, 0, 28}); err != nil {
+		return err
+	}
+	fmt.Printf("wrote %s\n", filepath.Join(*out, "inputs.png"))
+	st, err := train.LoadCheckpoint(filepath.Join(*out, train.CheckpointFile))
+	if err != nil {
+		fmt.Printf("no kernels drawn: %v\n", err)
+		return nil
+	}
+	mc, err := c.ModelConfig()
+	if err != nil {
+		return err
+	}
+	m, err := models.Build(mc)
+	if err != nil {
+		return err
+	}
+	if err := m.SetState(models.State{Names: st.Names, Params: st.Params, BNMean: st.BNMean, BNVar: st.BNVar, CovNorms: st.CovNorms}); err != nil {
+		return err
+	}
+	raw := m.Kernels[0].Learnables()
+	k, err := ops.NewAssembleKernel(mc.Layout.Blocks[0].Radius).Do(raw[0].Value(), raw[1].Value(), raw[2].Value())
+	if err != nil {
+		return err
+	}
+	kt := k.(*tensor.Dense)
+	kl, err := mixture.LayoutOf(kt.Shape())
+	if err != nil {
+		return err
+	}
+	var data []float64
+	switch d := kt.Data().(type) {
+	case []float32:
+		for _, v := range d {
+			data = append(data, float64(v))
+		}
+	case []float64:
+		data = d
+	}
+	r := 2 * mc.Layout.Blocks[0].Radius
+	if err := writeDensityGrid(filepath.Join(*out, "kernels.png"), data, kl, *size, [4]float64{-r, r, -r, r}); err != nil {
+		return err
+	}
+	fmt.Printf("wrote %s (%d×%d kernels of the first layer)\n", filepath.Join(*out, "kernels.png"), kl.B, kl.C)
+	return nil
+}
+
+// writeDensityGrid draws every 2D mixture of the packed batch as one tile of
+// a grid (rows: batch, columns: channel), each over the box [x0,x1]×[y0,y1]
+// with its own symmetric colour scale, and writes a PNG.
+func writeDensityGrid[T mixture.Float](path string, data []T, l mixture.Layout, size int, box [4]float64) error {
+	if l.D != 2 {
+		return fmt.Errorf("render: only 2D mixtures can be drawn as density images, got D = %d", l.D)
+	}
+	cols := l.C
+	if l.C == 1 {
+		cols = min(8, l.B)
+	}
+	tiles := l.Mixtures()
+	rows := (tiles + cols - 1) / cols
+	img := image.NewRGBA(image.Rect(0, 0, cols*(size+2), rows*(size+2)))
+	vals := make([]float64, size*size)
+	ps := make([]cpu.Prepared[float64], l.N)
+	g := make([]float64, l.Stride())
+	for m := range tiles {
+		mx := mixture.Mixture(data, l, m)
+		for k := range ps {
+			for j := range g {
+				g[j] = float64(mx[k*l.Stride()+j])
+			}
+			ps[k] = cpu.Prepare(2, g)
+		}
+		peak := 0.0
+		for i := range vals {
+			p := []float64{box[0] + (box[1]-box[0])*(float64(i%size)+0.5)/float64(size), box[2] + (box[3]-box[2])*(float64(i/size)+0.5)/float64(size)}
+			vals[i] = cpu.EvalMixture(2, ps, p)
+			peak = math.Max(peak, math.Abs(vals[i]))
+		}
+		ox, oy := (m%cols)*(size+2), (m/cols)*(size+2)
+		for i, v := range vals {
+			t := 0.0
+			if peak > 0 {
+				t = math.Sqrt(math.Abs(v) / peak)
+			}
+			c := color.RGBA{0, 0, 0, 255}
+			if v > 0 {
+				c.R, c.G = uint8(255*t), uint8(80*t)
+			} else {
+				c.B, c.G = uint8(255*t), uint8(80*t)
+			}
+			img.SetRGBA(ox+i%size, oy+i/size, c)
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		return err
+	}
+	return train.WriteFileAtomic(path, buf.Bytes())
+}

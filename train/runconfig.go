@@ -1,0 +1,197 @@
+package train
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gmcn-go/gmcn/gmnode"
+	"github.com/gmcn-go/gmcn/models"
+	"github.com/pkg/errors"
+)
+
+// RunConfig is everything that defines a training run: data, input fitting,
+// model and optimisation. It is saved as run.json in the run's directory so
+// that `gmcn eval` and `gmcn train --resume` rebuild exactly the same model.
+type RunConfig struct {
+	Preset     string    `json:"preset,omitempty"`
+	Dataset    string    `json:"dataset"`  // "mnist" or "fashion-mnist"
+	DataDir    string    `json:"data_dir"` // "" = default location
+	CacheDir   string    `json:"cache_dir"`
+	TrainLimit int       `json:"train_limit"` // use the first n training images; 0 = all
+	TestLimit  int       `json:"test_limit"`  // evaluate on the first n test images; 0 = all
+	FitEM      int       `json:"fit_em_steps"`
+	FitInit    string    `json:"fit_init"` // "kmeans" or "random"
+	Layers     string    `json:"layers"`
+	Radii      []float64 `json:"radii"` // per block; empty = 2.5 each
+	Kernel     int       `json:"kernel_gaussians"`
+	Reduction  string    `json:"reduction"` // "treehem2", "treehem4", "treehem8" or "mem"
+	DenseHead  int       `json:"dense_head"`
+	Batch      int       `json:"batch"`
+	Epochs     int       `json:"epochs"`
+	LR         float64   `json:"lr"`
+	DecayRate  float64   `json:"weight_decay_rate"`
+	Seed       uint64    `json:"seed"`
+}
+
+// RunConfigFile is the name of the saved RunConfig inside a run directory.
+const RunConfigFile = "run.json"
+
+// Presets are the named configurations of `gmcn train --preset`.
+var Presets = map[string]RunConfig{
+	// demo trains a small GMCN on part of MNIST in minutes on two cores.
+	"demo": {Preset: "demo", Dataset: "mnist", TrainLimit: 12000, FitEM: 1, FitInit: "kmeans",
+		Layers: "1/16 -> 8/8 -> 16/4 -> 10", Radii: []float64{2.0, 2.5, 2.5}, Kernel: 5, Reduction: "treehem2",
+		Batch: 50, Epochs: 3, LR: 3e-3, DecayRate: 0.05, Seed: 1},
+	// paper is the paper's MNIST model (64 input Gaussians, channels
+	// 8/16/32/64, Gaussians halved every block) with the reference's radii.
+	"paper": {Preset: "paper", Dataset: "mnist", FitEM: 1, FitInit: "kmeans",
+		Layers: "1/64 -> 8/32 -> 16/16 -> 32/8 -> 64/4 -> 10", Radii: []float64{1.5, 2.0, 2.5, 2.5, 2.5}, Kernel: 5,
+		Reduction: "treehem2", Batch: 100, Epochs: 80, LR: 1e-3, DecayRate: 0.05, Seed: 0},
+}
+
+// ModelConfig returns the models.Config of c.
+func (c RunConfig) ModelConfig() (models.Config, error) {
+	l, err := models.ParseLayout(c.Layers)
+	if err != nil {
+		return models.Config{}, err
+	}
+	if len(c.Radii) != 0 && len(c.Radii) != len(l.Blocks) {
+		return models.Config{}, errors.Errorf("%d radii for %d blocks of %q", len(c.Radii), len(l.Blocks), c.Layers)
+	}
+	for i, r := range c.Radii {
+		if !(r > 0) {
+			return models.Config{}, errors.Errorf("radius %d is %g, want > 0", i+1, r)
+		}
+		l.Blocks[i].Radius = r
+	}
+	red, err := ParseReduction(c.Reduction)
+	if err != nil {
+		return models.Config{}, err
+	}
+	return models.Config{Layout: l, D: 2, Classes: Classes, Batch: c.Batch, KernelGaussians: c.Kernel,
+		Reduction: red, DenseHead: c.DenseHead, Seed: c.Seed}, nil
+}
+
+// ParseReduction maps "treehem2", "treehem4", "treehem8" and "mem" to a
+// reduction method.
+func ParseReduction(s string) (gmnode.Reduction, error) {
+	switch strings.ToLower(s) {
+	case "treehem2", "":
+		return gmnode.UseTreeHEM(2), nil
+	case "treehem4":
+		return gmnode.UseTreeHEM(4), nil
+	case "treehem8":
+		return gmnode.UseTreeHEM(8), nil
+	case "mem":
+		return gmnode.UseMEM(), nil
+	}
+	return gmnode.Reduction{}, errors.Errorf("unknown reduction %q (want treehem2, treehem4, treehem8 or mem)", s)
+}
+
+// FitConfig returns the input-fitting settings of c: K from the layer
+// string's input Gaussians.
+func (c RunConfig) FitConfig() (FitConfig, error) {
+	l, err := models.ParseLayout(c.Layers)
+	if err != nil {
+		return FitConfig{}, err
+	}
+	f := DefaultFitConfig()
+	f.K, f.EMSteps = l.InputGaussians, c.FitEM
+	switch c.FitInit {
+	case "kmeans", "":
+	case "random":
+		f.Init = RandomInit
+	default:
+		return FitConfig{}, errors.Errorf("unknown fit init %q (want kmeans or random)", c.FitInit)
+	}
+	return f, f.Validate()
+}
+
+// SaveRunConfig writes c as dir/run.json atomically.
+func SaveRunConfig(dir string, c RunConfig) error {
+	data, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(filepath.Join(dir, RunConfigFile), append(data, '\n'))
+}
+
+// LoadRunConfig reads dir/run.json.
+func LoadRunConfig(dir string) (RunConfig, error) {
+	path := filepath.Join(dir, RunConfigFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return RunConfig{}, errors.Wrapf(err, "reading %s (is %s a training output directory?)", path, dir)
+	}
+	var c RunConfig
+	if err := json.Unmarshal(data, &c); err != nil {
+		return RunConfig{}, errors.Wrapf(err, "parsing %s", path)
+	}
+	return c, nil
+}
+
+// LoadInputs loads the data set of c and returns the fitted training and
+// test inputs (from the cache or freshly fitted), limited as c says. With
+// testOnly the training split is neither fitted nor returned.
+func LoadInputs(c RunConfig, testOnly bool, log io.Writer) (trainSet, testSet Samples, err error) {
+	var ds *Dataset
+	switch c.Dataset {
+	case "mnist", "":
+		ds, err = LoadMNIST(c.DataDir)
+	case "fashion-mnist":
+		ds, err = LoadFashionMNIST(c.DataDir)
+	default:
+		err = errors.Errorf("unknown dataset %q (want mnist or fashion-mnist)", c.Dataset)
+	}
+	if err != nil {
+		return
+	}
+	fc, err := c.FitConfig()
+	if err != nil {
+		return
+	}
+	cache := c.CacheDir
+	if cache == "" {
+		cache = "cache"
+	}
+	load := func(split string, s Split, limit int) (Samples, error) {
+		s = headSplit(s, limit)
+		file := filepath.Join(cache, strings.Join([]string{ds.Name, split, fitName(fc, s.N)}, "-")+".gmfit")
+		in, err := LoadOrFitInputs(file, ds.Name+"/"+split, s, fc, NewProgress(log, "fitting "+split+" inputs", s.N), log)
+		if err != nil {
+			return Samples{}, err
+		}
+		labels := make([]int, len(in.Labels))
+		for i, v := range in.Labels {
+			labels[i] = int(v)
+		}
+		return Samples{Data: in.Mixtures, Layout: in.Layout, Labels: labels, Classes: Classes}, nil
+	}
+	if !testOnly {
+		if trainSet, err = load("train", ds.Train, c.TrainLimit); err != nil {
+			return
+		}
+	}
+	testSet, err = load("test", ds.Test, c.TestLimit)
+	return
+}
+
+// fitName names a cache file by its main settings; the full settings are
+// checked inside the file.
+func fitName(f FitConfig, n int) string {
+	return fmt.Sprintf("k%d-em%d-%v-n%d", f.K, f.EMSteps, f.Init, n)
+}
+
+// headSplit returns the first n images of s (all of them if n ≤ 0 or n ≥ s.N).
+func headSplit(s Split, n int) Split {
+	if n <= 0 || n >= s.N {
+		return s
+	}
+	px := s.Rows * s.Cols
+	s.Pixels, s.Labels, s.N = s.Pixels[:n*px], s.Labels[:n], n
+	return s
+}
