@@ -244,6 +244,15 @@ func (km *kmeans) assign(pts []float64) bool {
 			km.candidates(p)
 		}
 		cand := km.cand[p*km.k : p*km.k+km.nCand[p]]
+		if len(cand) == 1 {
+			for i := km.start[p]; i < km.start[p+1]; i++ {
+				if km.label[i] != cand[0] {
+					km.label[i] = cand[0]
+					changed = true
+				}
+			}
+			continue
+		}
 		for i := km.start[p]; i < km.start[p+1]; i++ {
 			best, bd := cand[0], math.Inf(1)
 			for _, c := range cand {
