@@ -24,8 +24,12 @@ const (
 
 // Default constants of ReLUFitOptions.
 const (
+	// DefaultReLUFitCoarseOffset is the reference code's +0.1 on the coarse
+	// weights.
 	DefaultReLUFitCoarseOffset = 0.1
-	DefaultReLUFitOffset       = 0.05
+	// DefaultReLUFitOffset is the reference code's +0.05 in the numerator and
+	// the denominator.
+	DefaultReLUFitOffset = 0.05
 	// DefaultReLUFitEpsilon is our choice for the paper variant's ε; the paper
 	// gives no value.
 	DefaultReLUFitEpsilon = 1e-3
@@ -42,6 +46,7 @@ const (
 // constant κ to zero before every ReLU (spec §5.5), and the formulas here are
 // those for κ = 0.
 type ReLUFitOptions struct {
+	// Variant selects the formulas; the zero value is ReLUFitReference.
 	Variant ReLUFitVariant
 	// CoarseOffset is added to every clamped weight in the reference variant.
 	CoarseOffset float64
@@ -52,9 +57,9 @@ type ReLUFitOptions struct {
 	Epsilon float64
 }
 
-// reluParams are the resolved constants of a fit, written as one rule for
-// both variants: x_k = a_k·[a_k > 0] + (coarse if the reference variant, or
-// (1−[a_k > 0])·floor for the paper's), a″_k = x_k·(max(t_k,0) + off)/(e_k + off).
+// reluParams are the resolved constants of a fit. Both variants share
+// a″_k = x_k·(max(t_k, 0) + off)/(e_k + off), with off = 0 for the paper's;
+// they differ only in the coarse weight x (coarseWeight).
 type reluParams struct {
 	paper  bool
 	coarse float64 // reference: offset added to max(a, 0)
@@ -95,7 +100,7 @@ func (o ReLUFitOptions) params() (reluParams, error) {
 	return reluParams{}, errors.Errorf("ReLUFitOptions.Variant %d is neither ReLUFitReference nor ReLUFitPaper", o.Variant)
 }
 
-// coarse returns the coarse weight x for the weight a.
+// coarseWeight returns the coarse weight x for the input weight a.
 func coarseWeight[T Float](p reluParams, a T) T {
 	switch {
 	case p.paper && a > 0:
