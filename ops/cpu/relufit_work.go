@@ -33,7 +33,7 @@ type reluWork[T Float] struct {
 	xn   []T          // x_j·nrm_j
 	a, x []T          // input and coarse weights
 	t, e []T          // target and approximation at the centroids
-	row  []T          // scratch: one row of exponents, then of terms E
+	row  []T          // scratch: one row of exponents, then of their exponentials
 	rowU [3][]T       // scratch: one row of u = A_j δ (backward)
 	vec  [][8]float32 // scratch of the vectorised float32 loops (relufit_simd.go)
 
