@@ -55,9 +55,11 @@ func reluBlocks(s *reluWork[float32], fields ...[]float32) [][8]float32 {
 	return v
 }
 
-// lanes loads one field of a block.
-func lanes(p *[8]float32) archsimd.Float32x8 { return archsimd.LoadFloat32x8(p) }
+// reluVec loads one field of a block.
+func reluVec(p *[8]float32) archsimd.Float32x8 { return archsimd.LoadFloat32x8(p) }
 
+// reluForward2x8 is reluForward2 with eight Gaussians j per vector; the
+// padding Gaussians have an = xn = 0 and so add nothing.
 func reluForward2x8(s *reluWork[float32]) {
 	const nf = 7
 	v := reluBlocks(s, s.mu[0], s.mu[1], s.q[0], s.q[1], s.q[2], s.an, s.xn)
@@ -67,17 +69,18 @@ func reluForward2x8(s *reluWork[float32]) {
 		var ta, te archsimd.Float32x8
 		for b := 0; b+nf <= len(v); b += nf {
 			g := (*[nf][8]float32)(v[b : b+nf])
-			d0, d1 := p0.Sub(lanes(&g[0])), p1.Sub(lanes(&g[1]))
-			h := lanes(&g[2]).MulAdd(d0, lanes(&g[3]).Mul(d1))
-			x := lanes(&g[4]).Mul(d1).MulAdd(d1, d0.Mul(h))
+			d0, d1 := p0.Sub(reluVec(&g[0])), p1.Sub(reluVec(&g[1]))
+			h := reluVec(&g[2]).MulAdd(d0, reluVec(&g[3]).Mul(d1))
+			x := reluVec(&g[4]).Mul(d1).MulAdd(d1, d0.Mul(h))
 			e := c.exp(x)
-			ta = lanes(&g[5]).MulAdd(e, ta)
-			te = lanes(&g[6]).MulAdd(e, te)
+			ta = reluVec(&g[5]).MulAdd(e, ta)
+			te = reluVec(&g[6]).MulAdd(e, te)
 		}
 		s.t[k], s.e[k] = reluHsum8(ta), reluHsum8(te)
 	}
 }
 
+// reluForward3x8 is reluForward2x8 in 3D.
 func reluForward3x8(s *reluWork[float32]) {
 	const nf = 11
 	v := reluBlocks(s, s.mu[0], s.mu[1], s.mu[2], s.q[0], s.q[1], s.q[2], s.q[3], s.q[4], s.q[5], s.an, s.xn)
@@ -87,14 +90,14 @@ func reluForward3x8(s *reluWork[float32]) {
 		var ta, te archsimd.Float32x8
 		for b := 0; b+nf <= len(v); b += nf {
 			g := (*[nf][8]float32)(v[b : b+nf])
-			d0, d1, d2 := p0.Sub(lanes(&g[0])), p1.Sub(lanes(&g[1])), p2.Sub(lanes(&g[2]))
-			h := lanes(&g[3]).MulAdd(d0, lanes(&g[4]).MulAdd(d1, lanes(&g[5]).Mul(d2)))
+			d0, d1, d2 := p0.Sub(reluVec(&g[0])), p1.Sub(reluVec(&g[1])), p2.Sub(reluVec(&g[2]))
+			h := reluVec(&g[3]).MulAdd(d0, reluVec(&g[4]).MulAdd(d1, reluVec(&g[5]).Mul(d2)))
 			x := d0.Mul(h)
-			h = lanes(&g[6]).MulAdd(d1, lanes(&g[7]).Mul(d2))
-			x = lanes(&g[8]).Mul(d2).MulAdd(d2, d1.MulAdd(h, x))
+			h = reluVec(&g[6]).MulAdd(d1, reluVec(&g[7]).Mul(d2))
+			x = reluVec(&g[8]).Mul(d2).MulAdd(d2, d1.MulAdd(h, x))
 			e := c.exp(x)
-			ta = lanes(&g[9]).MulAdd(e, ta)
-			te = lanes(&g[10]).MulAdd(e, te)
+			ta = reluVec(&g[9]).MulAdd(e, ta)
+			te = reluVec(&g[10]).MulAdd(e, te)
 		}
 		s.t[k], s.e[k] = reluHsum8(ta), reluHsum8(te)
 	}
@@ -109,7 +112,7 @@ func reluBackward2x8(s *reluWork[float32]) {
 	clear(s.kq[1])
 	v := reluBlocks(s, s.mu[0], s.mu[1], s.gt, s.ge, s.kq[0], s.kq[1])
 	c := newExpVec8()
-	half := archsimd.BroadcastFloat32x8(-0.5)
+	negHalf := archsimd.BroadcastFloat32x8(-0.5)
 	for j := range s.n {
 		p0, p1 := archsimd.BroadcastFloat32x8(s.mu[0][j]), archsimd.BroadcastFloat32x8(s.mu[1][j])
 		a00 := archsimd.BroadcastFloat32x8(s.sym[0][j])
@@ -119,11 +122,11 @@ func reluBackward2x8(s *reluWork[float32]) {
 		var ga, gx, u0, u1, uu00, uu01, uu11 archsimd.Float32x8
 		for b := 0; b+nf <= len(v); b += nf {
 			g := (*[nf][8]float32)(v[b : b+nf])
-			d0, d1 := lanes(&g[0]).Sub(p0), lanes(&g[1]).Sub(p1)
+			d0, d1 := reluVec(&g[0]).Sub(p0), reluVec(&g[1]).Sub(p1)
 			v0 := a00.MulAdd(d0, a01.Mul(d1))
 			v1 := a01.MulAdd(d0, a11.Mul(d1))
-			e := c.exp(d0.MulAdd(v0, d1.Mul(v1)).Mul(half))
-			et, ee := e.Mul(lanes(&g[2])), e.Mul(lanes(&g[3]))
+			e := c.exp(d0.MulAdd(v0, d1.Mul(v1)).Mul(negHalf))
+			et, ee := e.Mul(reluVec(&g[2])), e.Mul(reluVec(&g[3]))
 			ga, gx = ga.Add(et), gx.Add(ee)
 			w := et.MulAdd(anj, ee.Mul(xnj))
 			w0, w1 := w.Mul(v0), w.Mul(v1)
@@ -131,8 +134,8 @@ func reluBackward2x8(s *reluWork[float32]) {
 			uu00 = w0.MulAdd(v0, uu00)
 			uu01 = w0.MulAdd(v1, uu01)
 			uu11 = w1.MulAdd(v1, uu11)
-			lanes(&g[4]).Add(w0).Store(&g[4])
-			lanes(&g[5]).Add(w1).Store(&g[5])
+			reluVec(&g[4]).Add(w0).Store(&g[4])
+			reluVec(&g[5]).Add(w1).Store(&g[5])
 		}
 		s.ga[j], s.gx[j] = reluHsum8(ga)*s.nrm[j], reluHsum8(gx)*s.nrm[j]
 		s.u[0][j], s.u[1][j] = reluHsum8(u0), reluHsum8(u1)
@@ -144,6 +147,7 @@ func reluBackward2x8(s *reluWork[float32]) {
 	}
 }
 
+// reluBackward3x8 is reluBackward2x8 in 3D.
 func reluBackward3x8(s *reluWork[float32]) {
 	const nf = 8
 	clear(s.kq[0])
@@ -151,7 +155,7 @@ func reluBackward3x8(s *reluWork[float32]) {
 	clear(s.kq[2])
 	v := reluBlocks(s, s.mu[0], s.mu[1], s.mu[2], s.gt, s.ge, s.kq[0], s.kq[1], s.kq[2])
 	c := newExpVec8()
-	half := archsimd.BroadcastFloat32x8(-0.5)
+	negHalf := archsimd.BroadcastFloat32x8(-0.5)
 	for j := range s.n {
 		p0, p1, p2 := archsimd.BroadcastFloat32x8(s.mu[0][j]), archsimd.BroadcastFloat32x8(s.mu[1][j]), archsimd.BroadcastFloat32x8(s.mu[2][j])
 		a00 := archsimd.BroadcastFloat32x8(s.sym[0][j])
@@ -164,12 +168,12 @@ func reluBackward3x8(s *reluWork[float32]) {
 		var ga, gx, u0, u1, u2, uu00, uu01, uu02, uu11, uu12, uu22 archsimd.Float32x8
 		for b := 0; b+nf <= len(v); b += nf {
 			g := (*[nf][8]float32)(v[b : b+nf])
-			d0, d1, d2 := lanes(&g[0]).Sub(p0), lanes(&g[1]).Sub(p1), lanes(&g[2]).Sub(p2)
+			d0, d1, d2 := reluVec(&g[0]).Sub(p0), reluVec(&g[1]).Sub(p1), reluVec(&g[2]).Sub(p2)
 			v0 := a00.MulAdd(d0, a01.MulAdd(d1, a02.Mul(d2)))
 			v1 := a01.MulAdd(d0, a11.MulAdd(d1, a12.Mul(d2)))
 			v2 := a02.MulAdd(d0, a12.MulAdd(d1, a22.Mul(d2)))
-			e := c.exp(d0.MulAdd(v0, d1.MulAdd(v1, d2.Mul(v2))).Mul(half))
-			et, ee := e.Mul(lanes(&g[3])), e.Mul(lanes(&g[4]))
+			e := c.exp(d0.MulAdd(v0, d1.MulAdd(v1, d2.Mul(v2))).Mul(negHalf))
+			et, ee := e.Mul(reluVec(&g[3])), e.Mul(reluVec(&g[4]))
 			ga, gx = ga.Add(et), gx.Add(ee)
 			w := et.MulAdd(anj, ee.Mul(xnj))
 			w0, w1, w2 := w.Mul(v0), w.Mul(v1), w.Mul(v2)
@@ -180,9 +184,9 @@ func reluBackward3x8(s *reluWork[float32]) {
 			uu11 = w1.MulAdd(v1, uu11)
 			uu12 = w1.MulAdd(v2, uu12)
 			uu22 = w2.MulAdd(v2, uu22)
-			lanes(&g[5]).Add(w0).Store(&g[5])
-			lanes(&g[6]).Add(w1).Store(&g[6])
-			lanes(&g[7]).Add(w2).Store(&g[7])
+			reluVec(&g[5]).Add(w0).Store(&g[5])
+			reluVec(&g[6]).Add(w1).Store(&g[6])
+			reluVec(&g[7]).Add(w2).Store(&g[7])
 		}
 		s.ga[j], s.gx[j] = reluHsum8(ga)*s.nrm[j], reluHsum8(gx)*s.nrm[j]
 		s.u[0][j], s.u[1][j], s.u[2][j] = reluHsum8(u0), reluHsum8(u1), reluHsum8(u2)
