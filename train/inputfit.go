@@ -167,8 +167,8 @@ func FitInputs(im Images, cfg FitConfig, progress *Progress) ([]float32, mixture
 
 // fitter holds the scratch space of one worker; nothing is allocated per image.
 type fitter struct {
-	cfg        FitConfig
-	rows, cols int
+	cfg  FitConfig
+	cols int
 
 	cdf  []int     // cumulative pixel intensities
 	pts  []float64 // sample points, x (column) and y (row) interleaved
@@ -189,7 +189,7 @@ type fitter struct {
 func newFitter(cfg FitConfig, rows, cols int) *fitter {
 	k, s := cfg.K, cfg.Samples
 	f := &fitter{
-		cfg: cfg, rows: rows, cols: cols,
+		cfg: cfg, cols: cols,
 		cdf:   make([]int, rows*cols),
 		pts:   make([]float64, 2*s),
 		resp:  make([]float64, s*k),
@@ -213,11 +213,12 @@ func (f *fitter) fit(pix []uint8, rng *rand.Rand) error {
 	if err := f.sample(pix, rng); err != nil {
 		return err
 	}
-	return f.fitPoints(rng)
+	f.fitPoints(rng)
+	return nil
 }
 
 // fitPoints fits the mixture to the sample points in f.pts.
-func (f *fitter) fitPoints(rng *rand.Rand) error {
+func (f *fitter) fitPoints(rng *rand.Rand) {
 	k := f.cfg.K
 	switch f.cfg.Init {
 	case KMeansInit:
@@ -246,14 +247,13 @@ func (f *fitter) fitPoints(rng *rand.Rand) error {
 		}
 		prev = ll
 	}
-	return nil
 }
 
 // sample draws cfg.Samples pixels with probability ∝ intensity (inverse CDF
 // of the integer intensities, exact) and jitters each by U[0,1)² within its
 // pixel: point = (column + u, row + v). The points are stored grouped by
-// pixel, as the k-means pruning needs (f.km.start, f.km.cells); the order of
-// the points does not change the fit.
+// pixel, in pixel order, as the pruning of k-means and the E step needs
+// (f.km.start, f.km.cells).
 func (f *fitter) sample(pix []uint8, rng *rand.Rand) error {
 	total := 0
 	for i, p := range pix {
