@@ -158,6 +158,9 @@ func LoadInputs(c RunConfig, testOnly bool, log io.Writer) (trainSet, testSet Sa
 	if cache == "" {
 		cache = "cache"
 	}
+	if err = os.MkdirAll(cache, 0o755); err != nil {
+		return trainSet, testSet, errors.Wrapf(err, "creating the input cache directory %s", cache)
+	}
 	load := func(split string, s Split, limit int) (Samples, error) {
 		s = headSplit(s, limit)
 		file := filepath.Join(cache, strings.Join([]string{ds.Name, split, fitName(fc, s.N)}, "-")+".gmfit")
