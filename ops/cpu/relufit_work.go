@@ -208,12 +208,12 @@ func (s *reluWork[T]) backward(dx []T, p reluParams) {
 // checkFiniteResult reports the first non-finite value of a result (only
 // the weights if weightsOnly), naming its component.
 func checkFiniteResult[T Float](data []T, l mixture.Layout, what string, weightsOnly bool) error {
-	st := l.Stride()
-	for i, v := range data {
-		if weightsOnly && i%st != 0 {
-			continue
-		}
-		if !finite(v) {
+	st, step := l.Stride(), 1
+	if weightsOnly {
+		step = st
+	}
+	for i := 0; i < len(data); i += step {
+		if v := data[i]; !finite(v) {
 			c := i / st
 			return errors.Errorf("non-finite %s %v at component (b=%d, c=%d, n=%d): a covariance is too ill-conditioned for this precision",
 				what, v, c/(l.C*l.N), (c/l.N)%l.C, c%l.N)
