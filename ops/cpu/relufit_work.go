@@ -51,11 +51,16 @@ type reluWork[T Float] struct {
 // symCount returns the number of unique entries of a symmetric d×d matrix.
 func symCount(d int) int { return d * (d + 1) / 2 }
 
-// symIndex lists the (row, column) of each unique entry in storage order.
-var symIndex = [2][][2]int{
-	{{0, 0}, {0, 1}, {1, 1}},
-	{{0, 0}, {0, 1}, {0, 2}, {1, 1}, {1, 2}, {2, 2}},
-}
+// symIndex lists the (row, column) of each unique entry in storage order
+// (00 01 11 in 2D, 00 01 02 11 12 22 in 3D), and symDiagonal which of them
+// are diagonal.
+var (
+	symIndex = [2][][2]int{
+		{{0, 0}, {0, 1}, {1, 1}},
+		{{0, 0}, {0, 1}, {0, 2}, {1, 1}, {1, 2}, {2, 2}},
+	}
+	symDiagonal = [2][]bool{{true, false, true}, {true, false, false, true, false, true}}
+)
 
 func newReLUWork[T Float](n, d int, backward bool) *reluWork[T] {
 	np := (n + reluLanes - 1) / reluLanes * reluLanes
@@ -100,7 +105,6 @@ func newReLUWork[T Float](n, d int, backward bool) *reluWork[T] {
 func (s *reluWork[T]) load(mx []T, p reluParams) error {
 	d := s.d
 	st := mixture.PackedLen(d)
-	idx := symIndex[d-2]
 	norm := math.Pow(2*math.Pi, -float64(d)/2)
 	var inv [9]T
 	for j := range s.n {
@@ -116,14 +120,18 @@ func (s *reluWork[T]) load(mx []T, p reluParams) error {
 		for r := range d {
 			s.mu[r][j] = g[1+r]
 		}
-		for i, rc := range idx {
-			r, c := rc[0], rc[1]
-			h := (inv[r*d+c] + inv[c*d+r]) / 2
-			s.sym[i][j] = h
-			if r == c {
-				s.q[i][j] = -h / 2
+		var h [6]T
+		if d == 2 {
+			h = [6]T{inv[0], (inv[1] + inv[2]) / 2, inv[3]}
+		} else {
+			h = [6]T{inv[0], (inv[1] + inv[3]) / 2, (inv[2] + inv[6]) / 2, inv[4], (inv[5] + inv[7]) / 2, inv[8]}
+		}
+		for i, diag := range symDiagonal[d-2] {
+			s.sym[i][j] = h[i]
+			if diag {
+				s.q[i][j] = -h[i] / 2
 			} else {
-				s.q[i][j] = -h
+				s.q[i][j] = -h[i]
 			}
 		}
 	}
