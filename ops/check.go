@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
 	"gorgonia.org/tensor"
@@ -15,11 +16,32 @@ func checkedMixture(t *tensor.Dense, input string) (mixture.Layout, error) {
 	}
 	switch d := t.Data().(type) {
 	case []float32:
-		err = mixture.Validate(d, l)
+		err = validateParallel(d, l)
 	case []float64:
-		err = mixture.Validate(d, l)
+		err = validateParallel(d, l)
 	}
 	return l, errors.Wrapf(err, "input %q", input)
+}
+
+// validateParallel runs mixture.Validate over the mixtures of x in parallel
+// and reports the error of the first invalid mixture in (b, c) order, so the
+// message does not depend on scheduling.
+func validateParallel[T mixture.Float](x []T, l mixture.Layout) error {
+	if len(x) != l.Len() {
+		return mixture.Validate(x, l)
+	}
+	errs := make([]error, l.Mixtures())
+	cpu.ParallelFor(l.Mixtures(), func(m int) {
+		if n, err := mixture.ValidateComponents(mixture.Mixture(x, l, m), l.D); err != nil {
+			errs[m] = errors.Wrapf(err, "component (b=%d, c=%d, n=%d)", m/l.C, m%l.C, n)
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkedFinite checks that every value of t is finite.

@@ -17,15 +17,25 @@ func Validate[T Float](data []T, l Layout) error {
 	if len(data) != l.Len() {
 		return errors.Errorf("mixture data has %d values, layout %v needs %d", len(data), l.Shape(), l.Len())
 	}
-	s := l.Stride()
-	for i := 0; i < l.B*l.C*l.N; i++ {
-		g := data[i*s : (i+1)*s]
-		if err := validateGaussian(g, l.D); err != nil {
-			b, c, n := i/(l.C*l.N), (i/l.N)%l.C, i%l.N
-			return errors.Wrapf(err, "component (b=%d, c=%d, n=%d)", b, c, n)
+	for m := range l.Mixtures() {
+		if n, err := ValidateComponents(Mixture(data, l, m), l.D); err != nil {
+			return errors.Wrapf(err, "component (b=%d, c=%d, n=%d)", m/l.C, m%l.C, n)
 		}
 	}
 	return nil
+}
+
+// ValidateComponents checks the packed components of one mixture in
+// dimension d like Validate and returns the index of the first invalid
+// component with its error, or (-1, nil).
+func ValidateComponents[T Float](mx []T, d int) (int, error) {
+	s := PackedLen(d)
+	for n := 0; n*s < len(mx); n++ {
+		if err := validateGaussian(mx[n*s:(n+1)*s], d); err != nil {
+			return n, err
+		}
+	}
+	return -1, nil
 }
 
 func validateGaussian[T Float](g []T, d int) error {
