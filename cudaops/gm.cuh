@@ -1,0 +1,99 @@
+// gm.cuh: device helpers shared by the GM kernels.
+//
+// Every kernel is a template over the element type T (float or double) and
+// is instantiated twice with extern "C" names <kernel>_f32 and <kernel>_f64,
+// so the Go launchers find them by name. Every kernel parameter is 8 bytes
+// wide (pointers, long long, double): gorgonia.org/cu copies each parameter
+// as 8 bytes.
+//
+// Packed layout (ops/mixture): a mixture is N Gaussians of stride
+// S = 1 + D + D*D: [weight, position(D), covariance (D×D row-major)].
+#pragma once
+
+typedef long long ll;
+
+// (2π)^(-D/2) for D = 2 and D = 3.
+#define GM_NORM2 0.15915494309189535
+#define GM_NORM3 0.06349363593424097
+
+__device__ __forceinline__ float gm_exp(float x) { return expf(x); }
+__device__ __forceinline__ double gm_exp(double x) { return exp(x); }
+__device__ __forceinline__ float gm_sqrt(float x) { return sqrtf(x); }
+__device__ __forceinline__ double gm_sqrt(double x) { return sqrt(x); }
+__device__ __forceinline__ float gm_log(float x) { return logf(x); }
+__device__ __forceinline__ double gm_log(double x) { return log(x); }
+
+template <typename T> __device__ __forceinline__ T gm_norm_const(int d) {
+	return d == 2 ? T(GM_NORM2) : T(GM_NORM3);
+}
+
+// gm_inv_det writes the inverse of the d×d row-major matrix m into inv and
+// returns det m, with the same cofactor formulas as ops/cpu (linalg.go), so
+// both backends round alike.
+template <typename T> __device__ T gm_inv_det(int d, const T *m, T *inv) {
+	if (d == 2) {
+		T det = m[0] * m[3] - m[1] * m[2];
+		T r = T(1) / det;
+		inv[0] = m[3] * r; inv[1] = -m[1] * r; inv[2] = -m[2] * r; inv[3] = m[0] * r;
+		return det;
+	}
+	T a = m[0], b = m[1], c = m[2], dd = m[3], e = m[4], f = m[5], g = m[6], h = m[7], i = m[8];
+	T c00 = e * i - f * h, c01 = -(dd * i - f * g), c02 = dd * h - e * g;
+	T det = a * c00 + b * c01 + c * c02;
+	T r = T(1) / det;
+	inv[0] = c00 * r; inv[3] = c01 * r; inv[6] = c02 * r;
+	inv[1] = -(b * i - c * h) * r; inv[4] = (a * i - c * g) * r; inv[7] = -(a * h - b * g) * r;
+	inv[2] = (b * f - c * e) * r; inv[5] = -(a * f - c * dd) * r; inv[8] = (a * e - b * dd) * r;
+	return det;
+}
+
+// GmPrep is a Gaussian prepared for evaluation: coef = w·(2π)^(-D/2)·det(Σ)^(-½),
+// norm without the weight, position and the inverse covariance. It is what
+// the tiled kernels keep in shared memory, so every thread of a block reuses
+// one inversion per component.
+template <typename T> struct GmPrep {
+	T coef, norm, w;
+	T mu[3];
+	T a[9]; // Σ⁻¹ row-major D×D
+};
+
+template <typename T> __device__ void gm_prepare(int d, const T *g, GmPrep<T> &p) {
+	p.w = g[0];
+	for (int j = 0; j < d; j++) p.mu[j] = g[1 + j];
+	T det = gm_inv_det(d, g + 1 + d, p.a);
+	p.norm = gm_norm_const<T>(d) / gm_sqrt(det);
+	p.coef = p.w * p.norm;
+}
+
+// gm_quad returns tᵀ A t, grouping the off-diagonal terms as ops/cpu does.
+template <typename T> __device__ __forceinline__ T gm_quad(int d, const T *a, const T *t) {
+	if (d == 2) return a[0] * t[0] * t[0] + (a[1] + a[2]) * t[0] * t[1] + a[3] * t[1] * t[1];
+	return a[0] * t[0] * t[0] + a[4] * t[1] * t[1] + a[8] * t[2] * t[2] +
+	       (a[1] + a[3]) * t[0] * t[1] + (a[2] + a[6]) * t[0] * t[2] + (a[5] + a[7]) * t[1] * t[2];
+}
+
+template <typename T> __device__ __forceinline__ void gm_matvec(int d, const T *a, const T *t, T *out) {
+	for (int r = 0; r < d; r++) {
+		T s = 0;
+		for (int c = 0; c < d; c++) s += a[r * d + c] * t[c];
+		out[r] = s;
+	}
+}
+
+// gm_point_set mirrors ops/cpu's pointSet: a point batch [pb, pc, m, D]
+// broadcasts along a dimension of size 1.
+__device__ __forceinline__ ll gm_point_set(ll b, ll c, ll pb, ll pc) {
+	if (pb == 1) b = 0;
+	if (pc == 1) c = 0;
+	return b * pc + c;
+}
+
+// Dynamic shared memory of the tiled kernels, cast to T by each kernel.
+extern __shared__ unsigned char gm_smem[];
+
+// GM_EXPORT(name, PARAMS, ARGS) defines the kernels name_f32 and name_f64,
+// which call the device template name<T>; PARAMS is a function-like macro
+// of the element type giving the parameter list, ARGS the argument list.
+#define GM_EXPORT(name, PARAMS, ARGS)                                      \
+	extern "C" __global__ void name##_f32 PARAMS(float) { name<float> ARGS; } \
+	extern "C" __global__ void name##_f64 PARAMS(double) { name<double> ARGS; }
