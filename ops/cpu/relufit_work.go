@@ -152,9 +152,13 @@ func allFinite[T Float](v []T) bool {
 
 // forward computes t_k and e_k for every centroid.
 func (s *reluWork[T]) forward() {
-	if reluForwardFast(s) {
-		return
+	if !reluForwardFast(s) {
+		s.forwardSums()
 	}
+}
+
+// forwardSums runs the scalar O(N²) forward loop.
+func (s *reluWork[T]) forwardSums() {
 	if s.d == 2 {
 		reluForward2(s)
 	} else {
@@ -165,6 +169,16 @@ func (s *reluWork[T]) forward() {
 // backward adds ∂L/∂x of one mixture to dx, which holds the pass-through
 // gradient g on entry (see ReLUFitBackward for the formulas).
 func (s *reluWork[T]) backward(dx []T, p reluParams) {
+	s.sensitivities(dx, p)
+	if !reluBackwardFast(s) {
+		s.backwardSums()
+	}
+	s.gather(dx)
+}
+
+// sensitivities computes ∂L/∂t_k, ∂L/∂e_k and the direct ∂L/∂x_k from the
+// incoming weight gradients in dx.
+func (s *reluWork[T]) sensitivities(dx []T, p reluParams) {
 	d, n := s.d, s.n
 	st := mixture.PackedLen(d)
 	off := T(p.off)
@@ -183,13 +197,22 @@ func (s *reluWork[T]) backward(dx []T, p reluParams) {
 	for k := n; k < len(s.gt); k++ {
 		s.gt[k], s.ge[k] = 0, 0
 	}
-	if !reluBackwardFast(s) {
-		if d == 2 {
-			reluBackward2(s)
-		} else {
-			reluBackward3(s)
-		}
+}
+
+// backwardSums runs the scalar O(N²) backward loop.
+func (s *reluWork[T]) backwardSums() {
+	if s.d == 2 {
+		reluBackward2(s)
+	} else {
+		reluBackward3(s)
 	}
+}
+
+// gather turns the backward sums into ∂L/∂x of one mixture, adding to the
+// pass-through gradient in dx.
+func (s *reluWork[T]) gather(dx []T) {
+	d, n := s.d, s.n
+	st := mixture.PackedLen(d)
 	idx := symIndex[d-2]
 	for j := range n {
 		g := dx[j*st : (j+1)*st]
