@@ -11,7 +11,7 @@ import (
 
 func TestReadOFF(t *testing.T) {
 	tests := []struct {
-		name, text string
+		name, text  string
 		verts, tris int
 	}{
 		{"plain", "OFF\n3 1 0\n0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n", 3, 1},
