@@ -1,0 +1,385 @@
+//go:build gmcuda
+
+package cudaops
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+)
+
+// The tests compare every GPU kernel with the CPU kernel of the same name on
+// random inputs, forward and every gradient, float32 and float64, 2D and 3D,
+// for sizes that are and are not multiples of the block sizes. Output
+// buffers are poisoned with NaN, so an element a kernel does not write fails
+// the comparison. Build on a machine with Go and run on the GPU machine:
+//
+//	go test -c -tags gmcuda -o gpu.test ./cudaops && ./gpu.test -test.v -test.bench . -test.benchtime 20x
+
+var dev *Device
+
+func TestMain(m *testing.M) {
+	d, err := Default()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cudaops tests need a CUDA device:", err)
+		os.Exit(1)
+	}
+	dev = d
+	poison = true
+	os.Exit(m.Run())
+}
+
+// shapes are mixture batches [B, C, N] to test; 1, 37, 130 and 257 are not
+// multiples of any block size (32, 128, 256).
+var shapes = [][3]int{{1, 1, 1}, {2, 3, 37}, {3, 2, 130}, {2, 2, 257}}
+
+// tolerance is the largest accepted max|gpu − cpu| / max|cpu| for T: the
+// kernels sum in a different order (and the CPU float32 exp is a polynomial).
+func tolerance[T Float](grad bool) float64 {
+	if sizeOf[T]() == 4 {
+		if grad {
+			return 2e-3
+		}
+		return 2e-4
+	}
+	return 1e-9
+}
+
+// randomMixtures returns a packed batch of layout l: weights of both signs
+// and |w| ≥ 0.1, positions in [−3, 3], covariances Q·Qᵀ + 0.1·I with Q
+// uniform in [−1, 1], which are SPD and not too anisotropic.
+func randomMixtures[T Float](rng *rand.Rand, l mixture.Layout) []T {
+	x := make([]T, l.Len())
+	d, s := l.D, l.Stride()
+	for k := 0; k < len(x); k += s {
+		w := 0.1 + rng.Float64()
+		if rng.IntN(4) == 0 {
+			w = -w
+		}
+		x[k] = T(w)
+		for j := range d {
+			x[k+1+j] = T(6*rng.Float64() - 3)
+		}
+		var q [9]float64
+		for j := range d * d {
+			q[j] = 2*rng.Float64() - 1
+		}
+		for r := range d {
+			for c := range d {
+				var v float64
+				for e := range d {
+					v += q[r*d+e] * q[c*d+e]
+				}
+				if r == c {
+					v += 0.1
+				}
+				x[k+1+d+r*d+c] = T(v)
+			}
+		}
+	}
+	return x
+}
+
+func randomSlice[T Float](rng *rand.Rand, n int, lo, hi float64) []T {
+	v := make([]T, n)
+	for i := range v {
+		v[i] = T(lo + (hi-lo)*rng.Float64())
+	}
+	return v
+}
+
+// compare fails t unless got matches want within tol relative to max|want|
+// and got holds no NaN (a poisoned, unwritten element).
+func compare[T Float](t *testing.T, what string, got, want []T, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	var diff, scale float64
+	worst := -1
+	for i := range got {
+		g, w := float64(got[i]), float64(want[i])
+		if math.IsNaN(g) || math.IsInf(g, 0) {
+			t.Errorf("%s: element %d is %v (not written?), want %v", what, i, g, w)
+			return
+		}
+		if e := math.Abs(g - w); e > diff {
+			diff, worst = e, i
+		}
+		scale = math.Max(scale, math.Abs(w))
+	}
+	if rel := diff / math.Max(scale, 1e-300); rel > tol {
+		t.Errorf("%s: max|gpu−cpu|/max|cpu| = %.3g > %.3g (element %d: gpu %v, cpu %v)", what, rel, tol, worst, got[worst], want[worst])
+	}
+}
+
+func forTypes(t *testing.T, f32, f64 func(t *testing.T)) {
+	t.Run("float32", f32)
+	t.Run("float64", f64)
+}
+
+func forShapes(t *testing.T, f func(t *testing.T, rng *rand.Rand, l mixture.Layout)) {
+	for _, d := range []int{2, 3} {
+		for _, sh := range shapes {
+			l := mixture.Layout{B: sh[0], C: sh[1], N: sh[2], D: d}
+			t.Run(fmt.Sprintf("%dD_B%d_C%d_N%d", d, l.B, l.C, l.N), func(t *testing.T) {
+				f(t, rand.New(rand.NewPCG(uint64(l.Len()), uint64(d))), l)
+			})
+		}
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIntegrate(t *testing.T) {
+	forTypes(t, testIntegrate[float32], testIntegrate[float64])
+}
+
+func testIntegrate[T Float](t *testing.T) {
+	forShapes(t, func(t *testing.T, rng *rand.Rand, l mixture.Layout) {
+		x := randomMixtures[T](rng, l)
+		y, want := make([]T, l.Mixtures()), make([]T, l.Mixtures())
+		must(t, Integrate(dev, y, x, l))
+		cpu.Integrate(want, x, l)
+		compare(t, "y", y, want, tolerance[T](false))
+		g := randomSlice[T](rng, l.Mixtures(), -1, 1)
+		dx, wdx := make([]T, l.Len()), make([]T, l.Len())
+		must(t, IntegrateBackward(dev, dx, g, l))
+		cpu.IntegrateBackward(wdx, g, l)
+		compare(t, "dx", dx, wdx, tolerance[T](true))
+	})
+}
+
+func TestConv(t *testing.T) {
+	forTypes(t, testConv[float32], testConv[float64])
+}
+
+func testConv[T Float](t *testing.T) {
+	forShapes(t, func(t *testing.T, rng *rand.Rand, lx mixture.Layout) {
+		for _, nk := range []int{1, 5} {
+			lk := mixture.Layout{B: 3, C: lx.C, N: nk, D: lx.D}
+			ly := cpu.ConvLayout(lx, lk)
+			x, k := randomMixtures[T](rng, lx), randomMixtures[T](rng, lk)
+			y, want := make([]T, ly.Len()), make([]T, ly.Len())
+			must(t, Conv(dev, y, x, k, lx, lk))
+			cpu.Conv(want, x, k, lx, lk)
+			compare(t, fmt.Sprintf("Nk%d y", nk), y, want, tolerance[T](false))
+			g := randomSlice[T](rng, ly.Len(), -1, 1)
+			dx, wdx := make([]T, lx.Len()), make([]T, lx.Len())
+			must(t, ConvBackwardData(dev, dx, g, k, lx, lk))
+			cpu.ConvBackwardData(wdx, g, k, lx, lk)
+			compare(t, fmt.Sprintf("Nk%d dx", nk), dx, wdx, tolerance[T](true))
+			dk, wdk := make([]T, lk.Len()), make([]T, lk.Len())
+			must(t, ConvBackwardKernels(dev, dk, g, x, lx, lk))
+			cpu.ConvBackwardKernels(wdk, g, x, lx, lk)
+			compare(t, fmt.Sprintf("Nk%d dk", nk), dk, wdk, tolerance[T](true))
+		}
+	})
+}
+
+func TestEvaluate(t *testing.T) {
+	forTypes(t, testEvaluate[float32], testEvaluate[float64])
+}
+
+func testEvaluate[T Float](t *testing.T) {
+	forShapes(t, func(t *testing.T, rng *rand.Rand, l mixture.Layout) {
+		x := randomMixtures[T](rng, l)
+		// Point sets: one per mixture, broadcast over the batch, and one for all.
+		for _, ps := range [][3]int{{l.B, l.C, 45}, {1, l.C, 129}, {1, 1, 7}} {
+			pb, pc, m := ps[0], ps[1], ps[2]
+			name := fmt.Sprintf("pts%dx%dx%d", pb, pc, m)
+			pts := randomSlice[T](rng, pb*pc*m*l.D, -4, 4)
+			y, want := make([]T, l.Mixtures()*m), make([]T, l.Mixtures()*m)
+			must(t, Evaluate(dev, y, x, pts, l, pb, pc, m))
+			cpu.Evaluate(want, x, pts, l, pb, pc, m)
+			compare(t, name+" y", y, want, tolerance[T](false))
+			g := randomSlice[T](rng, len(y), -1, 1)
+			dx, wdx := make([]T, l.Len()), make([]T, l.Len())
+			must(t, EvaluateBackwardMixture(dev, dx, x, pts, g, l, pb, pc, m))
+			cpu.EvaluateBackwardMixture(wdx, x, pts, g, l, pb, pc, m)
+			compare(t, name+" dx", dx, wdx, tolerance[T](true))
+			dp, wdp := make([]T, len(pts)), make([]T, len(pts))
+			must(t, EvaluateBackwardPoints(dev, dp, x, pts, g, l, pb, pc, m))
+			cpu.EvaluateBackwardPoints(wdp, x, pts, g, l, pb, pc, m)
+			compare(t, name+" dp", dp, wdp, tolerance[T](true))
+		}
+	})
+}
+
+func TestReLUFit(t *testing.T) {
+	forTypes(t, testReLUFit[float32], testReLUFit[float64])
+}
+
+func testReLUFit[T Float](t *testing.T) {
+	forShapes(t, func(t *testing.T, rng *rand.Rand, l mixture.Layout) {
+		x := randomMixtures[T](rng, l)
+		g := randomSlice[T](rng, l.Len(), -1, 1)
+		for _, opts := range []cpu.ReLUFitOptions{{}, {Variant: cpu.ReLUFitPaper}} {
+			name := fmt.Sprintf("variant%d", opts.Variant)
+			y, want := make([]T, l.Len()), make([]T, l.Len())
+			must(t, ReLUFit(dev, y, x, l, opts))
+			must(t, cpu.ReLUFit(want, x, l, opts))
+			compare(t, name+" y", y, want, tolerance[T](false))
+			dx, wdx := make([]T, l.Len()), make([]T, l.Len())
+			must(t, ReLUFitBackward(dev, dx, x, g, l, opts))
+			must(t, cpu.ReLUFitBackward(wdx, x, g, l, opts))
+			compare(t, name+" dx", dx, wdx, tolerance[T](true))
+		}
+	})
+}
+
+func TestCovScale(t *testing.T) {
+	forTypes(t, testCovScale[float32], testCovScale[float64])
+}
+
+func testCovScale[T Float](t *testing.T) {
+	forShapes(t, func(t *testing.T, rng *rand.Rand, l mixture.Layout) {
+		x := randomMixtures[T](rng, l)
+		tau, wtau := make([]float64, l.Mixtures()), make([]float64, l.Mixtures())
+		must(t, MeanTraces(dev, tau, x, l))
+		cpu.MeanTraces(wtau, x, l)
+		compare(t, "tau", tau, wtau, 1e-12)
+		s := make([]T, l.Mixtures())
+		for m, v := range wtau {
+			f, _ := cpu.CovScaleFactor(l.D, v)
+			s[m] = T(f)
+		}
+		y, want := make([]T, l.Len()), make([]T, l.Len())
+		must(t, ScaleMixtures(dev, y, x, l, s))
+		cpu.ScaleMixtures(want, x, l, s)
+		compare(t, "y", y, want, tolerance[T](false))
+		g := randomSlice[T](rng, l.Len(), -1, 1)
+		dx, wdx := make([]T, l.Len()), make([]T, l.Len())
+		must(t, ScaleMixtures(dev, dx, g, l, s))
+		cpu.ScaleMixturesBackward(wdx, g, l, s)
+		compare(t, "detached dx", dx, wdx, tolerance[T](true))
+		must(t, CovScaleBackward(dev, dx, g, x, l, s, wtau))
+		cpu.CovScaleBackward(wdx, g, x, l, s, wtau)
+		compare(t, "dx", dx, wdx, tolerance[T](true))
+	})
+}
+
+func TestAssembleKernel(t *testing.T) {
+	forTypes(t, testAssembleKernel[float32], testAssembleKernel[float64])
+}
+
+func testAssembleKernel[T Float](t *testing.T) {
+	forShapes(t, func(t *testing.T, rng *rand.Rand, l mixture.Layout) {
+		cfg := cpu.DefaultKernelConfig(2.5)
+		count, d := l.Mixtures()*l.N, l.D
+		w := randomSlice[T](rng, count, -1, 1)
+		p := randomSlice[T](rng, count*d, -1, 1)
+		a := randomSlice[T](rng, count*d*d, -1.5, 1.5)
+		eps, err := KernelEpsilon(dev, a, d, cfg)
+		must(t, err)
+		weps := cpu.KernelEpsilon(a, d, cfg)
+		compare(t, "eps", []float64{eps}, []float64{weps}, tolerance[T](false))
+		y, want := make([]T, l.Len()), make([]T, l.Len())
+		must(t, AssembleKernel(dev, y, w, p, a, l, cfg, weps))
+		cpu.AssembleKernel(want, w, p, a, l, cfg, weps)
+		compare(t, "kernel", y, want, tolerance[T](false))
+		g := randomSlice[T](rng, l.Len(), -1, 1)
+		dw, dp, da := make([]T, len(w)), make([]T, len(p)), make([]T, len(a))
+		wdw, wdp, wda := make([]T, len(w)), make([]T, len(p)), make([]T, len(a))
+		must(t, AssembleKernelBackward(dev, dw, dp, da, g, a, l, cfg))
+		cpu.KernelWeightsBackward(wdw, g, l, cfg)
+		cpu.KernelPositionsBackward(wdp, g, l, cfg)
+		cpu.KernelFactorsBackward(wda, g, a, l, cfg)
+		compare(t, "dw", dw, wdw, tolerance[T](true))
+		compare(t, "dp", dp, wdp, tolerance[T](true))
+		compare(t, "da", da, wda, tolerance[T](true))
+	})
+}
+
+// benchKernels runs f b.N times with kernel timing on and reports, per
+// kernel, the median of its CUDA-event durations after one warm-up call.
+func benchKernels(b *testing.B, f func() error) {
+	if err := f(); err != nil { // warm-up: JIT, allocation
+		b.Fatal(err)
+	}
+	kernelTimes = map[string][]float64{}
+	defer func() { kernelTimes = nil }()
+	for b.Loop() {
+		if err := f(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for name, ms := range kernelTimes {
+		slices.Sort(ms)
+		b.ReportMetric(ms[len(ms)/2]*1e3, name+"-µs/median")
+	}
+}
+
+// BenchmarkReLUFit is the paper's dense-fit benchmark size: 800 mixtures of
+// 256 2D Gaussians (spec §11), forward and backward, float32.
+func BenchmarkReLUFit(b *testing.B) {
+	l := mixture.Layout{B: 800, C: 1, N: 256, D: 2}
+	rng := rand.New(rand.NewPCG(1, 2))
+	x := randomMixtures[float32](rng, l)
+	g := randomSlice[float32](rng, l.Len(), -1, 1)
+	y := make([]float32, l.Len())
+	b.Run("Forward/2D_B800_N256", func(b *testing.B) {
+		benchKernels(b, func() error { return ReLUFit(dev, y, x, l, cpu.ReLUFitOptions{}) })
+	})
+	b.Run("Backward/2D_B800_N256", func(b *testing.B) {
+		benchKernels(b, func() error { return ReLUFitBackward(dev, y, x, g, l, cpu.ReLUFitOptions{}) })
+	})
+}
+
+// BenchmarkConv is a layer of the ModelNet-style network: B 21, Fi 8,
+// Ni 32, Fo 16, Nk 5, float32.
+func BenchmarkConv(b *testing.B) {
+	lx := mixture.Layout{B: 21, C: 8, N: 32, D: 3}
+	lk := mixture.Layout{B: 16, C: 8, N: 5, D: 3}
+	ly := cpu.ConvLayout(lx, lk)
+	rng := rand.New(rand.NewPCG(3, 4))
+	x, k := randomMixtures[float32](rng, lx), randomMixtures[float32](rng, lk)
+	y, g := make([]float32, ly.Len()), randomSlice[float32](rng, ly.Len(), -1, 1)
+	dx, dk := make([]float32, lx.Len()), make([]float32, lk.Len())
+	b.Run("Forward/3D_B21_Fi8_Ni32_Fo16_Nk5", func(b *testing.B) {
+		benchKernels(b, func() error { return Conv(dev, y, x, k, lx, lk) })
+	})
+	b.Run("Backward/3D_B21_Fi8_Ni32_Fo16_Nk5", func(b *testing.B) {
+		benchKernels(b, func() error {
+			if err := ConvBackwardData(dev, dx, g, k, lx, lk); err != nil {
+				return err
+			}
+			return ConvBackwardKernels(dev, dk, g, x, lx, lk)
+		})
+	})
+}
+
+// BenchmarkEvaluate evaluates 21×16 mixtures of 1280 3D Gaussians at 1000
+// points each, float32.
+func BenchmarkEvaluate(b *testing.B) {
+	l := mixture.Layout{B: 21, C: 16, N: 1280, D: 3}
+	const m = 1000
+	rng := rand.New(rand.NewPCG(5, 6))
+	x := randomMixtures[float32](rng, l)
+	pts := randomSlice[float32](rng, l.Mixtures()*m*3, -4, 4)
+	y := make([]float32, l.Mixtures()*m)
+	g := randomSlice[float32](rng, len(y), -1, 1)
+	dx, dp := make([]float32, l.Len()), make([]float32, len(pts))
+	b.Run("Forward/3D_B21_C16_N1280_M1000", func(b *testing.B) {
+		benchKernels(b, func() error { return Evaluate(dev, y, x, pts, l, l.B, l.C, m) })
+	})
+	b.Run("Backward/3D_B21_C16_N1280_M1000", func(b *testing.B) {
+		benchKernels(b, func() error {
+			if err := EvaluateBackwardMixture(dev, dx, x, pts, g, l, l.B, l.C, m); err != nil {
+				return err
+			}
+			return EvaluateBackwardPoints(dev, dp, x, pts, g, l, l.B, l.C, m)
+		})
+	})
+}

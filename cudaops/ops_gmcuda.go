@@ -1,0 +1,343 @@
+//go:build gmcuda
+
+package cudaops
+
+import (
+	"math"
+
+	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+	"github.com/pkg/errors"
+	"gorgonia.org/cu"
+)
+
+// Thread-block sizes. tileBlock is the tile length of the O(N²) kernels: 128
+// prepared Gaussians of float64 (15 values each) take 15 KiB of shared
+// memory, well inside the 48 KiB every GPU since compute 3.0 offers.
+const (
+	flatBlock   = 256
+	warpsBlock  = 256 // 8 mixtures per block for the warp-per-mixture kernels
+	tileBlock   = 128
+	reduceBlock = 128
+	prepLen     = 15 // sizeof(GmPrep<T>)/sizeof(T): coef, norm, w, μ[3], Σ⁻¹[9]
+	reluLen     = 17 // sizeof(GmRelu<T>)/sizeof(T): an, xn, a, x, norm, μ[3], Σ⁻¹[9]
+	maxGridY    = 65535
+)
+
+// seq runs the steps of one launcher on the Device's thread and keeps the
+// first error, so a launcher reads as its list of transfers and kernels.
+type seq struct {
+	d   *Device
+	err error
+}
+
+func in[T Float](s *seq, slot int, h []T) cu.DevicePtr {
+	if s.err != nil {
+		return 0
+	}
+	p, err := upload(s.d, slot, h)
+	s.err = err
+	return p
+}
+
+func out[T Float](s *seq, slot, count int) cu.DevicePtr {
+	if s.err != nil {
+		return 0
+	}
+	p, err := output[T](s.d, slot, count)
+	s.err = err
+	return p
+}
+
+func get[T Float](s *seq, h []T, p cu.DevicePtr) {
+	if s.err == nil {
+		s.err = download(h, p)
+	}
+}
+
+func (s *seq) launch(name string, grid [2]int, block, shared int, args ...any) {
+	if s.err == nil {
+		s.err = s.d.launch(name, grid, block, shared, args...)
+	}
+}
+
+// run executes f on the Device's thread with a fresh seq.
+func (d *Device) run(f func(s *seq)) error {
+	return d.do(func() error {
+		s := &seq{d: d}
+		f(s)
+		return s.err
+	})
+}
+
+func checkTiles(n int) error {
+	if blocks(n, tileBlock) > maxGridY {
+		return errors.Errorf("cudaops: %d items exceed the %d×%d a grid column holds", n, maxGridY, tileBlock)
+	}
+	return nil
+}
+
+// Integrate is cpu.Integrate on the GPU: y[m] = Σ_k w[m,k].
+func Integrate[T Float](d *Device, y, x []T, l mixture.Layout) error {
+	return d.run(func(s *seq) {
+		px := in(s, slotIn0, x)
+		py := out[T](s, slotOut, len(y))
+		s.launch("gm_integrate"+suffix[T](), [2]int{blocks(l.Mixtures(), warpsBlock/32), 1}, warpsBlock, 0,
+			py, px, l.Mixtures(), l.N, l.Stride())
+		get(s, y, py)
+	})
+}
+
+// IntegrateBackward is cpu.IntegrateBackward on the GPU.
+func IntegrateBackward[T Float](d *Device, dx, g []T, l mixture.Layout) error {
+	return d.run(func(s *seq) {
+		pg := in(s, slotIn0, g)
+		pd := out[T](s, slotOut, len(dx))
+		s.launch("gm_integrate_backward"+suffix[T](), [2]int{blocks(len(dx), flatBlock), 1}, flatBlock, 0,
+			pd, pg, len(dx), l.N, l.Stride())
+		get(s, dx, pd)
+	})
+}
+
+func convArgs(lx, lk mixture.Layout) []any {
+	return []any{lx.B, lx.C, lx.N, lk.B, lk.N, lx.Stride()}
+}
+
+// Conv is cpu.Conv on the GPU: y (layout cpu.ConvLayout(lx, lk)) is the
+// convolution of the data x with the kernels k.
+func Conv[T Float](d *Device, y, x, k []T, lx, lk mixture.Layout) error {
+	return d.run(func(s *seq) {
+		px, pk := in(s, slotIn0, x), in(s, slotIn1, k)
+		py := out[T](s, slotOut, len(y))
+		s.launch("gm_conv"+suffix[T](), [2]int{blocks(len(y), flatBlock), 1}, flatBlock, 0,
+			append([]any{py, px, pk}, convArgs(lx, lk)...)...)
+		get(s, y, py)
+	})
+}
+
+// ConvBackwardData is cpu.ConvBackwardData on the GPU.
+func ConvBackwardData[T Float](d *Device, dx, g, k []T, lx, lk mixture.Layout) error {
+	return d.run(func(s *seq) {
+		pg, pk := in(s, slotIn0, g), in(s, slotIn1, k)
+		pd := out[T](s, slotOut, len(dx))
+		s.launch("gm_conv_backward_data"+suffix[T](), [2]int{blocks(len(dx), flatBlock), 1}, flatBlock, 0,
+			append([]any{pd, pg, pk}, convArgs(lx, lk)...)...)
+		get(s, dx, pd)
+	})
+}
+
+// ConvBackwardKernels is cpu.ConvBackwardKernels on the GPU.
+func ConvBackwardKernels[T Float](d *Device, dk, g, x []T, lx, lk mixture.Layout) error {
+	return d.run(func(s *seq) {
+		pg, px := in(s, slotIn0, g), in(s, slotIn1, x)
+		pd := out[T](s, slotOut, len(dk))
+		s.launch("gm_conv_backward_kernels"+suffix[T](), [2]int{lk.B * lk.C * lk.N, 1}, reduceBlock, reduceBlock*int(sizeOf[T]()),
+			append([]any{pd, pg, px}, convArgs(lx, lk)...)...)
+		get(s, dk, pd)
+	})
+}
+
+// Evaluate is cpu.Evaluate on the GPU: the mixtures x (layout l) at the
+// point sets pts [pb, pc, m, D], into y [B, C, m].
+func Evaluate[T Float](d *Device, y, x, pts []T, l mixture.Layout, pb, pc, m int) error {
+	if err := checkTiles(m); err != nil {
+		return err
+	}
+	return d.run(func(s *seq) {
+		px, pp := in(s, slotIn0, x), in(s, slotIn1, pts)
+		py := out[T](s, slotOut, len(y))
+		s.launch("gm_evaluate"+suffix[T](), [2]int{l.Mixtures(), blocks(m, tileBlock)}, tileBlock, tileBlock*prepLen*int(sizeOf[T]()),
+			py, px, pp, l.C, l.N, l.D, pb, pc, m)
+		get(s, y, py)
+	})
+}
+
+// EvaluateBackwardMixture is cpu.EvaluateBackwardMixture on the GPU.
+func EvaluateBackwardMixture[T Float](d *Device, dx, x, pts, g []T, l mixture.Layout, pb, pc, m int) error {
+	if err := checkTiles(l.N); err != nil {
+		return err
+	}
+	return d.run(func(s *seq) {
+		px, pp, pg := in(s, slotIn0, x), in(s, slotIn1, pts), in(s, slotIn2, g)
+		pd := out[T](s, slotOut, len(dx))
+		s.launch("gm_evaluate_backward_mixture"+suffix[T](), [2]int{l.Mixtures(), blocks(l.N, tileBlock)}, tileBlock, tileBlock*(l.D+1)*int(sizeOf[T]()),
+			pd, px, pp, pg, l.C, l.N, l.D, pb, pc, m)
+		get(s, dx, pd)
+	})
+}
+
+// EvaluateBackwardPoints is cpu.EvaluateBackwardPoints on the GPU.
+func EvaluateBackwardPoints[T Float](d *Device, dp, x, pts, g []T, l mixture.Layout, pb, pc, m int) error {
+	if err := checkTiles(m); err != nil {
+		return err
+	}
+	return d.run(func(s *seq) {
+		px, pp, pg := in(s, slotIn0, x), in(s, slotIn1, pts), in(s, slotIn2, g)
+		pd := out[T](s, slotOut, len(dp))
+		s.launch("gm_evaluate_backward_points"+suffix[T](), [2]int{pb * pc, blocks(m, tileBlock)}, tileBlock, tileBlock*prepLen*int(sizeOf[T]()),
+			pd, px, pp, pg, l.B, l.C, l.N, l.D, pb, pc, m)
+		get(s, dp, pd)
+	})
+}
+
+// reluArgs resolves opts like cpu.ReLUFitOptions does (a zero constant takes
+// its default) into the kernels' paper flag and constants.
+func reluArgs(opts cpu.ReLUFitOptions) (paper int, coarse, floor, off float64, err error) {
+	if err := opts.Validate(); err != nil {
+		return 0, 0, 0, 0, err
+	}
+	orDefault := func(v, def float64) float64 {
+		if v == 0 {
+			return def
+		}
+		return v
+	}
+	if opts.Variant == cpu.ReLUFitPaper {
+		return 1, 0, orDefault(opts.Epsilon, cpu.DefaultReLUFitEpsilon), 0, nil
+	}
+	return 0, orDefault(opts.CoarseOffset, cpu.DefaultReLUFitCoarseOffset), 0, orDefault(opts.Offset, cpu.DefaultReLUFitOffset), nil
+}
+
+// ReLUFit is cpu.ReLUFit on the GPU. Like the CPU kernel it reports a
+// non-finite output weight, which only extreme covariances can produce.
+func ReLUFit[T Float](d *Device, y, x []T, l mixture.Layout, opts cpu.ReLUFitOptions) error {
+	paper, coarse, floor, off, err := reluArgs(opts)
+	if err != nil {
+		return err
+	}
+	if err := checkTiles(l.N); err != nil {
+		return err
+	}
+	err = d.run(func(s *seq) {
+		px := in(s, slotIn0, x)
+		py := out[T](s, slotOut, len(y))
+		s.launch("gm_relufit"+suffix[T](), [2]int{l.Mixtures(), blocks(l.N, tileBlock)}, tileBlock, tileBlock*reluLen*int(sizeOf[T]()),
+			py, px, l.N, l.D, paper, coarse, floor, off)
+		get(s, y, py)
+	})
+	if err != nil {
+		return err
+	}
+	return finite(y, l, "ReLU fit output")
+}
+
+// ReLUFitBackward is cpu.ReLUFitBackward on the GPU: a pass over the
+// centroids computes ∂L/∂t, ∂L/∂e and the direct ∂L/∂x into device scratch,
+// which a pass over the components then reads; the scratch never leaves
+// the device.
+func ReLUFitBackward[T Float](d *Device, dx, x, g []T, l mixture.Layout, opts cpu.ReLUFitOptions) error {
+	paper, coarse, floor, off, err := reluArgs(opts)
+	if err != nil {
+		return err
+	}
+	if err := checkTiles(l.N); err != nil {
+		return err
+	}
+	sz := int(sizeOf[T]())
+	grid := [2]int{l.Mixtures(), blocks(l.N, tileBlock)}
+	err = d.run(func(s *seq) {
+		px, pg := in(s, slotIn0, x), in(s, slotIn1, g)
+		pw := out[T](s, slotWork, l.Mixtures()*l.N*3)
+		pd := out[T](s, slotOut, len(dx))
+		s.launch("gm_relufit_backward_point"+suffix[T](), grid, tileBlock, tileBlock*reluLen*sz,
+			pw, px, pg, l.N, l.D, paper, coarse, floor, off)
+		s.launch("gm_relufit_backward_component"+suffix[T](), grid, tileBlock, tileBlock*(reluLen+l.D+2)*sz,
+			pd, px, pg, pw, l.N, l.D, paper, coarse, floor)
+		get(s, dx, pd)
+	})
+	if err != nil {
+		return err
+	}
+	return finite(dx, l, "ReLU fit gradient")
+}
+
+// finite reports the first non-finite value of a result of layout l.
+func finite[T Float](v []T, l mixture.Layout, what string) error {
+	for i, x := range v {
+		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
+			m, k := i/(l.N*l.Stride()), (i/l.Stride())%l.N
+			return errors.Errorf("cudaops: %s of mixture (b=%d, c=%d) component %d is %v", what, m/l.C, m%l.C, k, f)
+		}
+	}
+	return nil
+}
+
+// MeanTraces is cpu.MeanTraces on the GPU (sums in float64).
+func MeanTraces[T Float](d *Device, tau []float64, x []T, l mixture.Layout) error {
+	return d.run(func(s *seq) {
+		px := in(s, slotIn0, x)
+		pt := out[float64](s, slotOut, len(tau))
+		s.launch("gm_mean_traces"+suffix[T](), [2]int{blocks(l.Mixtures(), warpsBlock/32), 1}, warpsBlock, 0,
+			pt, px, l.Mixtures(), l.N, l.D)
+		get(s, tau, pt)
+	})
+}
+
+// ScaleMixtures is cpu.ScaleMixtures on the GPU; with the incoming gradient
+// as x it is also cpu.ScaleMixturesBackward.
+func ScaleMixtures[T Float](d *Device, y, x []T, l mixture.Layout, sc []T) error {
+	return d.run(func(s *seq) {
+		px, ps := in(s, slotIn0, x), in(s, slotIn1, sc)
+		py := out[T](s, slotOut, len(y))
+		s.launch("gm_scale_mixtures"+suffix[T](), [2]int{blocks(len(y), flatBlock), 1}, flatBlock, 0,
+			py, px, ps, len(y), l.N, l.D)
+		get(s, y, py)
+	})
+}
+
+// CovScaleBackward is cpu.CovScaleBackward on the GPU.
+func CovScaleBackward[T Float](d *Device, dx, g, x []T, l mixture.Layout, sc []T, tau []float64) error {
+	return d.run(func(s *seq) {
+		pg, px, ps := in(s, slotIn0, g), in(s, slotIn1, x), in(s, slotIn2, sc)
+		pt := in(s, slotIn3, tau)
+		pd := out[T](s, slotOut, len(dx))
+		s.launch("gm_cov_scale_backward"+suffix[T](), [2]int{blocks(l.Mixtures(), warpsBlock/32), 1}, warpsBlock, 0,
+			pd, pg, px, ps, pt, l.Mixtures(), l.N, l.D)
+		get(s, dx, pd)
+	})
+}
+
+// KernelEpsilon is cpu.KernelEpsilon on the GPU: CovEpsilon·max(1, max|A·Aᵀ|)
+// over the d×d factors a.
+func KernelEpsilon[T Float](d *Device, a []T, dim int, cfg cpu.KernelConfig) (float64, error) {
+	count := len(a) / (dim * dim)
+	var mx [1]float64 // +0.0, whose bits are 0: the start of the atomicMax on the bits
+	err := d.run(func(s *seq) {
+		pa := in(s, slotIn0, a)
+		pm := in(s, slotOut, mx[:])
+		s.launch("gm_kernel_gram_max"+suffix[T](), [2]int{blocks(count, reduceBlock), 1}, reduceBlock, reduceBlock*8,
+			pm, pa, count, dim)
+		get(s, mx[:], pm)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return cfg.CovEpsilon * math.Max(1, mx[0]), nil
+}
+
+// AssembleKernel is cpu.AssembleKernel on the GPU.
+func AssembleKernel[T Float](d *Device, y, w, p, a []T, l mixture.Layout, cfg cpu.KernelConfig, eps float64) error {
+	count := l.Mixtures() * l.N
+	return d.run(func(s *seq) {
+		pw, pp, pa := in(s, slotIn0, w), in(s, slotIn1, p), in(s, slotIn2, a)
+		py := out[T](s, slotOut, len(y))
+		s.launch("gm_assemble_kernel"+suffix[T](), [2]int{blocks(count, flatBlock), 1}, flatBlock, 0,
+			py, pw, pp, pa, count, l.D, cfg.WeightSD, cfg.WeightMean, cfg.Radius, eps)
+		get(s, y, py)
+	})
+}
+
+// AssembleKernelBackward is cpu.KernelWeightsBackward,
+// cpu.KernelPositionsBackward and cpu.KernelFactorsBackward in one kernel.
+func AssembleKernelBackward[T Float](d *Device, dw, dp, da, g, a []T, l mixture.Layout, cfg cpu.KernelConfig) error {
+	count := l.Mixtures() * l.N
+	return d.run(func(s *seq) {
+		pg, pa := in(s, slotIn0, g), in(s, slotIn1, a)
+		pw, pp, pd := out[T](s, slotOut, len(dw)), out[T](s, slotOut1, len(dp)), out[T](s, slotOut2, len(da))
+		s.launch("gm_assemble_kernel_backward"+suffix[T](), [2]int{blocks(count, flatBlock), 1}, flatBlock, 0,
+			pw, pp, pd, pg, pa, count, l.D, cfg.WeightSD, cfg.Radius)
+		get(s, dw, pw)
+		get(s, dp, pp)
+		get(s, da, pd)
+	})
+}
