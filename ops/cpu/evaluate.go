@@ -27,7 +27,7 @@ func pointSet(b, c, pb, pc int) int {
 // at every point (no cut-off radius), as the reference does. Each Gaussian is
 // prepared (inverse, determinant) once per mixture. With GOEXPERIMENT=simd on
 // an AVX2 machine, float32 inputs take a vectorised path. Every float32 path
-// uses the polynomial exp of expPoly32 (within 2 ulp); float64 uses math.Exp.
+// uses the polynomial exp of expSlice32 (within 2 ulp); float64 uses math.Exp.
 func Evaluate[T Float](y, x, pts []T, l mixture.Layout, pb, pc, m int) {
 	if evaluateFast(y, x, pts, l, pb, pc, m) {
 		return

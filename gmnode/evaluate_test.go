@@ -1,0 +1,48 @@
+package gmnode
+
+import (
+	"math"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// TestEvaluate runs Evaluate in a graph with gradients and checks the value
+// of a single standard 2D Gaussian against N(0; 0, I) = 1/(2π) and its
+// gradient at a point on the x axis: ∂y/∂p = −y·p.
+func TestEvaluate(t *testing.T) {
+	g := G.NewGraph()
+	x := G.NewTensor(g, tensor.Float64, 4, G.WithShape(1, 1, 1, 7), G.WithName("x"),
+		G.WithValue(tensor.New(tensor.WithShape(1, 1, 1, 7), tensor.WithBacking([]float64{2, 0, 0, 1, 0, 0, 1}))))
+	p := G.NewTensor(g, tensor.Float64, 4, G.WithShape(1, 1, 2, 2), G.WithName("p"),
+		G.WithValue(tensor.New(tensor.WithShape(1, 1, 2, 2), tensor.WithBacking([]float64{0, 0, 1, 0}))))
+	y, err := Evaluate(x, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cost := G.Must(G.Sum(y))
+	grads, err := G.Grad(cost, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	if err := vm.RunAll(); err != nil {
+		t.Fatal(err)
+	}
+	got := y.Value().Data().([]float64)
+	want := []float64{2 / (2 * math.Pi), 2 * math.Exp(-0.5) / (2 * math.Pi)}
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-12 {
+			t.Errorf("y[%d] = %v, want %v", i, got[i], want[i])
+		}
+	}
+	dp := grads[0].Value().Data().([]float64)
+	wantDp := []float64{0, 0, -want[1], 0}
+	for i := range wantDp {
+		if math.Abs(dp[i]-wantDp[i]) > 1e-12 {
+			t.Errorf("∂y/∂p[%d] = %v, want %v", i, dp[i], wantDp[i])
+		}
+	}
+}
