@@ -6,7 +6,7 @@ PKGS      ?= ./...
 BENCHTIME ?= 1s
 BENCH     ?= .
 
-.PHONY: help test test-plain test-simd vet fmt-check bench demo deps
+.PHONY: help test test-plain test-simd vet fmt-check bench demo deps ptx cuda-check
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -34,3 +34,16 @@ deps: ## install the Debian packages the project needs (datasets)
 
 demo: ## build a small GMCN graph and train it a few Adam steps
 	$(GO) test -count=1 -run 'ExampleConv' -v ./gmnode
+
+ptx: ## regenerate cudaops/ptx from cudaops/*.cu (needs nvcc: scripts/install-cuda.sh)
+	bash scripts/ptx.sh
+
+# CGO_CFLAGS only silence C warnings inside gorgonia.org/cu itself.
+CUDA_CGO = CGO_CFLAGS="-Wno-deprecated-declarations -Wno-implicit-function-declaration"
+
+cuda-check: ## toolchain, PTX up to date, gmcuda build + vet, GPU test binary (bin/cudaops.test)
+	bash scripts/install-cuda.sh
+	bash scripts/ptx.sh -check
+	$(CUDA_CGO) $(GO) build -tags gmcuda ./...
+	$(CUDA_CGO) $(GO) vet -tags gmcuda ./...
+	$(CUDA_CGO) $(GO) test -c -tags gmcuda -o bin/cudaops.test ./cudaops

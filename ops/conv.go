@@ -63,6 +63,9 @@ func (convKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 	if err != nil {
 		return err
 	}
+	if backend != nil {
+		return backend.Conv(out.Data(), in[0].Data(), in[1].Data(), lx, lk)
+	}
 	return typed(out, in,
 		func(y []float32, v [][]float32) error { cpu.Conv(y, v[0], v[1], lx, lk); return nil },
 		func(y []float64, v [][]float64) error { cpu.Conv(y, v[0], v[1], lx, lk); return nil })
@@ -102,6 +105,12 @@ func (g convGradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 
 func (g convGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 	lx, lk, _ := convLayouts(in[0].Shape(), in[1].Shape())
+	if backend != nil && g.wrt == 0 {
+		return backend.ConvBackwardData(out.Data(), in[3].Data(), in[1].Data(), lx, lk)
+	}
+	if backend != nil {
+		return backend.ConvBackwardKernels(out.Data(), in[3].Data(), in[0].Data(), lx, lk)
+	}
 	if g.wrt == 0 {
 		return typed(out, in,
 			func(dx []float32, v [][]float32) error { cpu.ConvBackwardData(dx, v[3], v[1], lx, lk); return nil },

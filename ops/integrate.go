@@ -36,6 +36,9 @@ func (integrateKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 	if err != nil {
 		return err
 	}
+	if backend != nil {
+		return backend.Integrate(out.Data(), in[0].Data(), l)
+	}
 	return typed(out, in,
 		func(y []float32, x [][]float32) error { cpu.Integrate(y, x[0], l); return nil },
 		func(y []float64, x [][]float64) error { cpu.Integrate(y, x[0], l); return nil })
@@ -67,6 +70,9 @@ func (integrateGradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 
 func (integrateGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 	l, _ := mixture.LayoutOf(in[0].Shape())
+	if backend != nil {
+		return backend.IntegrateBackward(out.Data(), in[2].Data(), l)
+	}
 	return typed(out, in,
 		func(dx []float32, x [][]float32) error { cpu.IntegrateBackward(dx, x[2], l); return nil },
 		func(dx []float64, x [][]float64) error { cpu.IntegrateBackward(dx, x[2], l); return nil })
