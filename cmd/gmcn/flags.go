@@ -17,8 +17,8 @@ import (
 // set applied.
 func runFlags(fs *flag.FlagSet) (apply func() (train.RunConfig, error)) {
 	preset := fs.String("preset", "demo", "preset to start from: "+strings.Join(presetNames(), ", "))
-	dataset := fs.String("dataset", "", "data set: mnist or fashion-mnist (default: the preset's)")
-	data := fs.String("data", "", "directory with the IDX files (default: MNIST from the Go module cache, Fashion-MNIST from /usr/share/datasets/fashion-mnist)")
+	dataset := fs.String("dataset", "", "data set: mnist, fashion-mnist, modelnet10 or modelnet40 (default: the preset's)")
+	data := fs.String("data", "", "MNIST/Fashion-MNIST: directory with the IDX files (default: MNIST from the Go module cache,\nFashion-MNIST from /usr/share/datasets/fashion-mnist); ModelNet: the data set's root, either\nModelNet10|40/<class>/{train,test}/*.off or modelnet40_normal_resampled/")
 	cache := fs.String("cache", "cache", "directory for fitted input mixtures")
 	layers := fs.String("layers", "", `model in the paper's notation, e.g. "1/64 -> 8/32 -> 16/16 -> 10" (default: the preset's)`)
 	radii := fs.String("radii", "", "comma-separated kernel radius per block, e.g. 1.5,2,2.5 (default: the preset's)")
@@ -32,7 +32,8 @@ func runFlags(fs *flag.FlagSet) (apply func() (train.RunConfig, error)) {
 	trainLimit := fs.Int("train-limit", -1, "use only the first n training images; 0 = all (default: the preset's)")
 	testLimit := fs.Int("test-limit", -1, "evaluate on the first n test images; 0 = all 10,000 (default: the preset's)")
 	fitEM := fs.Int("fit-em", -1, "EM steps of the input fitting after k-means (default: the preset's, 1 as in the paper)")
-	fitInit := fs.String("fit-init", "", "input fitting initialisation: kmeans or random (default: the preset's)")
+	fitInit := fs.String("fit-init", "", "input fitting: 2D kmeans or random; 3D fps or kmeans-em (default: the preset's)")
+	fitPoints := fs.Int("fit-points", 0, "3D: surface points sampled per mesh (default 10,000)")
 	return func() (train.RunConfig, error) {
 		c, ok := train.Presets[*preset]
 		if !ok {
@@ -59,6 +60,7 @@ func runFlags(fs *flag.FlagSet) (apply func() (train.RunConfig, error)) {
 		set(*testLimit >= 0, func() { c.TestLimit = *testLimit })
 		set(*fitEM >= 0, func() { c.FitEM = *fitEM })
 		set(*fitInit != "", func() { c.FitInit = *fitInit })
+		set(*fitPoints > 0, func() { c.FitPoints = *fitPoints })
 		if *radii != "" {
 			c.Radii = nil
 			for _, f := range strings.Split(*radii, ",") {

@@ -1,9 +1,10 @@
 // Command gmcn fits input mixtures, trains and evaluates Gaussian Mixture
-// Convolution Networks on MNIST and Fashion-MNIST, and renders mixtures.
+// Convolution Networks on MNIST, Fashion-MNIST and ModelNet-layout 3D data, and renders mixtures.
 //
 //	gmcn train --preset demo          # fit inputs if needed, train, evaluate
 //	gmcn eval  --out runs/demo        # accuracy and confusion matrix
 //	gmcn render --out runs/demo       # PNGs of input mixtures and kernels
+//	gmcn gen-shapes --out data/shapes # generated 3D benchmark in the ModelNet10 layout
 //
 // Run `gmcn help` or `gmcn <command> --help` for every flag.
 package main
@@ -23,6 +24,7 @@ Commands:
   train       train a GMCN (fits inputs first if needed), evaluating every epoch
   eval        evaluate a trained run's checkpoint: accuracy and confusion matrix
   render      draw input mixtures and learned kernels of a run as PNG images
+  gen-shapes  write the generated 3D shape benchmark (10 classes, OFF meshes, ModelNet10 layout)
   presets     list the presets and their settings
   help        show this text
 
@@ -44,6 +46,8 @@ func main() {
 		err = evalCmd(args)
 	case "render":
 		err = renderCmd(args)
+	case "gen-shapes":
+		err = genShapesCmd(args)
 	case "presets":
 		err = presetsCmd()
 	case "help", "-h", "--help":

@@ -14,12 +14,13 @@ import (
 	"github.com/gmcn-go/gmcn/ops"
 	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/mixture"
+	"github.com/gmcn-go/gmcn/shapes"
 	"github.com/gmcn-go/gmcn/train"
 	"gorgonia.org/tensor"
 )
 
 func renderCmd(args []string) error {
-	fs := newFlagSet("render", "Draws the first --inputs fitted test inputs of a run (inputs.png) and, if the run has a\ncheckpoint, its first-layer kernels (kernels.png) as density images: red is positive,\nblue negative, brighter is larger.")
+	fs := newFlagSet("render", "Draws the first --inputs fitted test inputs of a run (inputs.png, from the run's input cache) and, if the run has a\ncheckpoint, its first-layer kernels (kernels.png) as density images: red is positive,\nblue negative, brighter is larger.")
 	out := fs.String("out", "runs/demo", "training output directory (with run.json; checkpoint.gmcn for kernels)")
 	n := fs.Int("inputs", 16, "number of input mixtures to draw")
 	size := fs.Int("size", 96, "pixels per drawn mixture")
@@ -28,13 +29,15 @@ func renderCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	c.TestLimit = *n
 	_, testSet, err := train.LoadInputs(c, true, os.Stderr)
 	if err != nil {
 		return err
 	}
 	l := testSet.Layout
 	l.B = min(*n, l.B)
+	if l.D == 3 {
+		return render3D(filepath.Join(*out, "inputs.png"), testSet, l.B, *size)
+	}
 	if err := writeDensityGrid(filepath.Join(*out, "inputs.png"), testSet.Data[:l.Len()], l, *size, [4]float64{0, 28, 0, 28}); err != nil {
 		return err
 	}
@@ -133,4 +136,26 @@ func writeDensityGrid[T mixture.Float](path string, data []T, l mixture.Layout, 
 		return err
 	}
 	return train.WriteFileAtomic(path, buf.Bytes())
+}
+
+// render3D draws the first n 3D inputs, each from three views, with the
+// projected density of shapes.RenderPNG.
+func render3D(path string, s train.Samples, n, size int) error {
+	per := s.Layout.N * s.Layout.Stride()
+	var mixes [][]float32
+	var titles []string
+	for i := range n {
+		mixes = append(mixes, s.Data[i*per:(i+1)*per])
+		titles = append(titles, fmt.Sprintf("test %d, class %d", i, s.Labels[i]))
+	}
+	views := []shapes.View{shapes.DefaultView, {Azimuth: 2.1, Elevation: 0.5}, {Azimuth: 0, Elevation: 1.5}}
+	png, err := shapes.RenderPNG(mixes, titles, size, views)
+	if err != nil {
+		return err
+	}
+	if err := train.WriteFileAtomic(path, png); err != nil {
+		return err
+	}
+	fmt.Printf("wrote %s (3D kernels are not drawn)\n", path)
+	return nil
 }
