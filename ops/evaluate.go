@@ -80,6 +80,9 @@ func (evaluateKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 	if err != nil {
 		return err
 	}
+	if backend != nil {
+		return backend.Evaluate(out.Data(), in[0].Data(), in[1].Data(), l, pb, pc, m)
+	}
 	return typed(out, in,
 		func(y []float32, x [][]float32) error { cpu.Evaluate(y, x[0], x[1], l, pb, pc, m); return nil },
 		func(y []float64, x [][]float64) error { cpu.Evaluate(y, x[0], x[1], l, pb, pc, m); return nil })
@@ -130,6 +133,12 @@ func (k evaluateGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 	}
 	if err := checkedFinite(in[3], "grad"); err != nil {
 		return err
+	}
+	if backend != nil && k.wrt == 0 {
+		return backend.EvaluateBackwardMixture(out.Data(), in[0].Data(), in[1].Data(), in[3].Data(), l, pb, pc, m)
+	}
+	if backend != nil {
+		return backend.EvaluateBackwardPoints(out.Data(), in[0].Data(), in[1].Data(), in[3].Data(), l, pb, pc, m)
 	}
 	if k.wrt == 0 {
 		return typed(out, in,
