@@ -36,6 +36,8 @@ type Progress struct {
 	last     time.Time // time of the last output
 	lastTick int       // tenth of total at the last plain line
 	width    int       // length of the last terminal line, to blank it
+	shown    int       // done at the last output
+	stale    bool      // fields changed since the last output
 	keys     []string
 	values   map[string]string
 	finished bool
@@ -101,6 +103,7 @@ func (p *Progress) Set(key string, value any) {
 	if _, ok := p.values[key]; !ok {
 		p.keys = append(p.keys, key)
 	}
+	p.stale = true
 	switch v := value.(type) {
 	case float64, float32:
 		p.values[key] = fmt.Sprintf("%.4g", v)
@@ -110,7 +113,8 @@ func (p *Progress) Set(key string, value any) {
 }
 
 // Finish draws the final state with the total elapsed time and ends the
-// line. Later calls do nothing.
+// line; in plain mode it writes no line if the last one already shows the
+// final state. Later calls do nothing.
 func (p *Progress) Finish() {
 	if p == nil {
 		return
@@ -121,16 +125,20 @@ func (p *Progress) Finish() {
 		return
 	}
 	p.finished = true
-	p.draw(p.now())
 	if p.terminal {
+		p.draw(p.now())
 		fmt.Fprintln(p.w)
+		return
+	}
+	if p.last == p.start || p.shown != p.done || p.stale {
+		p.draw(p.now())
 	}
 }
 
 // draw writes the current state; the caller holds p.mu. Write errors are
 // ignored: a broken progress display must not stop the work it reports on.
 func (p *Progress) draw(now time.Time) {
-	p.last = now
+	p.last, p.shown, p.stale = now, p.done, false
 	line := p.line(now)
 	if !p.terminal {
 		fmt.Fprintln(p.w, line)

@@ -38,16 +38,26 @@ func TestProgressPlain(t *testing.T) {
 		clock.advance(100 * time.Millisecond)
 		p.Add(1)
 	}
-	p.Finish()
+	p.Finish() // the 100% line is already out: nothing to add
+	if n := len(lines(out.String())); n != 10 {
+		t.Fatalf("%d lines, want one per tenth:\n%s", n, out.String())
+	}
+	p = newProgress(&out, "fit", 100, false, clock.now)
+	p.Set("loss", 0.5)
+	p.Add(100)
+	p.Set("acc", "98%")
+	clock.advance(time.Second)
+	p.Finish() // a field changed: the final line shows it
 	p.Finish()
 	got := lines(out.String())
-	if len(got) != 11 {
-		t.Fatalf("%d lines, want one per tenth and the final one:\n%s", len(got), out.String())
+	if len(got) != 12 {
+		t.Fatalf("%d lines, want 10 + 2:\n%s", len(got), out.String())
 	}
 	for i, want := range map[int]string{
 		0:  "fit [##..................]  10.0% 10/100 | 10.0 it/s | ETA 9s | loss=0.5 acc=97%",
 		4:  "fit [##########..........]  50.0% 50/100 | 10.0 it/s | ETA 5s | loss=0.5 acc=97%",
-		10: "fit [####################] 100.0% 100/100 | 10.0 it/s | took 10s | loss=0.5 acc=97%",
+		9:  "fit [####################] 100.0% 100/100 | 10.0 it/s | took 10s | loss=0.5 acc=97%",
+		11: "fit [####################] 100.0% 100/100 | 100.0 it/s | took 1s | loss=0.5 acc=98%",
 	} {
 		if got[i] != want {
 			t.Errorf("line %d:\n got %q\nwant %q", i, got[i], want)
