@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 
 	"github.com/pkg/errors"
 
@@ -161,30 +160,15 @@ func ReadCache(path string) (string, *Inputs, error) {
 	return settings, in, nil
 }
 
-// WriteCache writes in to path atomically: to a temporary file in the same
-// folder, synced, then renamed over path, so a crash never leaves a partial
-// cache under the real name.
-func WriteCache(path, settings string, in *Inputs) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return errors.Wrap(err, "cache: creating temporary file")
+// WriteCache writes in to path atomically (WriteFileAtomic: a temporary
+// file beside path, synced, then renamed over it), so a crash never leaves a
+// partial cache under the real name.
+func WriteCache(path, settings string, in *Inputs) error {
+	var buf bytes.Buffer
+	if err := EncodeCache(&buf, settings, in); err != nil {
+		return errors.Wrapf(err, "%s", path)
 	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err = EncodeCache(tmp, settings, in); err != nil {
-		return errors.Wrapf(err, "%s", tmp.Name())
-	}
-	if err = tmp.Sync(); err != nil {
-		return errors.Wrapf(err, "cache: syncing %s", tmp.Name())
-	}
-	if err = tmp.Close(); err != nil {
-		return errors.Wrapf(err, "cache: closing %s", tmp.Name())
-	}
-	return errors.Wrap(os.Rename(tmp.Name(), path), "cache: renaming into place")
+	return errors.Wrap(WriteFileAtomic(path, buf.Bytes()), "cache")
 }
 
 // LoadOrFitInputs returns the input mixtures of split s of the data set

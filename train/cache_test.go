@@ -188,7 +188,7 @@ func TestLoadOrFitInputs(t *testing.T) {
 	if _, _, err := ReadCache(path); err != nil {
 		t.Fatalf("rewritten cache: %v", err)
 	}
-	if m, _ := filepath.Glob(path + ".tmp*"); len(m) != 0 {
+	if m, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*.tmp*")); len(m) != 0 {
 		t.Errorf("temporary files left: %v", m)
 	}
 }
@@ -201,7 +201,10 @@ func TestLoadOrFitInputsErrors(t *testing.T) {
 		t.Errorf("label count: error %v", err)
 	}
 	s.Labels = []uint8{1, 2}
-	missing := filepath.Join(t.TempDir(), "no", "such", "dir", "c")
+	// A regular file where the cache's folder should be.
+	notDir := filepath.Join(t.TempDir(), "file")
+	write(t, notDir, nil)
+	missing := filepath.Join(notDir, "c")
 	if _, err := LoadOrFitInputs(missing, "x", s, smallConfig(), nil, nil); err == nil || !strings.Contains(err.Error(), "could not write the cache "+missing) {
 		t.Errorf("unwritable cache: error %v", err)
 	}

@@ -1,7 +1,8 @@
-// Package train provides the training data of the gmcn models: an IDX reader,
-// the MNIST and Fashion-MNIST data sets, and the fitting of 2D input mixtures
-// to images together with an on-disk cache of the fitted mixtures and a
-// progress bar shared with the training loop.
+// Package train trains the gmcn models. Besides the training loop (Run),
+// its checkpoints, schedules and metrics, it provides the training data: an
+// IDX reader, the MNIST and Fashion-MNIST data sets, and the fitting of 2D
+// input mixtures to images together with an on-disk cache of the fitted
+// mixtures, and a progress bar for long loops.
 //
 // Input fitting follows the reference (spec §7.1): each 28×28 image becomes a
 // D = 2 mixture of K Gaussians, fitted to 4000 points drawn with probability
