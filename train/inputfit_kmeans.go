@@ -34,9 +34,10 @@ type kmeans struct {
 	lo      []float64 // [K] smallest squared distance of each centre to the current cell
 
 	// Candidate centres per cell, kept while the centres move little: cell
-	// p's candidates are cand[p·K : p·K+nCand[p]], computed when the drift
-	// was stamp[p], and stay a superset of the possible nearest centres
-	// while drift − stamp[p] < margin[p] (see assign).
+	// p = cells[q] has the candidates cand[q·K : q·K+nCand[q]], computed
+	// when the drift was stamp[q], which stay a superset of the possible
+	// nearest centres while drift − stamp[q] < margin[q] (see assign).
+	// Indexing by q bounds the memory by min(cells, S)·K.
 	cand    []int32
 	nCand   []int
 	margin  []float64
@@ -63,10 +64,10 @@ func newKMeans(s, k, rows, cols int) kmeans {
 		sum:     make([]float64, 2*k),
 		count:   make([]int, k),
 		lo:      make([]float64, k),
-		cand:    make([]int32, rows*cols*k),
-		nCand:   make([]int, rows*cols),
-		margin:  make([]float64, rows*cols),
-		stamp:   make([]float64, rows*cols),
+		cand:    make([]int32, min(rows*cols, s)*k),
+		nCand:   make([]int, min(rows*cols, s)),
+		margin:  make([]float64, min(rows*cols, s)),
+		stamp:   make([]float64, min(rows*cols, s)),
 		closest: make([]float64, s),
 		cellMax: make([]float64, rows*cols),
 		cum:     make([]float64, s),
@@ -105,8 +106,8 @@ func (km *kmeans) run(pts []float64, maxIter int, rng *rand.Rand) {
 func (km *kmeans) lloyd(pts []float64, maxIter int) {
 	tol := 1e-4 * meanVariance(pts)
 	km.drift = 0
-	for _, p := range km.cells {
-		km.margin[p] = math.Inf(-1) // no valid candidates yet
+	for q := range km.cells {
+		km.margin[q] = math.Inf(-1) // no valid candidates yet
 	}
 	km.assign(pts)
 	for it := 1; ; it++ {
@@ -239,11 +240,11 @@ func (km *kmeans) updateCellMax() {
 // become nearest.
 func (km *kmeans) assign(pts []float64) bool {
 	changed := false
-	for _, p := range km.cells {
-		if km.drift-km.stamp[p] >= km.margin[p] {
-			km.candidates(p)
+	for q, p := range km.cells {
+		if km.drift-km.stamp[q] >= km.margin[q] {
+			km.candidates(q)
 		}
-		cand := km.cand[p*km.k : p*km.k+km.nCand[p]]
+		cand := km.cand[q*km.k : q*km.k+km.nCand[q]]
 		if len(cand) == 1 {
 			for i := km.start[p]; i < km.start[p+1]; i++ {
 				if km.label[i] != cand[0] {
@@ -270,16 +271,17 @@ func (km *kmeans) assign(pts []float64) bool {
 }
 
 // candidates computes the centres that can be nearest to some point of cell
-// p, those whose smallest distance to the cell is at most the smallest
-// largest distance of any centre, with the margin of the set.
-func (km *kmeans) candidates(p int) {
+// p = cells[q], those whose smallest distance to the cell is at most the
+// smallest largest distance of any centre, with the margin of the set.
+func (km *kmeans) candidates(q int) {
+	p := km.cells[q]
 	bound := math.Inf(1)
 	for c := range km.k {
 		var hi float64
 		km.lo[c], hi = km.rectDist2(p, km.centres[2*c], km.centres[2*c+1])
 		bound = min(bound, hi)
 	}
-	cand := km.cand[p*km.k : (p+1)*km.k]
+	cand := km.cand[q*km.k : (q+1)*km.k]
 	n, outside := 0, math.Inf(1)
 	for c, lo := range km.lo {
 		if lo <= bound {
@@ -289,9 +291,9 @@ func (km *kmeans) candidates(p int) {
 			outside = min(outside, lo)
 		}
 	}
-	km.nCand[p] = n
-	km.margin[p] = math.Sqrt(outside) - math.Sqrt(bound)
-	km.stamp[p] = km.drift
+	km.nCand[q] = n
+	km.margin[q] = math.Sqrt(outside) - math.Sqrt(bound)
+	km.stamp[q] = km.drift
 }
 
 // update moves every centre to the mean of its points and returns the sum of

@@ -587,3 +587,24 @@ func TestEStepPruningExact(t *testing.T) {
 		f.mStep(nil)
 	}
 }
+
+// TestFitNonSquare fits images wider than tall with more pixels than
+// samples: the means stay inside [0, cols]×[0, rows] and the mixtures are
+// valid.
+func TestFitNonSquare(t *testing.T) {
+	im := syntheticImages(rand.New(rand.NewPCG(7, 8)), 3, 40, 70)
+	cfg := smallConfig()
+	cfg.Samples = 300
+	out, l, err := FitInputs(im, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mixture.Validate(out, l); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(out); i += 7 {
+		if x, y := out[i+1], out[i+2]; x < 0 || x > 70 || y < 0 || y > 40 {
+			t.Errorf("mean (%g, %g) outside the 70×40 image", x, y)
+		}
+	}
+}
