@@ -49,6 +49,7 @@ type Model struct {
 	BN       *G.BatchNormOp
 	CovNorms []*ops.CovScaleNorm
 	logProb  G.Value
+	integral G.Value
 	rows     []string
 }
 
@@ -105,6 +106,7 @@ func Build(cfg Config) (*Model, error) {
 		return nil, err
 	}
 	m.row("integrate", y)
+	G.Read(y, &m.integral)
 	if y, err = m.batchNorm(y); err != nil {
 		return nil, err
 	}
@@ -279,3 +281,18 @@ func (m *Model) Table() string {
 
 // LogProbValue returns the log-probabilities [B, classes] of the last run.
 func (m *Model) LogProbValue() G.Value { return m.logProb }
+
+// IntegralValue returns the integrals [B, C] of the last run: the input of
+// BatchNorm.
+func (m *Model) IntegralValue() G.Value { return m.integral }
+
+// SetBNStats sets BatchNorm's running mean and variance.
+func (m *Model) SetBNStats(mean, variance []float64) error {
+	rm, rv := m.BN.Stats()
+	if len(mean) != rm.Shape().TotalSize() || len(variance) != rv.Shape().TotalSize() {
+		return errors.Errorf("batch norm statistics: %d/%d values, want %d", len(mean), len(variance), rm.Shape().TotalSize())
+	}
+	fromFloat64(rm.(*tensor.Dense), mean)
+	fromFloat64(rv.(*tensor.Dense), variance)
+	return nil
+}

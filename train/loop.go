@@ -200,6 +200,9 @@ func (t *trainer) run(ctx context.Context) ([]EpochMetrics, error) {
 			bar.Add(real)
 		}
 		bar.Finish()
+		if err := t.recalibrateBN(); err != nil {
+			return nil, errors.Wrapf(err, "epoch %d: BatchNorm statistics", t.st.Epoch+1)
+		}
 		testLoss, testAcc, _, err := Evaluate(t.m, t.eval, t.evm, t.tst, nil)
 		if err != nil {
 			return nil, errors.Wrapf(err, "epoch %d evaluation", t.st.Epoch+1)
@@ -221,6 +224,76 @@ func (t *trainer) run(ctx context.Context) ([]EpochMetrics, error) {
 		}
 	}
 	return t.st.Metrics, nil
+}
+
+// recalibrationBatches is how many training batches recalibrateBN reads.
+const recalibrationBatches = 20
+
+// recalibrateBN replaces BatchNorm's running statistics by the exact mean
+// and unbiased variance of the integrals of the current model over the
+// epoch's first recalibrationBatches training batches ("precise BN"). The
+// momentum-averaged statistics of training lag behind a model that changes
+// quickly: on the demo run they cost 14 points of test accuracy (76 % →
+// 90 % after recalibration, docs/deviations.md). The passes run on the
+// evaluation model, so nothing else changes.
+func (t *trainer) recalibrateBN() error {
+	if err := t.eval.SetState(t.m.State()); err != nil {
+		return err
+	}
+	if err := t.eval.SetTraining(false); err != nil {
+		return err
+	}
+	B, n := t.cfg.Batch, t.train.Len()
+	batches := min(recalibrationBatches, (n+B-1)/B)
+	var sum, sum2 []float64
+	count := 0
+	for b := range batches {
+		idx := batchIndices(t.st.EpochPerm, b, B)
+		real := min(B, n-b*B)
+		if err := setBatch(t.eval, t.train, idx); err != nil {
+			return err
+		}
+		t.evm.Reset()
+		if err := t.evm.RunAll(); err != nil {
+			return err
+		}
+		v := toFloat64s(t.eval.IntegralValue().(*tensor.Dense))
+		c := len(v) / B
+		if sum == nil {
+			sum, sum2 = make([]float64, c), make([]float64, c)
+		}
+		for i := range real {
+			for j := range c {
+				x := v[i*c+j]
+				sum[j] += x
+				sum2[j] += x * x
+			}
+		}
+		count += real
+	}
+	if count < 2 {
+		return nil
+	}
+	mean, variance := make([]float64, len(sum)), make([]float64, len(sum))
+	for j := range sum {
+		mean[j] = sum[j] / float64(count)
+		variance[j] = math.Max(0, (sum2[j]-float64(count)*mean[j]*mean[j])/float64(count-1))
+	}
+	return t.m.SetBNStats(mean, variance)
+}
+
+func toFloat64s(t *tensor.Dense) []float64 {
+	switch d := t.Data().(type) {
+	case []float32:
+		out := make([]float64, len(d))
+		for i, v := range d {
+			out[i] = float64(v)
+		}
+		return out
+	case []float64:
+		return d
+	}
+	return nil
 }
 
 // batchIndices returns the sample indices of batch b, filling a partial last
@@ -349,16 +422,7 @@ func batchStats(m *models.Model, s Samples, idx []int, real int, confusion [][]i
 		return 0, 0, errors.New("log-probabilities were not computed")
 	}
 	classes := lp.Shape()[1]
-	var vals []float64
-	switch d := lp.Data().(type) {
-	case []float32:
-		vals = make([]float64, len(d))
-		for i, v := range d {
-			vals[i] = float64(v)
-		}
-	case []float64:
-		vals = d
-	}
+	vals := toFloat64s(lp)
 	var loss float64
 	correct := 0
 	for i := range real {
