@@ -52,6 +52,9 @@ func (k reluFitKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 	if err != nil {
 		return err
 	}
+	if backend != nil {
+		return backend.ReLUFit(out.Data(), in[0].Data(), l, k.opts)
+	}
 	return typed(out, in,
 		func(y []float32, x [][]float32) error { return cpu.ReLUFit(y, x[0], l, k.opts) },
 		func(y []float64, x [][]float64) error { return cpu.ReLUFit(y, x[0], l, k.opts) })
@@ -95,6 +98,9 @@ func (k reluFitGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 	}
 	if err := checkedFinite(in[2], "grad"); err != nil {
 		return err
+	}
+	if backend != nil {
+		return backend.ReLUFitBackward(out.Data(), in[0].Data(), in[2].Data(), l, k.opts)
 	}
 	return typed(out, in,
 		func(dx []float32, x [][]float32) error { return cpu.ReLUFitBackward(dx, x[0], x[2], l, k.opts) },
