@@ -6,7 +6,7 @@ PKGS      ?= ./...
 BENCHTIME ?= 1s
 BENCH     ?= .
 
-.PHONY: help test test-plain test-simd vet fmt-check bench demo deps ptx cuda-check
+.PHONY: example help test test-plain test-simd vet fmt-check bench demo deps ptx cuda-check
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -32,7 +32,12 @@ bench: ## run the benchmarks (BENCH=regexp, BENCHTIME=1s)
 deps: ## install the Debian packages the project needs (datasets)
 	bash scripts/install-deps.sh
 
-demo: ## build a small GMCN graph and train it a few Adam steps
+demo: ## fit MNIST inputs (cached), train the demo GMCN, evaluate on all 10,000 test images, plot
+	GOEXPERIMENT=simd $(GO) build -o bin/gmcn ./cmd/gmcn
+	bin/gmcn train --preset demo --out runs/demo
+	bin/gmcn render --out runs/demo
+
+example: ## run the gmnode Example: a GM graph trained a few Adam steps
 	$(GO) test -count=1 -run 'ExampleConv' -v ./gmnode
 
 ptx: ## regenerate cudaops/ptx from cudaops/*.cu (needs nvcc: scripts/install-cuda.sh)

@@ -70,6 +70,7 @@ const (
 	CheckpointFile = "checkpoint.gmcn"
 	MetricsFile    = "metrics.csv"
 	PlotFile       = "metrics.png"
+	ConfusionFile  = "confusion.csv" // of the latest evaluation
 )
 
 // Run trains a model of cfg on trainSet, evaluating on testSet after every
@@ -203,9 +204,12 @@ func (t *trainer) run(ctx context.Context) ([]EpochMetrics, error) {
 		if err := t.recalibrateBN(); err != nil {
 			return nil, errors.Wrapf(err, "epoch %d: BatchNorm statistics", t.st.Epoch+1)
 		}
-		testLoss, testAcc, _, err := Evaluate(t.m, t.eval, t.evm, t.tst, nil)
+		testLoss, testAcc, confusion, err := Evaluate(t.m, t.eval, t.evm, t.tst, nil)
 		if err != nil {
 			return nil, errors.Wrapf(err, "epoch %d evaluation", t.st.Epoch+1)
+		}
+		if err := WriteConfusionCSV(filepath.Join(t.opt.Dir, ConfusionFile), confusion); err != nil {
+			return nil, err
 		}
 		p := t.st.Partial
 		row := EpochMetrics{Epoch: t.st.Epoch + 1, TrainLoss: p.Loss / float64(p.Count), TrainAcc: float64(p.Correct) / float64(p.Count),

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/gmcn-go/gmcn/models"
@@ -123,26 +121,12 @@ func evalCmd(args []string) error {
 		fmt.Printf("%6d", j)
 	}
 	fmt.Println()
-	rows := [][]string{{"true\\predicted"}}
-	for j := range conf {
-		rows[0] = append(rows[0], strconv.Itoa(j))
-	}
 	for i, r := range conf {
 		fmt.Printf("%4d ", i)
-		row := []string{strconv.Itoa(i)}
 		for _, v := range r {
 			fmt.Printf("%6d", v)
-			row = append(row, strconv.Itoa(v))
 		}
 		fmt.Println()
-		rows = append(rows, row)
 	}
-	f, err := os.Create(filepath.Join(*out, "confusion.csv"))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	w := csv.NewWriter(f)
-	w.WriteAll(rows)
-	return w.Error()
+	return train.WriteConfusionCSV(filepath.Join(*out, train.ConfusionFile), conf)
 }
