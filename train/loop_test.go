@@ -66,3 +66,25 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainDenseHead mixes GM and dense layers in one graph: four GM output
+// channels, integrated, then a dense head with 8 hidden units and 2 classes.
+func TestTrainDenseHead(t *testing.T) {
+	l, err := models.ParseLayout("1/8 -> 4/4 -> 4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := models.Config{Layout: l, D: 2, Classes: 2, Batch: 8, Seed: 5, DenseHead: 8}
+	trainSet, testSet := SyntheticLines(96, 8, 5), SyntheticLines(48, 8, 6)
+	opt := Defaults()
+	opt.Epochs, opt.LR, opt.Dir = 6, 1e-2, t.TempDir()
+	rows, err := Run(context.Background(), cfg, trainSet, testSet, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, last := rows[0], rows[len(rows)-1]
+	t.Logf("first %v\nlast %v", first, last)
+	if last.TestAcc < 0.9 {
+		t.Errorf("dense-head model: test accuracy %.1f%%, want ≥ 90%%", 100*last.TestAcc)
+	}
+}

@@ -191,6 +191,9 @@ func LoadRunConfig(dir string) (RunConfig, error) {
 // test inputs (from the cache or freshly fitted), limited as c says. With
 // testOnly the training split is neither fitted nor returned.
 func LoadInputs(c RunConfig, testOnly bool, log io.Writer) (trainSet, testSet Samples, err error) {
+	if log == nil {
+		log = io.Discard
+	}
 	cache := c.CacheDir
 	if cache == "" {
 		cache = "cache"
