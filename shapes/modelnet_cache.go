@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"io"
 	"math"
 	"os"
@@ -219,34 +220,7 @@ func WriteCache(path, settings string, in *Inputs) error {
 	if err := EncodeCache(&buf, settings, in); err != nil {
 		return errors.Wrapf(err, "%s", path)
 	}
-	return writeFileAtomic(path, buf.Bytes())
-}
-
-// writeFileAtomic is train.WriteFileAtomic; shapes cannot import train
-// (train imports shapes for the 3D data sets).
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return errors.Wrapf(err, "cache3d: creating directory %s", dir)
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return errors.Wrapf(err, "cache3d: creating a temporary file for %s", path)
-	}
-	_, werr := f.Write(data)
-	serr := f.Sync()
-	cerr := f.Close()
-	for _, err := range []error{werr, serr, cerr} {
-		if err != nil {
-			os.Remove(f.Name())
-			return errors.Wrapf(err, "cache3d: writing %s", path)
-		}
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return errors.Wrapf(err, "cache3d: renaming into %s", path)
-	}
-	return nil
+	return errors.Wrap(atomicfile.Write(path, buf.Bytes()), "cache3d")
 }
 
 // CacheSettings returns the identity of a fit of one split: the settings of

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"io"
 	"math"
 	"os"
@@ -168,7 +169,7 @@ func WriteCache(path, settings string, in *Inputs) error {
 	if err := EncodeCache(&buf, settings, in); err != nil {
 		return errors.Wrapf(err, "%s", path)
 	}
-	return errors.Wrap(WriteFileAtomic(path, buf.Bytes()), "cache")
+	return errors.Wrap(atomicfile.Write(path, buf.Bytes()), "cache")
 }
 
 // LoadOrFitInputs returns the input mixtures of split s of the data set

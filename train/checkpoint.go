@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/gob"
+	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"os"
 
 	"github.com/pkg/errors"
@@ -100,7 +101,7 @@ func SaveCheckpoint(path string, s *State) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(path, data)
+	return atomicfile.Write(path, data)
 }
 
 // LoadCheckpoint reads the checkpoint at path; errors name the file and say

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -54,7 +55,7 @@ func TestCheckpointCorruption(t *testing.T) {
 		}
 	}
 	path := filepath.Join(t.TempDir(), "bad.gmcn")
-	if err := WriteFileAtomic(path, flip); err != nil {
+	if err := atomicfile.Write(path, flip); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := LoadCheckpoint(path); err == nil || !strings.Contains(err.Error(), path) {

@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"fmt"
+	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -381,7 +382,7 @@ func (t *trainer) saveState(st *State) error {
 	if err != nil {
 		return errors.Wrap(err, "plotting metrics")
 	}
-	return WriteFileAtomic(filepath.Join(t.opt.Dir, PlotFile), png)
+	return atomicfile.Write(filepath.Join(t.opt.Dir, PlotFile), png)
 }
 
 // setBatch copies the samples idx into the model's input and target.

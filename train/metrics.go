@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"fmt"
+	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"strconv"
 
 	"github.com/pkg/errors"
@@ -40,7 +41,7 @@ func WriteMetricsCSV(path string, rows []EpochMetrics) error {
 	if err := w.Error(); err != nil {
 		return err
 	}
-	return errors.Wrapf(WriteFileAtomic(path, buf.Bytes()), "metrics CSV %s", path)
+	return errors.Wrapf(atomicfile.Write(path, buf.Bytes()), "metrics CSV %s", path)
 }
 
 // String formats the row as the one-line epoch summary printed by the loop.
@@ -70,5 +71,5 @@ func WriteConfusionCSV(path string, confusion [][]int) error {
 	if err := w.Error(); err != nil {
 		return err
 	}
-	return errors.Wrapf(WriteFileAtomic(path, buf.Bytes()), "confusion matrix %s", path)
+	return errors.Wrapf(atomicfile.Write(path, buf.Bytes()), "confusion matrix %s", path)
 }

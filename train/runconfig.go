@@ -3,6 +3,7 @@ package train
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"io"
 	"os"
 	"path/filepath"
@@ -170,7 +171,7 @@ func SaveRunConfig(dir string, c RunConfig) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(dir, RunConfigFile), append(data, '\n'))
+	return atomicfile.Write(filepath.Join(dir, RunConfigFile), append(data, '\n'))
 }
 
 // LoadRunConfig reads dir/run.json.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"image"
 	"image/color"
 	"image/png"
@@ -135,7 +136,7 @@ func writeDensityGrid[T mixture.Float](path string, data []T, l mixture.Layout, 
 	if err := png.Encode(&buf, img); err != nil {
 		return err
 	}
-	return train.WriteFileAtomic(path, buf.Bytes())
+	return atomicfile.Write(path, buf.Bytes())
 }
 
 // render3D draws the first n 3D inputs, each from three views, with the
@@ -153,7 +154,7 @@ func render3D(path string, s train.Samples, n, size int) error {
 	if err != nil {
 		return err
 	}
-	if err := train.WriteFileAtomic(path, png); err != nil {
+	if err := atomicfile.Write(path, png); err != nil {
 		return err
 	}
 	fmt.Printf("wrote %s (3D kernels are not drawn)\n", path)

@@ -2,10 +2,11 @@ package mixture
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
+	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -367,31 +368,9 @@ func SavePLY(path string, gs []Gaussian) (err error) {
 			return errors.Wrapf(err, "ply: %s", path)
 		}
 	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
-		return errors.Wrap(err, "ply")
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err = WritePLY(tmp, out); err != nil {
+	var buf bytes.Buffer
+	if err := WritePLY(&buf, out); err != nil {
 		return errors.Wrapf(err, "%s", path)
 	}
-	if err = tmp.Chmod(0o644); err != nil {
-		return errors.Wrap(err, "ply")
-	}
-	if err = tmp.Sync(); err != nil {
-		return errors.Wrap(err, "ply")
-	}
-	if err = tmp.Close(); err != nil {
-		return errors.Wrap(err, "ply")
-	}
-	return errors.Wrap(os.Rename(tmp.Name(), path), "ply")
+	return errors.Wrap(atomicfile.Write(path, buf.Bytes()), "ply")
 }

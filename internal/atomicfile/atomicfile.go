@@ -1,4 +1,6 @@
-package train
+// Package atomicfile writes files so that readers see either the old or the
+// complete new content, never a partial file.
+package atomicfile
 
 import (
 	"os"
@@ -7,10 +9,10 @@ import (
 	"github.com/pkg/errors"
 )
 
-// WriteFileAtomic writes data to a temporary file beside path, syncs it and
+// Write writes data to a temporary file beside path, syncs it and
 // renames it over path, so a reader never sees a half-written file and an
 // interrupted write leaves the old file intact.
-func WriteFileAtomic(path string, data []byte) error {
+func Write(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return errors.Wrapf(err, "creating directory %s", dir)
@@ -21,9 +23,12 @@ func WriteFileAtomic(path string, data []byte) error {
 	}
 	tmp := f.Name()
 	_, werr := f.Write(data)
+	// CreateTemp makes the file 0600; a data file should be as readable as
+	// one written by os.WriteFile.
+	merr := f.Chmod(0o644)
 	serr := f.Sync()
 	cerr := f.Close()
-	if err := firstError(werr, serr, cerr); err != nil {
+	if err := firstError(werr, merr, serr, cerr); err != nil {
 		os.Remove(tmp)
 		return errors.Wrapf(err, "writing %s", path)
 	}
