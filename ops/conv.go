@@ -24,7 +24,7 @@ func (convKernel) inputNames() []string  { return []string{"data", "kernels"} }
 func (convKernel) ranks() []int          { return []int{4, 4, 4} }
 func (convKernel) writeParams(io.Writer) {}
 func (convKernel) diffWRT() []bool       { return []bool{true, true} }
-func (convKernel) gradKernel(i int) kernel {
+func (convKernel) gradKernel(i int) gradComputation {
 	return convGradKernel{wrt: i}
 }
 
@@ -78,16 +78,6 @@ type convGradKernel struct{ wrt int }
 
 func (g convGradKernel) name() string {
 	return [...]string{"gm.ConvGradData", "gm.ConvGradKernels"}[g.wrt]
-}
-
-func (convGradKernel) inputNames() []string {
-	n, _ := gradInputs(convKernel{})
-	return n
-}
-
-func (convGradKernel) ranks() []int {
-	_, r := gradInputs(convKernel{})
-	return append(r, 4)
 }
 
 func (g convGradKernel) writeParams(w io.Writer) { _, _ = w.Write([]byte{byte(g.wrt)}) }

@@ -22,12 +22,12 @@ func NewCovScale() G.Op { return newOp(covScaleKernel{}) }
 
 type covScaleKernel struct{}
 
-func (covScaleKernel) name() string          { return "gm.CovScale" }
-func (covScaleKernel) inputNames() []string  { return []string{"mixture"} }
-func (covScaleKernel) ranks() []int          { return []int{4, 4} }
-func (covScaleKernel) writeParams(io.Writer) {}
-func (covScaleKernel) diffWRT() []bool       { return []bool{true} }
-func (covScaleKernel) gradKernel(int) kernel { return covScaleGradKernel{} }
+func (covScaleKernel) name() string                   { return "gm.CovScale" }
+func (covScaleKernel) inputNames() []string           { return []string{"mixture"} }
+func (covScaleKernel) ranks() []int                   { return []int{4, 4} }
+func (covScaleKernel) writeParams(io.Writer)          {}
+func (covScaleKernel) diffWRT() []bool                { return []bool{true} }
+func (covScaleKernel) gradKernel(int) gradComputation { return covScaleGradKernel{} }
 
 func (covScaleKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	if _, err := mixture.LayoutOf(in[0]); err != nil {
@@ -75,15 +75,7 @@ func covScalePerSample[T mixture.Float](y, x []T, l mixture.Layout) error {
 // (mixture, output, grad), recomputing s and τ from the input.
 type covScaleGradKernel struct{}
 
-func (covScaleGradKernel) name() string { return "gm.CovScaleGrad" }
-func (covScaleGradKernel) inputNames() []string {
-	n, _ := gradInputs(covScaleKernel{})
-	return n
-}
-func (covScaleGradKernel) ranks() []int {
-	_, r := gradInputs(covScaleKernel{})
-	return append(r, 4)
-}
+func (covScaleGradKernel) name() string          { return "gm.CovScaleGrad" }
 func (covScaleGradKernel) writeParams(io.Writer) {}
 
 func (covScaleGradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
@@ -219,8 +211,8 @@ func (covScaleNormKernel) ranks() []int         { return []int{4, 4} }
 func (k covScaleNormKernel) writeParams(w io.Writer) {
 	fmt.Fprintf(w, "channels=%d", len(k.st.running))
 }
-func (covScaleNormKernel) diffWRT() []bool       { return []bool{true} }
-func (covScaleNormKernel) gradKernel(int) kernel { return covScaleNormGradKernel{} }
+func (covScaleNormKernel) diffWRT() []bool                { return []bool{true} }
+func (covScaleNormKernel) gradKernel(int) gradComputation { return covScaleNormGradKernel{} }
 
 func (k covScaleNormKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	l, err := mixture.LayoutOf(in[0])
@@ -291,15 +283,7 @@ func covScaleRunning[T mixture.Float](st *covScaleState, y, x []T, l mixture.Lay
 // forward ran in training or evaluation mode.
 type covScaleNormGradKernel struct{}
 
-func (covScaleNormGradKernel) name() string { return "gm.CovScaleNormGrad" }
-func (covScaleNormGradKernel) inputNames() []string {
-	n, _ := gradInputs(covScaleNormKernel{})
-	return n
-}
-func (covScaleNormGradKernel) ranks() []int {
-	_, r := gradInputs(covScaleNormKernel{})
-	return append(r, 4)
-}
+func (covScaleNormGradKernel) name() string          { return "gm.CovScaleNormGrad" }
 func (covScaleNormGradKernel) writeParams(io.Writer) {}
 
 func (covScaleNormGradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {

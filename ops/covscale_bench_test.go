@@ -25,10 +25,10 @@ func BenchmarkCovScale(b *testing.B) {
 	for _, v := range []struct {
 		name string
 		fwd  kernel
-		grad kernel
+		grad *op
 	}{
-		{"PerSample", covScaleKernel{}, covScaleGradKernel{}},
-		{"Running", running.op.k, covScaleNormGradKernel{}},
+		{"PerSample", covScaleKernel{}, newGradOp(covScaleKernel{}, 0)},
+		{"Running", running.op.k, newGradOp(running.op.k.(differentiable), 0)},
 	} {
 		y, err := newOp(v.fwd).Do(x)
 		if err != nil {
@@ -43,7 +43,7 @@ func BenchmarkCovScale(b *testing.B) {
 			}
 		})
 		b.Run(v.name+"Backward/"+size, func(b *testing.B) {
-			op := newOp(v.grad)
+			op := v.grad
 			for b.Loop() {
 				if _, err := op.Do(x, y, g); err != nil {
 					b.Fatal(err)

@@ -29,7 +29,7 @@ func (evaluateKernel) inputNames() []string  { return []string{"mixture", "point
 func (evaluateKernel) ranks() []int          { return []int{4, 4, 3} }
 func (evaluateKernel) writeParams(io.Writer) {}
 func (evaluateKernel) diffWRT() []bool       { return []bool{true, true} }
-func (evaluateKernel) gradKernel(i int) kernel {
+func (evaluateKernel) gradKernel(i int) gradComputation {
 	return evaluateGradKernel{wrt: i}
 }
 
@@ -97,16 +97,6 @@ func (k evaluateGradKernel) name() string {
 		return "gm.EvaluateGradMixture"
 	}
 	return "gm.EvaluateGradPoints"
-}
-
-func (evaluateGradKernel) inputNames() []string {
-	n, _ := gradInputs(evaluateKernel{})
-	return n
-}
-
-func (evaluateGradKernel) ranks() []int {
-	_, r := gradInputs(evaluateKernel{})
-	return append(r, 4)
 }
 
 func (k evaluateGradKernel) writeParams(w io.Writer) { fmt.Fprintf(w, "wrt=%d", k.wrt) }

@@ -16,12 +16,12 @@ func NewIntegrate() G.Op { return newOp(integrateKernel{}) }
 
 type integrateKernel struct{}
 
-func (integrateKernel) name() string          { return "gm.Integrate" }
-func (integrateKernel) inputNames() []string  { return []string{"mixture"} }
-func (integrateKernel) ranks() []int          { return []int{4, 2} }
-func (integrateKernel) writeParams(io.Writer) {}
-func (integrateKernel) diffWRT() []bool       { return []bool{true} }
-func (integrateKernel) gradKernel(int) kernel { return integrateGradKernel{} }
+func (integrateKernel) name() string                   { return "gm.Integrate" }
+func (integrateKernel) inputNames() []string           { return []string{"mixture"} }
+func (integrateKernel) ranks() []int                   { return []int{4, 2} }
+func (integrateKernel) writeParams(io.Writer)          {}
+func (integrateKernel) diffWRT() []bool                { return []bool{true} }
+func (integrateKernel) gradKernel(int) gradComputation { return integrateGradKernel{} }
 
 func (integrateKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	l, err := mixture.LayoutOf(in[0])
@@ -47,15 +47,7 @@ func (integrateKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 // integrateGradKernel computes ∂L/∂mixture from (mixture, output, grad).
 type integrateGradKernel struct{}
 
-func (integrateGradKernel) name() string { return "gm.IntegrateGrad" }
-func (integrateGradKernel) inputNames() []string {
-	n, _ := gradInputs(integrateKernel{})
-	return n
-}
-func (integrateGradKernel) ranks() []int {
-	_, r := gradInputs(integrateKernel{})
-	return append(r, 4)
-}
+func (integrateGradKernel) name() string          { return "gm.IntegrateGrad" }
 func (integrateGradKernel) writeParams(io.Writer) {}
 
 func (integrateGradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {

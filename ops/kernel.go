@@ -35,7 +35,7 @@ func (assembleKernel) inputNames() []string      { return assembleInputs }
 func (assembleKernel) ranks() []int              { return []int{3, 4, 5, 4} }
 func (k assembleKernel) writeParams(w io.Writer) { fmt.Fprintf(w, "%+v", k.cfg) }
 func (assembleKernel) diffWRT() []bool           { return []bool{true, true, true} }
-func (k assembleKernel) gradKernel(i int) kernel {
+func (k assembleKernel) gradKernel(i int) gradComputation {
 	return assembleGradKernel{fwd: k, wrt: i}
 }
 
@@ -100,15 +100,7 @@ type assembleGradKernel struct {
 	wrt int
 }
 
-func (k assembleGradKernel) name() string { return "gm.AssembleKernelGrad/" + assembleInputs[k.wrt] }
-func (k assembleGradKernel) inputNames() []string {
-	n, _ := gradInputs(k.fwd)
-	return n
-}
-func (k assembleGradKernel) ranks() []int {
-	_, r := gradInputs(k.fwd)
-	return append(r, k.fwd.ranks()[k.wrt])
-}
+func (k assembleGradKernel) name() string            { return "gm.AssembleKernelGrad/" + assembleInputs[k.wrt] }
 func (k assembleGradKernel) writeParams(w io.Writer) { k.fwd.writeParams(w) }
 
 func (k assembleGradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {

@@ -21,12 +21,12 @@ func NewMEM(np int) G.Op { return newOp(memKernel{np: np}) }
 
 type memKernel struct{ np int }
 
-func (memKernel) name() string              { return "gm.MEM" }
-func (memKernel) inputNames() []string      { return []string{"mixture"} }
-func (memKernel) ranks() []int              { return []int{4, 4} }
-func (k memKernel) writeParams(w io.Writer) { fmt.Fprintf(w, "np=%d", k.np) }
-func (memKernel) diffWRT() []bool           { return []bool{true} }
-func (k memKernel) gradKernel(int) kernel   { return memGradKernel(k) }
+func (memKernel) name() string                     { return "gm.MEM" }
+func (memKernel) inputNames() []string             { return []string{"mixture"} }
+func (memKernel) ranks() []int                     { return []int{4, 4} }
+func (k memKernel) writeParams(w io.Writer)        { fmt.Fprintf(w, "np=%d", k.np) }
+func (memKernel) diffWRT() []bool                  { return []bool{true} }
+func (k memKernel) gradKernel(int) gradComputation { return memGradKernel(k) }
 
 func (k memKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	if k.np < 1 {
@@ -54,15 +54,7 @@ func (k memKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 // recomputes the selection and likelihoods from the mixture.
 type memGradKernel struct{ np int }
 
-func (memGradKernel) name() string { return "gm.MEMGrad" }
-func (memGradKernel) inputNames() []string {
-	n, _ := gradInputs(memKernel{})
-	return n
-}
-func (memGradKernel) ranks() []int {
-	_, r := gradInputs(memKernel{})
-	return append(r, 4)
-}
+func (memGradKernel) name() string              { return "gm.MEMGrad" }
 func (k memGradKernel) writeParams(w io.Writer) { fmt.Fprintf(w, "np=%d", k.np) }
 
 func (k memGradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {

@@ -177,13 +177,13 @@ func TestMEMBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	grad := memGradKernel{np: 2}
-	if _, err := newOp(grad).InferShape(x.Shape(), y.(*tensor.Dense).Shape(), tensor.Shape{1, 2, 3, 7}); err == nil || !strings.Contains(err.Error(), `"grad"`) {
+	grad := newGradOp(memKernel{np: 2}, 0)
+	if _, err := grad.InferShape(x.Shape(), y.(*tensor.Dense).Shape(), tensor.Shape{1, 2, 3, 7}); err == nil || !strings.Contains(err.Error(), `"grad"`) {
 		t.Errorf("wrong grad shape: error %v, want one naming input \"grad\"", err)
 	}
 	g := tensor.New(tensor.WithShape(1, 2, 2, 7), tensor.WithBacking(make([]float64, 28)))
 	g.Data().([]float64)[3] = math.NaN()
-	if _, err := newOp(grad).Do(x, y, g); err == nil || !strings.Contains(err.Error(), "gm.MEMGrad") || !strings.Contains(err.Error(), "non-finite") {
+	if _, err := grad.Do(x, y, g); err == nil || !strings.Contains(err.Error(), "gm.MEMGrad") || !strings.Contains(err.Error(), "non-finite") {
 		t.Errorf("NaN grad: error %v, want gm.MEMGrad non-finite", err)
 	}
 }

@@ -34,9 +34,42 @@ type differentiable interface {
 	kernel
 	// diffWRT reports which inputs are differentiable.
 	diffWRT() []bool
-	// gradKernel returns the kernel that computes ∂L/∂input[i] from
+	// gradKernel returns the computation of ∂L/∂input[i] from
 	// (inputs…, output, ∂L/∂output).
-	gradKernel(i int) kernel
+	gradKernel(i int) gradComputation
+}
+
+// gradComputation is a grad kernel without its input names and ranks,
+// which follow from the forward kernel (see gradKernel).
+type gradComputation interface {
+	name() string
+	inferShape(in []tensor.Shape) (tensor.Shape, error)
+	writeParams(w io.Writer)
+	do(out *tensor.Dense, in []*tensor.Dense) error
+}
+
+// gradKernel completes the gradient computation of input wrt of fwd to a
+// kernel: its inputs are fwd's inputs, then "output" and "grad" (ranks of
+// fwd's output), and its output has the rank of input wrt.
+type gradKernel struct {
+	gradComputation
+	fwd kernel
+	wrt int
+}
+
+func (g gradKernel) inputNames() []string {
+	return append(append([]string{}, g.fwd.inputNames()...), "output", "grad")
+}
+
+func (g gradKernel) ranks() []int {
+	r := g.fwd.ranks()
+	out := r[len(r)-1]
+	return append(append(append([]int{}, r[:len(r)-1]...), out, out), r[g.wrt])
+}
+
+// newGradOp returns the op computing ∂L/∂input[i] of the forward kernel d.
+func newGradOp(d differentiable, i int) *op {
+	return newOp(gradKernel{gradComputation: d.gradKernel(i), fwd: d, wrt: i})
 }
 
 var opIDs atomic.Uint64
@@ -182,22 +215,13 @@ func (o *op) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
 		if !wrt {
 			continue
 		}
-		n, err := G.ApplyOp(newOp(d.gradKernel(i)), args...)
+		n, err := G.ApplyOp(newGradOp(d, i), args...)
 		if err != nil {
 			return nil, errors.Wrapf(err, "%s: building the gradient of input %q", o.k.name(), d.inputNames()[i])
 		}
 		out[i] = n
 	}
 	return out, nil
-}
-
-// gradOf builds the input names and ranks of a grad kernel of fwd:
-// the forward inputs, then "output" and "grad".
-func gradInputs(fwd kernel) (names []string, ranks []int) {
-	r := fwd.ranks()
-	names = append(append(names, fwd.inputNames()...), "output", "grad")
-	ranks = append(append(ranks, r...), r[len(r)-1])
-	return names, ranks
 }
 
 // typed dispatches on the dtype of out to a float32 or float64 kernel call.

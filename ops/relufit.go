@@ -30,12 +30,12 @@ func NewReLUFit(opts ReLUFitOptions) G.Op { return newOp(reluFitKernel{opts}) }
 
 type reluFitKernel struct{ opts ReLUFitOptions }
 
-func (reluFitKernel) name() string              { return "gm.ReLUFit" }
-func (reluFitKernel) inputNames() []string      { return []string{"mixture"} }
-func (reluFitKernel) ranks() []int              { return []int{4, 4} }
-func (k reluFitKernel) writeParams(w io.Writer) { fmt.Fprintf(w, "%+v", k.opts) }
-func (reluFitKernel) diffWRT() []bool           { return []bool{true} }
-func (k reluFitKernel) gradKernel(int) kernel   { return reluFitGradKernel(k) }
+func (reluFitKernel) name() string                     { return "gm.ReLUFit" }
+func (reluFitKernel) inputNames() []string             { return []string{"mixture"} }
+func (reluFitKernel) ranks() []int                     { return []int{4, 4} }
+func (k reluFitKernel) writeParams(w io.Writer)        { fmt.Fprintf(w, "%+v", k.opts) }
+func (reluFitKernel) diffWRT() []bool                  { return []bool{true} }
+func (k reluFitKernel) gradKernel(int) gradComputation { return reluFitGradKernel(k) }
 
 func (k reluFitKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	if err := k.opts.Validate(); err != nil {
@@ -65,15 +65,7 @@ func (k reluFitKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 // determine them.
 type reluFitGradKernel struct{ opts ReLUFitOptions }
 
-func (reluFitGradKernel) name() string { return "gm.ReLUFitGrad" }
-func (reluFitGradKernel) inputNames() []string {
-	n, _ := gradInputs(reluFitKernel{})
-	return n
-}
-func (reluFitGradKernel) ranks() []int {
-	_, r := gradInputs(reluFitKernel{})
-	return append(r, 4)
-}
+func (reluFitGradKernel) name() string              { return "gm.ReLUFitGrad" }
 func (k reluFitGradKernel) writeParams(w io.Writer) { fmt.Fprintf(w, "%+v", k.opts) }
 
 func (k reluFitGradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {

@@ -149,7 +149,7 @@ func TestReLUFitOpErrors(t *testing.T) {
 // TestReLUFitGradOpErrors checks the gradient op's own checks.
 func TestReLUFitGradOpErrors(t *testing.T) {
 	x := randomMixture(rand.New(rand.NewPCG(6, 6)), 1, 2, 3, 3)
-	gradOp := newOp(reluFitKernel{}.gradKernel(0))
+	gradOp := newGradOp(reluFitKernel{}, 0)
 	nan := x.Clone().(*tensor.Dense)
 	nan.Data().([]float64)[4] = math.NaN()
 	short := tensor.New(tensor.WithShape(1, 2, 2, 13), tensor.Of(tensor.Float64))

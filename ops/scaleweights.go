@@ -28,7 +28,7 @@ func (k scaleWeightsKernel) writeParams(w io.Writer) {
 	fmt.Fprintf(w, "s=%v", math.Float64bits(k.s))
 }
 func (scaleWeightsKernel) diffWRT() []bool { return []bool{true} }
-func (k scaleWeightsKernel) gradKernel(int) kernel {
+func (k scaleWeightsKernel) gradKernel(int) gradComputation {
 	return scaleWeightsGradKernel(k)
 }
 
@@ -61,15 +61,7 @@ func scaleWeights(out, in *tensor.Dense, l mixture.Layout, s float64) error {
 // gradient is the incoming gradient with its weight entries scaled by s.
 type scaleWeightsGradKernel scaleWeightsKernel
 
-func (scaleWeightsGradKernel) name() string { return "gm.ScaleWeightsGrad" }
-func (scaleWeightsGradKernel) inputNames() []string {
-	n, _ := gradInputs(scaleWeightsKernel{})
-	return n
-}
-func (scaleWeightsGradKernel) ranks() []int {
-	_, r := gradInputs(scaleWeightsKernel{})
-	return append(r, 4)
-}
+func (scaleWeightsGradKernel) name() string              { return "gm.ScaleWeightsGrad" }
 func (k scaleWeightsGradKernel) writeParams(w io.Writer) { scaleWeightsKernel(k).writeParams(w) }
 
 func (scaleWeightsGradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {

@@ -25,7 +25,7 @@ func (standardiseKernel) inputNames() []string  { return []string{"mixture", "ga
 func (standardiseKernel) ranks() []int          { return []int{4, 1, 4} }
 func (standardiseKernel) writeParams(io.Writer) {}
 func (standardiseKernel) diffWRT() []bool       { return []bool{true, true} }
-func (standardiseKernel) gradKernel(i int) kernel {
+func (standardiseKernel) gradKernel(i int) gradComputation {
 	return standardiseGradKernel{wrt: i}
 }
 
@@ -67,14 +67,6 @@ type standardiseGradKernel struct{ wrt int }
 
 func (k standardiseGradKernel) name() string {
 	return []string{"gm.StandardiseGradMixture", "gm.StandardiseGradGain"}[k.wrt]
-}
-func (standardiseGradKernel) inputNames() []string {
-	n, _ := gradInputs(standardiseKernel{})
-	return n
-}
-func (k standardiseGradKernel) ranks() []int {
-	_, r := gradInputs(standardiseKernel{})
-	return append(r, []int{4, 1}[k.wrt])
 }
 func (k standardiseGradKernel) writeParams(w io.Writer) { w.Write([]byte{byte(k.wrt)}) }
 

@@ -29,11 +29,11 @@ type treehemKernel struct {
 	o  TreeHEMOptions
 }
 
-func (treehemKernel) name() string            { return "gm.TreeHEM" }
-func (treehemKernel) inputNames() []string    { return []string{"mixture"} }
-func (treehemKernel) ranks() []int            { return []int{4, 4} }
-func (treehemKernel) diffWRT() []bool         { return []bool{true} }
-func (k treehemKernel) gradKernel(int) kernel { return treehemGradKernel(k) }
+func (treehemKernel) name() string                     { return "gm.TreeHEM" }
+func (treehemKernel) inputNames() []string             { return []string{"mixture"} }
+func (treehemKernel) ranks() []int                     { return []int{4, 4} }
+func (treehemKernel) diffWRT() []bool                  { return []bool{true} }
+func (k treehemKernel) gradKernel(int) gradComputation { return treehemGradKernel(k) }
 
 func (k treehemKernel) writeParams(w io.Writer) {
 	fmt.Fprintf(w, "np=%d T=%d under=%v", k.np, k.o.Reduction, k.o.UnderFill)
@@ -69,15 +69,7 @@ func (k treehemKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 // treehemGradKernel computes ∂L/∂mixture from (mixture, output, grad).
 type treehemGradKernel treehemKernel
 
-func (treehemGradKernel) name() string { return "gm.TreeHEMGrad" }
-func (treehemGradKernel) inputNames() []string {
-	n, _ := gradInputs(treehemKernel{})
-	return n
-}
-func (treehemGradKernel) ranks() []int {
-	_, r := gradInputs(treehemKernel{})
-	return append(r, 4)
-}
+func (treehemGradKernel) name() string              { return "gm.TreeHEMGrad" }
 func (k treehemGradKernel) writeParams(w io.Writer) { treehemKernel(k).writeParams(w) }
 
 func (k treehemGradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {

@@ -26,7 +26,7 @@ func (weightDecayKernel) inputNames() []string  { return weightDecayInputs }
 func (weightDecayKernel) ranks() []int          { return []int{3, 5, 1} }
 func (weightDecayKernel) writeParams(io.Writer) {}
 func (weightDecayKernel) diffWRT() []bool       { return []bool{true, true} }
-func (weightDecayKernel) gradKernel(i int) kernel {
+func (weightDecayKernel) gradKernel(i int) gradComputation {
 	return weightDecayGradKernel{wrt: i}
 }
 
@@ -74,14 +74,6 @@ type weightDecayGradKernel struct{ wrt int }
 
 func (k weightDecayGradKernel) name() string {
 	return "gm.WeightDecayGrad/" + weightDecayInputs[k.wrt]
-}
-func (weightDecayGradKernel) inputNames() []string {
-	n, _ := gradInputs(weightDecayKernel{})
-	return n
-}
-func (k weightDecayGradKernel) ranks() []int {
-	_, r := gradInputs(weightDecayKernel{})
-	return append(r, r[k.wrt])
 }
 func (weightDecayGradKernel) writeParams(io.Writer) {}
 
