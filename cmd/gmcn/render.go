@@ -21,7 +21,7 @@ import (
 )
 
 func renderCmd(args []string) error {
-	fs := newFlagSet("render", "Draws the first --inputs fitted test inputs of a run (inputs.png, from the run's input cache) and, if the run has a\ncheckpoint, its first-layer kernels (kernels.png) as density images: red is positive,\nblue negative, brighter is larger.")
+	fs := newFlagSet("render", "Draws --inputs fitted test inputs of a run (inputs.png, from the run's input cache; 2D: the first ones,\n3D: spread over the classes) and, if the run has a\ncheckpoint, its first-layer kernels (kernels.png) as density images: red is positive,\nblue negative, brighter is larger.")
 	out := fs.String("out", "runs/demo", "training output directory (with run.json; checkpoint.gmcn for kernels)")
 	n := fs.Int("inputs", 16, "number of input mixtures to draw")
 	size := fs.Int("size", 96, "pixels per drawn mixture")
@@ -139,13 +139,15 @@ func writeDensityGrid[T mixture.Float](path string, data []T, l mixture.Layout, 
 	return atomicfile.Write(path, buf.Bytes())
 }
 
-// render3D draws the first n 3D inputs, each from three views, with the
-// projected density of shapes.RenderPNG.
+// render3D draws n 3D test inputs spread evenly over the test set (ModelNet
+// splits are sorted by class), each from three views, with the projected
+// density of shapes.RenderPNG.
 func render3D(path string, s train.Samples, n, size int) error {
 	per := s.Layout.N * s.Layout.Stride()
 	var mixes [][]float32
 	var titles []string
-	for i := range n {
+	for k := range n {
+		i := k * s.Len() / n
 		mixes = append(mixes, s.Data[i*per:(i+1)*per])
 		titles = append(titles, fmt.Sprintf("test %d, class %d", i, s.Labels[i]))
 	}
