@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gmcn-go/gmcn/ops/mixture"
@@ -168,9 +169,14 @@ func TestOpenModelNetErrors(t *testing.T) {
 	}
 }
 
-type countProgress struct{ n, finished int }
+// countProgress counts what a Progress receives; Add is called from the
+// fitting workers concurrently.
+type countProgress struct {
+	n        atomic.Int64
+	finished int
+}
 
-func (c *countProgress) Add(n int) { c.n += n }
+func (c *countProgress) Add(n int) { c.n.Add(int64(n)) }
 func (c *countProgress) Finish()   { c.finished++ }
 
 func TestLoadModelNetCache(t *testing.T) {
@@ -190,7 +196,7 @@ func TestLoadModelNetCache(t *testing.T) {
 	if tr.Layout != FitLayout(20, 8) || te.Layout != FitLayout(10, 8) || len(tr.Classes) != 10 || len(te.Labels) != 10 {
 		t.Fatalf("layouts %v %v, %d classes", tr.Layout, te.Layout, len(tr.Classes))
 	}
-	if len(bars) != 2 || bars[0].n != 20 || bars[1].n != 10 || bars[0].finished != 1 {
+	if len(bars) != 2 || bars[0].n.Load() != 20 || bars[1].n.Load() != 10 || bars[0].finished != 1 {
 		t.Errorf("progress bars %+v", bars)
 	}
 	if c := strings.Count(log.String(), "wrote input cache"); c != 2 {
