@@ -6,7 +6,7 @@ PKGS      ?= ./...
 BENCHTIME ?= 1s
 BENCH     ?= .
 
-.PHONY: example help test test-plain test-simd vet fmt-check bench demo deps ptx cuda-check
+.PHONY: example race help test test-plain test-simd vet fmt-check bench demo deps ptx cuda-check
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -18,6 +18,9 @@ test-plain: ## run all tests with the portable (scalar) kernels
 
 test-simd: ## run the kernel tests with GOEXPERIMENT=simd (AVX2 kernels)
 	GOEXPERIMENT=simd $(GO) test -count=1 ./ops/...
+
+race: ## the tests of the parallel kernels, training loop and data code under the race detector
+	$(GO) test -race -count=1 ./ops/... ./train ./shapes ./models ./gmnode
 
 vet: ## go vet, plain and SIMD builds
 	$(GO) vet $(PKGS)
