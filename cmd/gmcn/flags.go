@@ -19,6 +19,7 @@ func runFlags(fs *flag.FlagSet) (apply func() (train.RunConfig, error)) {
 	preset := fs.String("preset", "demo", "preset to start from: "+strings.Join(presetNames(), ", "))
 	dataset := fs.String("dataset", "", "data set: mnist, fashion-mnist, modelnet10 or modelnet40 (default: the preset's)")
 	data := fs.String("data", "", "MNIST/Fashion-MNIST: directory with the IDX files (default: MNIST from the Go module cache,\nFashion-MNIST from /usr/share/datasets/fashion-mnist); ModelNet: the data set's root, either\nModelNet10|40/<class>/{train,test}/*.off or modelnet40_normal_resampled/")
+	root := fs.String("root", "", "ModelNet: the data set's root directory (the same as --data)")
 	cache := fs.String("cache", "cache", "directory for fitted input mixtures")
 	layers := fs.String("layers", "", `model in the paper's notation, e.g. "1/64 -> 8/32 -> 16/16 -> 10" (default: the preset's)`)
 	radii := fs.String("radii", "", "comma-separated kernel radius per block, e.g. 1.5,2,2.5 (default: the preset's)")
@@ -47,6 +48,10 @@ func runFlags(fs *flag.FlagSet) (apply func() (train.RunConfig, error)) {
 		}
 		set(*dataset != "", func() { c.Dataset = *dataset })
 		set(*data != "", func() { c.DataDir = *data })
+		set(*root != "", func() { c.DataDir = *root })
+		if *root != "" && *data != "" && *root != *data {
+			return c, errors.Errorf("--root %q and --data %q disagree; give one", *root, *data)
+		}
 		c.CacheDir = *cache
 		set(*layers != "", func() { c.Layers, c.Radii = *layers, nil })
 		set(*reduction != "", func() { c.Reduction = *reduction })

@@ -1,0 +1,51 @@
+package models
+
+import (
+	"strings"
+	"testing"
+
+	"gorgonia.org/tensor"
+)
+
+// TestBuildModelNet10ParamCount builds the paper's ModelNet10 network as a
+// graph and checks the printed parameter count against the paper's 216,841.
+func TestBuildModelNet10ParamCount(t *testing.T) {
+	l, err := ParseLayout("1/128 → 8/64 → 16/32 → 32/16 → 64/8 → 10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Build(Config{Layout: l, D: 3, Classes: 10, Batch: 2, Dtype: tensor.Float32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paper, total := m.ParamCount()
+	if paper != 216841 {
+		t.Errorf("GM parameters %d, the paper reports 216,841", paper)
+	}
+	// Gorgonia's BatchNorm adds a scale and a bias per class.
+	if total != 216841+20 {
+		t.Errorf("trained parameters %d, want 216,861", total)
+	}
+	table := m.Table()
+	for _, want := range []string{"216841 GM", "(2, 8, 640, 13)", "(2, 16, 32, 13)", "(2, 10, 2560, 13)", "(2, 10)"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("layer table lacks %q:\n%s", want, table)
+		}
+	}
+}
+
+func TestBuildConfigErrors(t *testing.T) {
+	l, _ := ParseLayout("1/8 -> 4/4 -> 10")
+	for name, c := range map[string]Config{
+		"D = 4":             {Layout: l, D: 4, Classes: 10, Batch: 2},
+		"batch 0":           {Layout: l, D: 2, Classes: 10, Batch: 0},
+		"classes mismatch":  {Layout: l, D: 2, Classes: 5, Batch: 2},
+		"one class":         {Layout: l, D: 2, Classes: 1, Batch: 2},
+		"negative head":     {Layout: l, D: 2, Classes: 10, Batch: 2, DenseHead: -1},
+		"no blocks in spec": {D: 2, Classes: 10, Batch: 2},
+	} {
+		if _, err := Build(c); err == nil {
+			t.Errorf("%s: Build accepted an invalid config", name)
+		}
+	}
+}
