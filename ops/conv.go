@@ -82,17 +82,6 @@ func (g convGradKernel) name() string {
 
 func (g convGradKernel) writeParams(w io.Writer) { _, _ = w.Write([]byte{byte(g.wrt)}) }
 
-func (g convGradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
-	lx, lk, err := convLayouts(in[0], in[1])
-	if err != nil {
-		return nil, err
-	}
-	if err := sameShape("grad", in[3], cpu.ConvLayout(lx, lk).Shape()); err != nil {
-		return nil, err
-	}
-	return in[g.wrt].Clone(), nil
-}
-
 func (g convGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 	lx, lk, _ := convLayouts(in[0].Shape(), in[1].Shape())
 	if backend != nil && g.wrt == 0 {

@@ -78,10 +78,6 @@ type covScaleGradKernel struct{}
 func (covScaleGradKernel) name() string          { return "gm.CovScaleGrad" }
 func (covScaleGradKernel) writeParams(io.Writer) {}
 
-func (covScaleGradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
-	return covScaleGradShape(in)
-}
-
 func (covScaleGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 	l, _ := mixture.LayoutOf(in[0].Shape())
 	return typed(out, in,
@@ -96,21 +92,6 @@ func covScaleBackward[T mixture.Float](dx, x, g []T, l mixture.Layout) error {
 	}
 	cpu.CovScaleBackward(dx, g, x, l, s, tau)
 	return nil
-}
-
-// covScaleGradShape checks (mixture, output, grad) of a shape-preserving
-// mixture op and returns the mixture's shape.
-func covScaleGradShape(in []tensor.Shape) (tensor.Shape, error) {
-	if _, err := mixture.LayoutOf(in[0]); err != nil {
-		return nil, errors.Wrap(err, `input "mixture"`)
-	}
-	if err := sameShape("output", in[1], in[0]); err != nil {
-		return nil, err
-	}
-	if err := sameShape("grad", in[2], in[0]); err != nil {
-		return nil, err
-	}
-	return in[0].Clone(), nil
 }
 
 // CovScaleNorm is the running-average CovScaleNorm op the reference applies
@@ -285,10 +266,6 @@ type covScaleNormGradKernel struct{}
 
 func (covScaleNormGradKernel) name() string          { return "gm.CovScaleNormGrad" }
 func (covScaleNormGradKernel) writeParams(io.Writer) {}
-
-func (covScaleNormGradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
-	return covScaleGradShape(in)
-}
 
 func (covScaleNormGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 	l, _ := mixture.LayoutOf(in[0].Shape())

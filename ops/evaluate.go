@@ -101,21 +101,6 @@ func (k evaluateGradKernel) name() string {
 
 func (k evaluateGradKernel) writeParams(w io.Writer) { fmt.Fprintf(w, "wrt=%d", k.wrt) }
 
-func (k evaluateGradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
-	l, _, _, m, err := evaluateShapes(in[0], in[1])
-	if err != nil {
-		return nil, err
-	}
-	want := tensor.Shape{l.B, l.C, m}
-	if err := sameShape("output", in[2], want); err != nil {
-		return nil, err
-	}
-	if err := sameShape("grad", in[3], want); err != nil {
-		return nil, err
-	}
-	return in[k.wrt].Clone(), nil
-}
-
 func (k evaluateGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 	l, pb, pc, m, err := evaluateChecked(in[0], in[1])
 	if err != nil {

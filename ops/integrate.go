@@ -50,16 +50,6 @@ type integrateGradKernel struct{}
 func (integrateGradKernel) name() string          { return "gm.IntegrateGrad" }
 func (integrateGradKernel) writeParams(io.Writer) {}
 
-func (integrateGradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
-	if _, err := mixture.LayoutOf(in[0]); err != nil {
-		return nil, errors.Wrap(err, `input "mixture"`)
-	}
-	if err := sameShape("grad", in[2], tensor.Shape{in[0][0], in[0][1]}); err != nil {
-		return nil, err
-	}
-	return in[0].Clone(), nil
-}
-
 func (integrateGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 	l, _ := mixture.LayoutOf(in[0].Shape())
 	if backend != nil {

@@ -103,17 +103,6 @@ type assembleGradKernel struct {
 func (k assembleGradKernel) name() string            { return "gm.AssembleKernelGrad/" + assembleInputs[k.wrt] }
 func (k assembleGradKernel) writeParams(w io.Writer) { k.fwd.writeParams(w) }
 
-func (k assembleGradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
-	l, err := k.fwd.layout(in)
-	if err != nil {
-		return nil, err
-	}
-	if err := sameShape("grad", in[4], tensor.Shape(l.Shape())); err != nil {
-		return nil, err
-	}
-	return in[k.wrt].Clone(), nil
-}
-
 func (k assembleGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 	l, _ := mixture.LayoutOf(in[4].Shape())
 	return typed(out, in,

@@ -57,17 +57,6 @@ type memGradKernel struct{ np int }
 func (memGradKernel) name() string              { return "gm.MEMGrad" }
 func (k memGradKernel) writeParams(w io.Writer) { fmt.Fprintf(w, "np=%d", k.np) }
 
-func (k memGradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
-	want, err := memKernel(k).inferShape(in[:1])
-	if err != nil {
-		return nil, err
-	}
-	if err := sameShape("grad", in[2], want); err != nil {
-		return nil, err
-	}
-	return in[0].Clone(), nil
-}
-
 func (k memGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 	l, err := checkedMixture(in[0], "mixture")
 	if err != nil {

@@ -39,18 +39,17 @@ type differentiable interface {
 	gradKernel(i int) gradComputation
 }
 
-// gradComputation is a grad kernel without its input names and ranks,
-// which follow from the forward kernel (see gradKernel).
+// gradComputation is a grad kernel without its input names, ranks and shape
+// inference, which follow from the forward kernel (see gradKernel).
 type gradComputation interface {
 	name() string
-	inferShape(in []tensor.Shape) (tensor.Shape, error)
 	writeParams(w io.Writer)
 	do(out *tensor.Dense, in []*tensor.Dense) error
 }
 
 // gradKernel completes the gradient computation of input wrt of fwd to a
-// kernel: its inputs are fwd's inputs, then "output" and "grad" (ranks of
-// fwd's output), and its output has the rank of input wrt.
+// kernel: its inputs are fwd's inputs, then "output" and "grad" (shaped like
+// fwd's output), and its output is shaped like input wrt.
 type gradKernel struct {
 	gradComputation
 	fwd kernel
@@ -65,6 +64,20 @@ func (g gradKernel) ranks() []int {
 	r := g.fwd.ranks()
 	out := r[len(r)-1]
 	return append(append(append([]int{}, r[:len(r)-1]...), out, out), r[g.wrt])
+}
+
+func (g gradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
+	n := len(in) - 2
+	want, err := g.fwd.inferShape(in[:n])
+	if err != nil {
+		return nil, err
+	}
+	for i, name := range []string{"output", "grad"} {
+		if err := sameShape(name, in[n+i], want); err != nil {
+			return nil, err
+		}
+	}
+	return in[g.wrt].Clone(), nil
 }
 
 // newGradOp returns the op computing ∂L/∂input[i] of the forward kernel d.

@@ -68,21 +68,6 @@ type reluFitGradKernel struct{ opts ReLUFitOptions }
 func (reluFitGradKernel) name() string              { return "gm.ReLUFitGrad" }
 func (k reluFitGradKernel) writeParams(w io.Writer) { fmt.Fprintf(w, "%+v", k.opts) }
 
-func (k reluFitGradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
-	if err := k.opts.Validate(); err != nil {
-		return nil, err
-	}
-	if _, err := mixture.LayoutOf(in[0]); err != nil {
-		return nil, errors.Wrap(err, `input "mixture"`)
-	}
-	for i, name := range []string{"output", "grad"} {
-		if err := sameShape(name, in[1+i], in[0]); err != nil {
-			return nil, err
-		}
-	}
-	return in[0].Clone(), nil
-}
-
 func (k reluFitGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 	l, err := checkedMixture(in[0], "mixture")
 	if err != nil {

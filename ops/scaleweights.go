@@ -64,16 +64,6 @@ type scaleWeightsGradKernel scaleWeightsKernel
 func (scaleWeightsGradKernel) name() string              { return "gm.ScaleWeightsGrad" }
 func (k scaleWeightsGradKernel) writeParams(w io.Writer) { scaleWeightsKernel(k).writeParams(w) }
 
-func (scaleWeightsGradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
-	if _, err := mixture.LayoutOf(in[0]); err != nil {
-		return nil, errors.Wrap(err, `input "mixture"`)
-	}
-	if err := sameShape("grad", in[2], in[0]); err != nil {
-		return nil, err
-	}
-	return in[0].Clone(), nil
-}
-
 func (k scaleWeightsGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 	l, _ := mixture.LayoutOf(in[0].Shape())
 	return scaleWeights(out, in[2], l, k.s)

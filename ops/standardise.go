@@ -70,17 +70,6 @@ func (k standardiseGradKernel) name() string {
 }
 func (k standardiseGradKernel) writeParams(w io.Writer) { w.Write([]byte{byte(k.wrt)}) }
 
-func (k standardiseGradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
-	s, err := standardiseKernel{}.inferShape(in[:2])
-	if err != nil {
-		return nil, err
-	}
-	if err := sameShape("grad", in[3], s); err != nil {
-		return nil, err
-	}
-	return in[k.wrt].Clone(), nil
-}
-
 func (k standardiseGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 	l, _ := mixture.LayoutOf(in[0].Shape())
 	sd := make([]float64, l.Mixtures())

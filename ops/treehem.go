@@ -72,17 +72,6 @@ type treehemGradKernel treehemKernel
 func (treehemGradKernel) name() string              { return "gm.TreeHEMGrad" }
 func (k treehemGradKernel) writeParams(w io.Writer) { treehemKernel(k).writeParams(w) }
 
-func (k treehemGradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
-	want, err := treehemKernel(k).inferShape(in[:1])
-	if err != nil {
-		return nil, err
-	}
-	if err := sameShape("grad", in[2], want); err != nil {
-		return nil, err
-	}
-	return in[0].Clone(), nil
-}
-
 func (k treehemGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 	l, err := checkedMixture(in[0], "mixture")
 	if err != nil {

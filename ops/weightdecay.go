@@ -77,16 +77,6 @@ func (k weightDecayGradKernel) name() string {
 }
 func (weightDecayGradKernel) writeParams(io.Writer) {}
 
-func (k weightDecayGradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
-	if _, err := weightDecayDims(in); err != nil {
-		return nil, err
-	}
-	if err := sameShape("grad", in[3], tensor.Shape{1}); err != nil {
-		return nil, err
-	}
-	return in[k.wrt].Clone(), nil
-}
-
 func (k weightDecayGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 	d := in[1].Shape()[4]
 	return typed(out, in,
