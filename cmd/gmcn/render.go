@@ -112,9 +112,11 @@ func writeDensityGrid[T mixture.Float](path string, data []T, l mixture.Layout, 
 			ps[k] = cpu.Prepare(2, g)
 		}
 		peak := 0.0
+		var p [2]float64
 		for i := range vals {
-			p := []float64{box[0] + (box[1]-box[0])*(float64(i%size)+0.5)/float64(size), box[2] + (box[3]-box[2])*(float64(i/size)+0.5)/float64(size)}
-			vals[i] = cpu.EvalMixture(2, ps, p)
+			p[0] = box[0] + (box[1]-box[0])*(float64(i%size)+0.5)/float64(size)
+			p[1] = box[2] + (box[3]-box[2])*(float64(i/size)+0.5)/float64(size)
+			vals[i] = cpu.EvalMixture(2, ps, p[:])
 			peak = math.Max(peak, math.Abs(vals[i]))
 		}
 		ox, oy := (m%cols)*(size+2), (m/cols)*(size+2)

@@ -30,7 +30,16 @@ func StandardiseScale[T Float](sd []float64, x []T, l mixture.Layout) {
 		total *= n
 	}
 	s := l.Stride()
-	ParallelFor(l.Mixtures(), func(m int) {
+	type scratch struct {
+		ps []Prepared[float64]
+		g  []float64
+	}
+	ws := make([]scratch, Workers(l.Mixtures()))
+	for i := range ws {
+		ws[i] = scratch{make([]Prepared[float64], l.N), make([]float64, s)}
+	}
+	ParallelForWorker(l.Mixtures(), func(w, m int) {
+		ps, g := ws[w].ps, ws[w].g
 		b := m / l.C
 		lo, hi := [3]float64{}, [3]float64{}
 		for j := range l.D {
@@ -51,9 +60,7 @@ func StandardiseScale[T Float](sd []float64, x []T, l mixture.Layout) {
 				lo[j], hi[j] = lo[j]-0.15*e, hi[j]+0.15*e
 			}
 		}
-		ps := make([]Prepared[float64], l.N)
 		mx := mixture.Mixture(x, l, m)
-		g := make([]float64, s)
 		for k := range ps {
 			for j := range g {
 				g[j] = float64(mx[k*s+j])
