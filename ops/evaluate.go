@@ -106,9 +106,6 @@ func (k evaluateGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 	if err != nil {
 		return err
 	}
-	if err := checkedFinite(in[3], "grad"); err != nil {
-		return err
-	}
 	if backend != nil && k.wrt == 0 {
 		return backend.EvaluateBackwardMixture(out.Data(), in[0].Data(), in[1].Data(), in[3].Data(), l, pb, pc, m)
 	}

@@ -80,6 +80,15 @@ func (g gradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	return in[g.wrt].Clone(), nil
 }
 
+// do rejects a non-finite incoming gradient, for every grad op alike, and
+// then runs the computation.
+func (g gradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
+	if err := checkedFinite(in[len(in)-1], "grad"); err != nil {
+		return err
+	}
+	return g.gradComputation.do(out, in)
+}
+
 // newGradOp returns the op computing ∂L/∂input[i] of the forward kernel d.
 func newGradOp(d differentiable, i int) *op {
 	return newOp(gradKernel{gradComputation: d.gradKernel(i), fwd: d, wrt: i})

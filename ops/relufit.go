@@ -73,9 +73,6 @@ func (k reluFitGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 	if err != nil {
 		return err
 	}
-	if err := checkedFinite(in[2], "grad"); err != nil {
-		return err
-	}
 	if backend != nil {
 		return backend.ReLUFitBackward(out.Data(), in[0].Data(), in[2].Data(), l, k.opts)
 	}

@@ -77,9 +77,6 @@ func (k treehemGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 	if err != nil {
 		return err
 	}
-	if err := checkedFinite(in[2], "grad"); err != nil {
-		return err
-	}
 	return typed(out, in,
 		func(dx []float32, x [][]float32) error { return cpu.TreeHEMGrad(dx, x[0], x[2], l, k.np, k.o) },
 		func(dx []float64, x [][]float64) error { return cpu.TreeHEMGrad(dx, x[0], x[2], l, k.np, k.o) })
