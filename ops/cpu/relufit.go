@@ -130,25 +130,14 @@ func ReLUFit[T Float](y, x []T, l mixture.Layout, opts ReLUFitOptions) error {
 		return err
 	}
 	copy(y, x)
-	ws := make([]*reluWork[T], Workers(l.Mixtures()))
-	for i := range ws {
-		ws[i] = newReLUWork[T](l.N, l.D, false)
-	}
-	errs := make([]error, len(ws))
-	ParallelForWorker(l.Mixtures(), func(w, m int) {
-		s := ws[w]
-		if err := s.load(mixture.Mixture(x, l, m), p); err != nil {
-			errs[w] = cmp.Or(errs[w], mixtureError(err, l, m))
-			return
-		}
-		s.forward()
+	off := T(p.off)
+	err = reluEach(x, l, p, false, func(s *reluWork[T], m int) {
 		out := mixture.Mixture(y, l, m)
-		off := T(p.off)
 		for k := range l.N {
 			out[k*l.Stride()] = s.x[k] * (max(s.t[k], 0) + off) / (s.e[k] + off)
 		}
 	})
-	if err := cmp.Or(errs...); err != nil {
+	if err != nil {
 		return err
 	}
 	return checkFiniteResult(y, l, "output weight", true)
@@ -178,9 +167,22 @@ func ReLUFitBackward[T Float](dx, x, g []T, l mixture.Layout, opts ReLUFitOption
 		return err
 	}
 	copy(dx, g)
+	err = reluEach(x, l, p, true, func(s *reluWork[T], m int) {
+		s.backward(mixture.Mixture(dx, l, m), p)
+	})
+	if err != nil {
+		return err
+	}
+	return checkFiniteResult(dx, l, "gradient", false)
+}
+
+// reluEach loads every mixture of x into a per-worker reluWork (with the
+// backward buffers if backward is set), runs the forward sums and hands the
+// work to f; it returns the first load error.
+func reluEach[T Float](x []T, l mixture.Layout, p reluParams, backward bool, f func(s *reluWork[T], m int)) error {
 	ws := make([]*reluWork[T], Workers(l.Mixtures()))
 	for i := range ws {
-		ws[i] = newReLUWork[T](l.N, l.D, true)
+		ws[i] = newReLUWork[T](l.N, l.D, backward)
 	}
 	errs := make([]error, len(ws))
 	ParallelForWorker(l.Mixtures(), func(w, m int) {
@@ -190,12 +192,9 @@ func ReLUFitBackward[T Float](dx, x, g []T, l mixture.Layout, opts ReLUFitOption
 			return
 		}
 		s.forward()
-		s.backward(mixture.Mixture(dx, l, m), p)
+		f(s, m)
 	})
-	if err := cmp.Or(errs...); err != nil {
-		return err
-	}
-	return checkFiniteResult(dx, l, "gradient", false)
+	return cmp.Or(errs...)
 }
 
 // mixtureError names mixture m = b·C + c in err.
