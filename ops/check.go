@@ -1,7 +1,7 @@
 package ops
 
 import (
-	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/internal/parallel"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
 	"gorgonia.org/tensor"
@@ -31,7 +31,7 @@ func validateParallel[T mixture.Float](x []T, l mixture.Layout) error {
 		return mixture.Validate(x, l)
 	}
 	errs := make([]error, l.Mixtures())
-	cpu.ParallelFor(l.Mixtures(), func(m int) {
+	parallel.For(l.Mixtures(), func(m int) {
 		if n, err := mixture.ValidateComponents(mixture.Mixture(x, l, m), l.D); err != nil {
 			errs[m] = errors.Wrapf(err, "component (b=%d, c=%d, n=%d)", m/l.C, m%l.C, n)
 		}

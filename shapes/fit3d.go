@@ -2,6 +2,7 @@ package shapes
 
 import (
 	"fmt"
+	"github.com/gmcn-go/gmcn/internal/parallel"
 	"math"
 	"sync"
 
@@ -485,13 +486,13 @@ func fitEach(n int, cfg FitConfig, progress Progress, load func(w *worker, i int
 	}
 	l := FitLayout(n, cfg.K)
 	out := make([]float32, l.Len())
-	workers := make([]*worker, cpu.Workers(n))
+	workers := make([]*worker, parallel.Workers(n))
 	var (
 		mu       sync.Mutex
 		firstErr error
 		errIndex = n
 	)
-	cpu.ParallelForWorker(n, func(w, i int) {
+	parallel.ForWorker(n, func(w, i int) {
 		if workers[w] == nil {
 			workers[w] = &worker{fitter: NewFitter(cfg)}
 		}

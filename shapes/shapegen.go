@@ -3,6 +3,7 @@ package shapes
 import (
 	"bufio"
 	"fmt"
+	"github.com/gmcn-go/gmcn/internal/parallel"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -12,8 +13,6 @@ import (
 	"sync"
 
 	"github.com/pkg/errors"
-
-	"github.com/gmcn-go/gmcn/ops/cpu"
 )
 
 // GeneratedClasses are the classes of the generated 3D benchmark, in label
@@ -303,7 +302,7 @@ func GenerateModelNet(dir string, nTrain, nTest int, seed uint64) error {
 		mu       sync.Mutex
 		firstErr error
 	)
-	cpu.ParallelFor(len(GeneratedClasses)*per, func(i int) {
+	parallel.For(len(GeneratedClasses)*per, func(i int) {
 		c, j := i/per, i%per
 		split := "train"
 		if j >= nTrain {

@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"github.com/gmcn-go/gmcn/internal/parallel"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -133,13 +134,13 @@ func FitInputs(im Images, cfg FitConfig, progress *Progress) ([]float32, mixture
 	}
 	l := FitLayout(im.N, cfg.K)
 	out := make([]float32, l.Len())
-	fitters := make([]*fitter, cpu.Workers(im.N))
+	fitters := make([]*fitter, parallel.Workers(im.N))
 	var (
 		mu       sync.Mutex
 		firstErr error
 		errIndex = im.N
 	)
-	cpu.ParallelForWorker(im.N, func(w, i int) {
+	parallel.ForWorker(im.N, func(w, i int) {
 		if fitters[w] == nil {
 			fitters[w] = newFitter(cfg, im.Rows, im.Cols)
 		}

@@ -18,6 +18,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/gmcn-go/gmcn/internal/parallel"
 	"log"
 	"math"
 	"math/rand/v2"
@@ -27,7 +28,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/shapes"
 )
 
@@ -72,7 +72,7 @@ func benchmark(n int, cfg shapes.FitConfig) error {
 	}
 	start := time.Now()
 	clouds := make([][]float32, n)
-	cpu.ParallelFor(n, func(i int) {
+	parallel.For(n, func(i int) {
 		clouds[i] = samplers[i%nc].Sample(make([]float32, 0, 3*cfg.Points), cfg.Points, rand.New(rand.NewPCG(cfg.Seed, uint64(i))))
 	})
 	sampling := time.Since(start)

@@ -1,6 +1,9 @@
 package cpu
 
-import "github.com/gmcn-go/gmcn/ops/mixture"
+import (
+	"github.com/gmcn-go/gmcn/internal/parallel"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+)
 
 // ConvLayout returns the layout of the convolution of data of layout lx
 // [B, Fi, Ni, ·] with kernels of layout lk [Fo, Fi, Nk, ·]:
@@ -26,7 +29,7 @@ func Conv[T Float](y, x, k []T, lx, lk mixture.Layout) {
 	ly := ConvLayout(lx, lk)
 	s := lx.Stride()
 	fi, fo := lx.C, lk.B
-	ParallelFor(ly.Mixtures(), func(m int) {
+	parallel.For(ly.Mixtures(), func(m int) {
 		b, o := m/fo, m%fo
 		out := mixture.Mixture(y, ly, m)
 		n := 0
@@ -65,7 +68,7 @@ func ConvBackwardData[T Float](dx, g, k []T, lx, lk mixture.Layout) {
 	ly := ConvLayout(lx, lk)
 	s := lx.Stride()
 	fi, fo := lx.C, lk.B
-	ParallelFor(lx.Mixtures(), func(m int) {
+	parallel.For(lx.Mixtures(), func(m int) {
 		b, c := m/fi, m%fi
 		d := mixture.Mixture(dx, lx, m)
 		clear(d)
@@ -96,7 +99,7 @@ func ConvBackwardKernels[T Float](dk, g, x []T, lx, lk mixture.Layout) {
 	s := lx.Stride()
 	fi, fo := lx.C, lk.B
 	run := lx.N * s // one input channel's block of a (b, o, j) output slab
-	ParallelFor(lk.Mixtures(), func(m int) {
+	parallel.For(lk.Mixtures(), func(m int) {
 		o, c := m/fi, m%fi
 		d := mixture.Mixture(dk, lk, m)
 		clear(d)

@@ -1,6 +1,9 @@
 package cpu
 
-import "github.com/gmcn-go/gmcn/ops/mixture"
+import (
+	"github.com/gmcn-go/gmcn/internal/parallel"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+)
 
 // ScaleWeights writes x with every weight multiplied by s into y (both of
 // layout l); positions and covariances pass through. The reference model
@@ -11,7 +14,7 @@ import "github.com/gmcn-go/gmcn/ops/mixture"
 // incoming gradient: ScaleWeights(dx, g, l, s).
 func ScaleWeights[T Float](y, x []T, l mixture.Layout, s T) {
 	st := l.Stride()
-	ParallelFor(l.Mixtures(), func(m int) {
+	parallel.For(l.Mixtures(), func(m int) {
 		ym, xm := mixture.Mixture(y, l, m), mixture.Mixture(x, l, m)
 		copy(ym, xm)
 		for i := 0; i < len(ym); i += st {

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"github.com/gmcn-go/gmcn/internal/parallel"
 	"math"
 
 	"github.com/gmcn-go/gmcn/ops/mixture"
@@ -11,7 +12,7 @@ import (
 // batches of thousands of components keep their statistic accurate.
 func MeanTraces[T Float](tau []float64, x []T, l mixture.Layout) {
 	s, d := l.Stride(), l.D
-	ParallelFor(l.Mixtures(), func(m int) {
+	parallel.For(l.Mixtures(), func(m int) {
 		mx := mixture.Mixture(x, l, m)
 		var sum float64
 		for k := 0; k < len(mx); k += s {
@@ -40,7 +41,7 @@ func CovScaleFactor(d int, tau float64) (float64, bool) {
 // every component's integral.
 func ScaleMixtures[T Float](y, x []T, l mixture.Layout, s []T) {
 	st, d := l.Stride(), l.D
-	ParallelFor(l.Mixtures(), func(m int) {
+	parallel.For(l.Mixtures(), func(m int) {
 		src, dst := mixture.Mixture(x, l, m), mixture.Mixture(y, l, m)
 		f := s[m]
 		f2 := f * f
@@ -76,7 +77,7 @@ func ScaleMixturesBackward[T Float](dx, g []T, l mixture.Layout, s []T) {
 // factors the forward used and tau the mean traces they came from.
 func CovScaleBackward[T Float](dx, g, x []T, l mixture.Layout, s []T, tau []float64) {
 	st, d := l.Stride(), l.D
-	ParallelFor(l.Mixtures(), func(m int) {
+	parallel.For(l.Mixtures(), func(m int) {
 		src, gm, dst := mixture.Mixture(x, l, m), mixture.Mixture(g, l, m), mixture.Mixture(dx, l, m)
 		f := float64(s[m])
 		var dS, dS2 float64

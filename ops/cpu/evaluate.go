@@ -1,6 +1,9 @@
 package cpu
 
-import "github.com/gmcn-go/gmcn/ops/mixture"
+import (
+	"github.com/gmcn-go/gmcn/internal/parallel"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+)
 
 // A point batch for Evaluate is a packed tensor [pb, pc, M, D] with
 // pb ∈ {1, B} and pc ∈ {1, C}: a size of 1 broadcasts one point set over all
@@ -40,8 +43,8 @@ func Evaluate[T Float](y, x, pts []T, l mixture.Layout, pb, pc, m int) {
 // exp runs over a whole row (expRow) instead of once per call.
 func evaluateGeneric[T Float](y, x, pts []T, l mixture.Layout, pb, pc, m int) {
 	d := l.D
-	ws := newEvalScratch[T](Workers(l.Mixtures()), l.N, 0)
-	ParallelForWorker(l.Mixtures(), func(w, mi int) {
+	ws := newEvalScratch[T](parallel.Workers(l.Mixtures()), l.N, 0)
+	parallel.ForWorker(l.Mixtures(), func(w, mi int) {
 		ps, row := ws[w].prep, ws[w].row
 		PrepareMixture(d, mixture.Mixture(x, l, mi), ps)
 		p := pts[pointSet(mi/l.C, mi%l.C, pb, pc)*m*d:]
@@ -97,8 +100,8 @@ func newEvalScratch[T Float](workers, nPrep, nRow int) []evalScratch[T] {
 // kernel runs in parallel over them without sharing any output.
 func EvaluateBackwardMixture[T Float](dx, x, pts, g []T, l mixture.Layout, pb, pc, m int) {
 	d, s := l.D, l.Stride()
-	ws := newEvalScratch[T](Workers(l.Mixtures()), 0, m)
-	ParallelForWorker(l.Mixtures(), func(w, mi int) {
+	ws := newEvalScratch[T](parallel.Workers(l.Mixtures()), 0, m)
+	parallel.ForWorker(l.Mixtures(), func(w, mi int) {
 		row, us := ws[w].row, ws[w].u[:m*d]
 		mx := mixture.Mixture(x, l, mi)
 		dmx := mixture.Mixture(dx, l, mi)
@@ -166,11 +169,11 @@ func EvaluateBackwardPoints[T Float](dp, x, pts, g []T, l mixture.Layout, pb, pc
 	d := l.D
 	blocks := (m + evaluatePointRows - 1) / evaluatePointRows
 	items := pb * pc * blocks
-	ws := newEvalScratch[T](Workers(items), l.N, 0)
+	ws := newEvalScratch[T](parallel.Workers(items), l.N, 0)
 	// Each point set is read by the mixtures whose b (c) equals its batch
 	// (channel) index, or by all of them along a broadcast dimension.
 	bs, cs := l.B/pb, l.C/pc
-	ParallelForWorker(items, func(w, it int) {
+	parallel.ForWorker(items, func(w, it int) {
 		set, blk := it/blocks, it%blocks
 		lo, hi := blk*evaluatePointRows, min((blk+1)*evaluatePointRows, m)
 		p := pts[set*m*d : (set+1)*m*d]

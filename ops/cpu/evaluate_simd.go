@@ -3,6 +3,7 @@
 package cpu
 
 import (
+	"github.com/gmcn-go/gmcn/internal/parallel"
 	"simd/archsimd"
 
 	"github.com/gmcn-go/gmcn/ops/mixture"
@@ -98,14 +99,14 @@ func evaluate32x8(y, x, pts []float32, l mixture.Layout, pb, pc, m int) {
 	d := l.D
 	nb := (l.N + 7) / 8
 	run := max(1, evalRowVectors/nb)
-	ws := make([]evalLanes, Workers(l.Mixtures()))
+	ws := make([]evalLanes, parallel.Workers(l.Mixtures()))
 	for w := range ws {
 		ws[w] = evalLanes{
 			b2: make([]evalBlock2, 0, nb), b3: make([]evalBlock3, 0, nb),
 			coef: make([]archsimd.Float32x8, 0, nb), row: make([]archsimd.Float32x8, run*nb),
 		}
 	}
-	ParallelForWorker(l.Mixtures(), func(w, mi int) {
+	parallel.ForWorker(l.Mixtures(), func(w, mi int) {
 		s := &ws[w]
 		s.prepare(d, mixture.Mixture(x, l, mi), l.N)
 		p := pts[pointSet(mi/l.C, mi%l.C, pb, pc)*m*d:][:m*d]

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"github.com/gmcn-go/gmcn/internal/parallel"
 	"math"
 	"math/rand/v2"
 
@@ -29,7 +30,7 @@ const fitErrorMargin = 3
 // are reproducible and do not depend on scheduling.
 func FitErrorPoints[T Float](pts, x []T, l mixture.Layout, s int, seed uint64) {
 	d, st := l.D, l.Stride()
-	ParallelFor(l.Mixtures(), func(m int) {
+	parallel.For(l.Mixtures(), func(m int) {
 		mx := mixture.Mixture(x, l, m)
 		var lo, hi, sd [3]float64
 		for j := range d {

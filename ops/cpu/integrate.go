@@ -1,12 +1,15 @@
 package cpu
 
-import "github.com/gmcn-go/gmcn/ops/mixture"
+import (
+	"github.com/gmcn-go/gmcn/internal/parallel"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+)
 
 // Integrate writes y[b,c] = Σ_k w[b,c,k] for the packed batch x of layout l
 // into y [B·C]; components are normalised, so a weight is its integral.
 func Integrate[T Float](y, x []T, l mixture.Layout) {
 	s := l.Stride()
-	ParallelFor(l.Mixtures(), func(m int) {
+	parallel.For(l.Mixtures(), func(m int) {
 		mx := mixture.Mixture(x, l, m)
 		var sum T
 		for k := 0; k < len(mx); k += s {
@@ -20,7 +23,7 @@ func Integrate[T Float](y, x []T, l mixture.Layout) {
 // zero for positions and covariances.
 func IntegrateBackward[T Float](dx, g []T, l mixture.Layout) {
 	s := l.Stride()
-	ParallelFor(l.Mixtures(), func(m int) {
+	parallel.For(l.Mixtures(), func(m int) {
 		d := mixture.Mixture(dx, l, m)
 		clear(d)
 		for k := 0; k < len(d); k += s {

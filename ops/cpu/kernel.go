@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"github.com/gmcn-go/gmcn/internal/parallel"
 	"math"
 
 	"github.com/gmcn-go/gmcn/ops/mixture"
@@ -75,7 +76,7 @@ func AssembleKernel[T Float](out, w, p, a []T, l mixture.Layout, cfg KernelConfi
 	st, d := l.Stride(), l.D
 	sd, mean, r, cr := T(cfg.WeightSD), T(cfg.WeightMean), T(cfg.Radius), T(cfg.CovRange())
 	e := T(eps)
-	ParallelFor(l.Mixtures(), func(m int) {
+	parallel.For(l.Mixtures(), func(m int) {
 		for k := range l.N {
 			i := m*l.N + k
 			g := out[i*st : (i+1)*st]
@@ -122,7 +123,7 @@ func KernelPositionsBackward[T Float](dp, g []T, l mixture.Layout, cfg KernelCon
 func KernelFactorsBackward[T Float](da, g, a []T, l mixture.Layout, cfg KernelConfig) {
 	st, d, cr := l.Stride(), l.D, T(cfg.CovRange())
 	dd := d * d
-	ParallelFor(l.Mixtures(), func(m int) {
+	parallel.For(l.Mixtures(), func(m int) {
 		for k := range l.N {
 			i := m*l.N + k
 			symGradFactor(d, g[i*st+1+d:(i+1)*st], a[i*dd:(i+1)*dd], da[i*dd:(i+1)*dd], cr)

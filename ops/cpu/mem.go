@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"github.com/gmcn-go/gmcn/internal/parallel"
 	"math"
 	"slices"
 
@@ -52,8 +53,8 @@ func MEM[T Float](y, x []T, l mixture.Layout, np int) {
 	lo := l
 	lo.N = np
 	k := MEMComponents(l.N, np)
-	scratch := newMEMScratch[T](Workers(l.Mixtures()), l.N, k)
-	ParallelForWorker(l.Mixtures(), func(w, m int) {
+	scratch := newMEMScratch[T](parallel.Workers(l.Mixtures()), l.N, k)
+	parallel.ForWorker(l.Mixtures(), func(w, m int) {
 		sc := &scratch[w]
 		mx := mixture.Mixture(x, l, m)
 		MEMSelect(sc.sel, sc.order, mx, l.D)
@@ -69,8 +70,8 @@ func MEMBackward[T Float](dx, x, gy []T, l mixture.Layout, np int) {
 	lo := l
 	lo.N = np
 	k := MEMComponents(l.N, np)
-	scratch := newMEMScratch[T](Workers(l.Mixtures()), l.N, k)
-	ParallelForWorker(l.Mixtures(), func(w, m int) {
+	scratch := newMEMScratch[T](parallel.Workers(l.Mixtures()), l.N, k)
+	parallel.ForWorker(l.Mixtures(), func(w, m int) {
 		sc := &scratch[w]
 		mx := mixture.Mixture(x, l, m)
 		MEMSelect(sc.sel, sc.order, mx, l.D)
@@ -86,8 +87,8 @@ func MEMBackward[T Float](dx, x, gy []T, l mixture.Layout, np int) {
 // gradient, which is what the gradient checks verify.
 func MEMDecisions[T Float](sel []int, lik, x []T, l mixture.Layout, np int) {
 	k := MEMComponents(l.N, np)
-	scratch := newMEMScratch[T](Workers(l.Mixtures()), l.N, k)
-	ParallelForWorker(l.Mixtures(), func(w, m int) {
+	scratch := newMEMScratch[T](parallel.Workers(l.Mixtures()), l.N, k)
+	parallel.ForWorker(l.Mixtures(), func(w, m int) {
 		sc := &scratch[w]
 		mx := mixture.Mixture(x, l, m)
 		s := sel[m*k : (m+1)*k]
@@ -102,8 +103,8 @@ func MEMFrozen[T Float](y, x, lik []T, sel []int, l mixture.Layout, np int) {
 	lo := l
 	lo.N = np
 	k := MEMComponents(l.N, np)
-	scratch := newMEMScratch[T](Workers(l.Mixtures()), l.N, k)
-	ParallelForWorker(l.Mixtures(), func(w, m int) {
+	scratch := newMEMScratch[T](parallel.Workers(l.Mixtures()), l.N, k)
+	parallel.ForWorker(l.Mixtures(), func(w, m int) {
 		memForward(mixture.Mixture(y, lo, m), mixture.Mixture(x, l, m), lik[m*l.N*k:(m+1)*l.N*k], sel[m*k:(m+1)*k], l.D, &scratch[w])
 	})
 }
@@ -113,8 +114,8 @@ func MEMFrozenBackward[T Float](dx, x, gy, lik []T, sel []int, l mixture.Layout,
 	lo := l
 	lo.N = np
 	k := MEMComponents(l.N, np)
-	scratch := newMEMScratch[T](Workers(l.Mixtures()), l.N, k)
-	ParallelForWorker(l.Mixtures(), func(w, m int) {
+	scratch := newMEMScratch[T](parallel.Workers(l.Mixtures()), l.N, k)
+	parallel.ForWorker(l.Mixtures(), func(w, m int) {
 		memBackward(mixture.Mixture(dx, l, m), mixture.Mixture(x, l, m), mixture.Mixture(gy, lo, m),
 			lik[m*l.N*k:(m+1)*l.N*k], sel[m*k:(m+1)*k], l.D, &scratch[w])
 	})

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"cmp"
+	"github.com/gmcn-go/gmcn/internal/parallel"
 	"math"
 
 	"github.com/gmcn-go/gmcn/ops/mixture"
@@ -180,12 +181,12 @@ func ReLUFitBackward[T Float](dx, x, g []T, l mixture.Layout, opts ReLUFitOption
 // backward buffers if backward is set), runs the forward sums and hands the
 // work to f; it returns the first load error.
 func reluEach[T Float](x []T, l mixture.Layout, p reluParams, backward bool, f func(s *reluWork[T], m int)) error {
-	ws := make([]*reluWork[T], Workers(l.Mixtures()))
+	ws := make([]*reluWork[T], parallel.Workers(l.Mixtures()))
 	for i := range ws {
 		ws[i] = newReLUWork[T](l.N, l.D, backward)
 	}
 	errs := make([]error, len(ws))
-	ParallelForWorker(l.Mixtures(), func(w, m int) {
+	parallel.ForWorker(l.Mixtures(), func(w, m int) {
 		s := ws[w]
 		if err := s.load(mixture.Mixture(x, l, m), p); err != nil {
 			errs[w] = cmp.Or(errs[w], mixtureError(err, l, m))

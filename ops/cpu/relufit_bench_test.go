@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"github.com/gmcn-go/gmcn/internal/parallel"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -57,13 +58,13 @@ func BenchmarkReLUFitNaive(b *testing.B) {
 		x := relufitTo32(relufitRandom(rand.New(rand.NewPCG(1, 2)), l, 0, 4))
 		y := make([]float32, len(x))
 		b.Run(relufitBenchName(l), func(b *testing.B) {
-			ps := make([][]Prepared[float32], Workers(l.Mixtures()))
+			ps := make([][]Prepared[float32], parallel.Workers(l.Mixtures()))
 			for i := range ps {
 				ps[i] = make([]Prepared[float32], l.N)
 			}
 			st := l.Stride()
 			for b.Loop() {
-				ParallelForWorker(l.Mixtures(), func(w, m int) {
+				parallel.ForWorker(l.Mixtures(), func(w, m int) {
 					mx, out := mixture.Mixture(x, l, m), mixture.Mixture(y, l, m)
 					PrepareMixture(l.D, mx, ps[w])
 					for k := range l.N {

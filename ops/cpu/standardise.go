@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"github.com/gmcn-go/gmcn/internal/parallel"
 	"math"
 
 	"github.com/gmcn-go/gmcn/ops/mixture"
@@ -34,11 +35,11 @@ func StandardiseScale[T Float](sd []float64, x []T, l mixture.Layout) {
 		ps []Prepared[float64]
 		g  []float64
 	}
-	ws := make([]scratch, Workers(l.Mixtures()))
+	ws := make([]scratch, parallel.Workers(l.Mixtures()))
 	for i := range ws {
 		ws[i] = scratch{make([]Prepared[float64], l.N), make([]float64, s)}
 	}
-	ParallelForWorker(l.Mixtures(), func(w, m int) {
+	parallel.ForWorker(l.Mixtures(), func(w, m int) {
 		ps, g := ws[w].ps, ws[w].g
 		b := m / l.C
 		lo, hi := [3]float64{}, [3]float64{}

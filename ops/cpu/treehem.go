@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"github.com/gmcn-go/gmcn/internal/parallel"
 	"math"
 
 	"github.com/gmcn-go/gmcn/ops/mixture"
@@ -211,7 +212,7 @@ func runTreeHEM[T Float](mode hemMode, y, dx, x, g []T, dec *Decisions) error {
 	s := l.Stride()
 	outLen := np * s
 	if dec.pass {
-		ParallelFor(l.Mixtures(), func(m int) {
+		parallel.For(l.Mixtures(), func(m int) {
 			in := mixture.Mixture(x, l, m)
 			if mode&hemBackward != 0 {
 				copy(mixture.Mixture(dx, l, m), g[m*outLen:m*outLen+len(in)])
@@ -223,11 +224,11 @@ func runTreeHEM[T Float](mode hemMode, y, dx, x, g []T, dec *Decisions) error {
 		})
 		return finiteResult(mode, y, dx, l, np)
 	}
-	workers := make([]*hemWorker[T], Workers(l.Mixtures()))
+	workers := make([]*hemWorker[T], parallel.Workers(l.Mixtures()))
 	for w := range workers {
 		workers[w] = newHEMWorker[T](l, np, dec.o)
 	}
-	ParallelForWorker(l.Mixtures(), func(w, m int) {
+	parallel.ForWorker(l.Mixtures(), func(w, m int) {
 		wk := workers[w]
 		dm := &wk.scratch
 		if dec.mix != nil {

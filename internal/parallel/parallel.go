@@ -1,4 +1,5 @@
-package cpu
+// Package parallel spreads independent work items over the available cores.
+package parallel
 
 import (
 	"runtime"
@@ -6,10 +7,10 @@ import (
 	"sync/atomic"
 )
 
-// ParallelFor calls f(i) for every i in [0, n), spreading the calls over
+// For calls f(i) for every i in [0, n), spreading the calls over
 // GOMAXPROCS goroutines. Items are handed out one at a time, so uneven work
 // per item (mixtures of different cost) balances itself.
-func ParallelFor(n int, f func(i int)) {
+func For(n int, f func(i int)) {
 	workers := min(runtime.GOMAXPROCS(0), n)
 	if workers <= 1 {
 		for i := range n {
@@ -33,9 +34,9 @@ func ParallelFor(n int, f func(i int)) {
 	wg.Wait()
 }
 
-// ParallelForWorker is ParallelFor with the worker index w ∈ [0, Workers(n))
+// ForWorker is For with the worker index w ∈ [0, Workers(n))
 // passed along, so callers can give each worker its own scratch space.
-func ParallelForWorker(n int, f func(w, i int)) {
+func ForWorker(n int, f func(w, i int)) {
 	workers := Workers(n)
 	if workers <= 1 {
 		for i := range n {
@@ -59,5 +60,5 @@ func ParallelForWorker(n int, f func(w, i int)) {
 	wg.Wait()
 }
 
-// Workers returns how many goroutines ParallelForWorker uses for n items.
+// Workers returns how many goroutines ForWorker uses for n items.
 func Workers(n int) int { return max(1, min(runtime.GOMAXPROCS(0), n)) }
