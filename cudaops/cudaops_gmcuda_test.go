@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -169,7 +170,7 @@ func testConv[T Float](t *testing.T) {
 	forShapes(t, func(t *testing.T, rng *rand.Rand, lx mixture.Layout) {
 		for _, nk := range []int{1, 5} {
 			lk := mixture.Layout{B: 3, C: lx.C, N: nk, D: lx.D}
-			ly := cpu.ConvLayout(lx, lk)
+			ly := device.ConvLayout(lx, lk)
 			x, k := randomMixtures[T](rng, lx), randomMixtures[T](rng, lk)
 			y, want := make([]T, ly.Len()), make([]T, ly.Len())
 			must(t, Conv(dev, y, x, k, lx, lk))
@@ -225,7 +226,7 @@ func testReLUFit[T Float](t *testing.T) {
 	forShapes(t, func(t *testing.T, rng *rand.Rand, l mixture.Layout) {
 		x := randomMixtures[T](rng, l)
 		g := randomSlice[T](rng, l.Len(), -1, 1)
-		for _, opts := range []cpu.ReLUFitOptions{{}, {Variant: cpu.ReLUFitPaper}} {
+		for _, opts := range []device.ReLUFitOptions{{}, {Variant: device.ReLUFitPaper}} {
 			name := fmt.Sprintf("variant%d", opts.Variant)
 			y, want := make([]T, l.Len()), make([]T, l.Len())
 			must(t, ReLUFit(dev, y, x, l, opts))
@@ -252,7 +253,7 @@ func testCovScale[T Float](t *testing.T) {
 		compare(t, "tau", tau, wtau, 1e-12)
 		s := make([]T, l.Mixtures())
 		for m, v := range wtau {
-			f, _ := cpu.CovScaleFactor(l.D, v)
+			f, _ := device.CovScaleFactor(l.D, v)
 			s[m] = T(f)
 		}
 		y, want := make([]T, l.Len()), make([]T, l.Len())
@@ -276,7 +277,7 @@ func TestAssembleKernel(t *testing.T) {
 
 func testAssembleKernel[T Float](t *testing.T) {
 	forShapes(t, func(t *testing.T, rng *rand.Rand, l mixture.Layout) {
-		cfg := cpu.DefaultKernelConfig(2.5)
+		cfg := device.DefaultKernelConfig(2.5)
 		count, d := l.Mixtures()*l.N, l.D
 		w := randomSlice[T](rng, count, -1, 1)
 		p := randomSlice[T](rng, count*d, -1, 1)
@@ -330,10 +331,10 @@ func BenchmarkReLUFit(b *testing.B) {
 	g := randomSlice[float32](rng, l.Len(), -1, 1)
 	y := make([]float32, l.Len())
 	b.Run("Forward/2D_B800_N256", func(b *testing.B) {
-		benchKernels(b, func() error { return ReLUFit(dev, y, x, l, cpu.ReLUFitOptions{}) })
+		benchKernels(b, func() error { return ReLUFit(dev, y, x, l, device.ReLUFitOptions{}) })
 	})
 	b.Run("Backward/2D_B800_N256", func(b *testing.B) {
-		benchKernels(b, func() error { return ReLUFitBackward(dev, y, x, g, l, cpu.ReLUFitOptions{}) })
+		benchKernels(b, func() error { return ReLUFitBackward(dev, y, x, g, l, device.ReLUFitOptions{}) })
 	})
 }
 
@@ -342,7 +343,7 @@ func BenchmarkReLUFit(b *testing.B) {
 func BenchmarkConv(b *testing.B) {
 	lx := mixture.Layout{B: 21, C: 8, N: 32, D: 3}
 	lk := mixture.Layout{B: 16, C: 8, N: 5, D: 3}
-	ly := cpu.ConvLayout(lx, lk)
+	ly := device.ConvLayout(lx, lk)
 	rng := rand.New(rand.NewPCG(3, 4))
 	x, k := randomMixtures[float32](rng, lx), randomMixtures[float32](rng, lk)
 	y, g := make([]float32, ly.Len()), randomSlice[float32](rng, ly.Len(), -1, 1)

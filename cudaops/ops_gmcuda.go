@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
 	"gorgonia.org/cu"
@@ -103,7 +104,7 @@ func convArgs(lx, lk mixture.Layout) []any {
 	return []any{lx.B, lx.C, lx.N, lk.B, lk.N, lx.Stride()}
 }
 
-// Conv is cpu.Conv on the GPU: y (layout cpu.ConvLayout(lx, lk)) is the
+// Conv is cpu.Conv on the GPU: y (layout device.ConvLayout(lx, lk)) is the
 // convolution of the data x with the kernels k.
 func Conv[T Float](d *Device, y, x, k []T, lx, lk mixture.Layout) error {
 	return d.run(func(s *seq) {
@@ -180,9 +181,9 @@ func EvaluateBackwardPoints[T Float](d *Device, dp, x, pts, g []T, l mixture.Lay
 	})
 }
 
-// reluArgs resolves opts like cpu.ReLUFitOptions does (a zero constant takes
+// reluArgs resolves opts like device.ReLUFitOptions does (a zero constant takes
 // its default) into the kernels' paper flag and constants.
-func reluArgs(opts cpu.ReLUFitOptions) (paper int, coarse, floor, off float64, err error) {
+func reluArgs(opts device.ReLUFitOptions) (paper int, coarse, floor, off float64, err error) {
 	if err := opts.Validate(); err != nil {
 		return 0, 0, 0, 0, err
 	}
@@ -192,15 +193,15 @@ func reluArgs(opts cpu.ReLUFitOptions) (paper int, coarse, floor, off float64, e
 		}
 		return v
 	}
-	if opts.Variant == cpu.ReLUFitPaper {
-		return 1, 0, orDefault(opts.Epsilon, cpu.DefaultReLUFitEpsilon), 0, nil
+	if opts.Variant == device.ReLUFitPaper {
+		return 1, 0, orDefault(opts.Epsilon, device.DefaultReLUFitEpsilon), 0, nil
 	}
-	return 0, orDefault(opts.CoarseOffset, cpu.DefaultReLUFitCoarseOffset), 0, orDefault(opts.Offset, cpu.DefaultReLUFitOffset), nil
+	return 0, orDefault(opts.CoarseOffset, device.DefaultReLUFitCoarseOffset), 0, orDefault(opts.Offset, device.DefaultReLUFitOffset), nil
 }
 
 // ReLUFit is cpu.ReLUFit on the GPU. Like the CPU kernel it reports a
 // non-finite output weight, which only extreme covariances can produce.
-func ReLUFit[T Float](d *Device, y, x []T, l mixture.Layout, opts cpu.ReLUFitOptions) error {
+func ReLUFit[T Float](d *Device, y, x []T, l mixture.Layout, opts device.ReLUFitOptions) error {
 	paper, coarse, floor, off, err := reluArgs(opts)
 	if err != nil {
 		return err
@@ -225,7 +226,7 @@ func ReLUFit[T Float](d *Device, y, x []T, l mixture.Layout, opts cpu.ReLUFitOpt
 // centroids computes ∂L/∂t, ∂L/∂e and the direct ∂L/∂x into device scratch,
 // which a pass over the components then reads; the scratch never leaves
 // the device.
-func ReLUFitBackward[T Float](d *Device, dx, x, g []T, l mixture.Layout, opts cpu.ReLUFitOptions) error {
+func ReLUFitBackward[T Float](d *Device, dx, x, g []T, l mixture.Layout, opts device.ReLUFitOptions) error {
 	paper, coarse, floor, off, err := reluArgs(opts)
 	if err != nil {
 		return err
@@ -299,7 +300,7 @@ func CovScaleBackward[T Float](d *Device, dx, g, x []T, l mixture.Layout, sc []T
 
 // KernelEpsilon is cpu.KernelEpsilon on the GPU: CovEpsilon·max(1, max|A·Aᵀ|)
 // over the d×d factors a.
-func KernelEpsilon[T Float](d *Device, a []T, dim int, cfg cpu.KernelConfig) (float64, error) {
+func KernelEpsilon[T Float](d *Device, a []T, dim int, cfg device.KernelConfig) (float64, error) {
 	count := len(a) / (dim * dim)
 	var mx [1]float64 // +0.0, whose bits are 0: the start of the atomicMax on the bits
 	err := d.run(func(s *seq) {
@@ -316,7 +317,7 @@ func KernelEpsilon[T Float](d *Device, a []T, dim int, cfg cpu.KernelConfig) (fl
 }
 
 // AssembleKernel is cpu.AssembleKernel on the GPU.
-func AssembleKernel[T Float](d *Device, y, w, p, a []T, l mixture.Layout, cfg cpu.KernelConfig, eps float64) error {
+func AssembleKernel[T Float](d *Device, y, w, p, a []T, l mixture.Layout, cfg device.KernelConfig, eps float64) error {
 	count := l.Mixtures() * l.N
 	return d.run(func(s *seq) {
 		pw, pp, pa := in(s, slotIn0, w), in(s, slotIn1, p), in(s, slotIn2, a)
@@ -329,7 +330,7 @@ func AssembleKernel[T Float](d *Device, y, w, p, a []T, l mixture.Layout, cfg cp
 
 // AssembleKernelBackward is cpu.KernelWeightsBackward,
 // cpu.KernelPositionsBackward and cpu.KernelFactorsBackward in one kernel.
-func AssembleKernelBackward[T Float](d *Device, dw, dp, da, g, a []T, l mixture.Layout, cfg cpu.KernelConfig) error {
+func AssembleKernelBackward[T Float](d *Device, dw, dp, da, g, a []T, l mixture.Layout, cfg device.KernelConfig) error {
 	count := l.Mixtures() * l.N
 	return d.run(func(s *seq) {
 		pg, pa := in(s, slotIn0, g), in(s, slotIn1, a)

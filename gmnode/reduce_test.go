@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -67,17 +68,17 @@ func TestReLUFitReduce(t *testing.T) {
 			func(dx, x, g []float64, l mixture.Layout) error { cpu.MEMBackward(dx, x, g, l, 4); return nil }},
 		{"TreeHEM T=2", UseTreeHEM(2), 4,
 			func(y, x []float64, l mixture.Layout) error {
-				return cpu.TreeHEMForward(y, x, l, 4, cpu.TreeHEMOptions{Reduction: 2})
+				return cpu.TreeHEMForward(y, x, l, 4, device.TreeHEMOptions{Reduction: 2})
 			},
 			func(dx, x, g []float64, l mixture.Layout) error {
-				return cpu.TreeHEMGrad(dx, x, g, l, 4, cpu.TreeHEMOptions{Reduction: 2})
+				return cpu.TreeHEMGrad(dx, x, g, l, 4, device.TreeHEMOptions{Reduction: 2})
 			}},
 		{"TreeHEM T=4, np < T", UseTreeHEM(4), 2,
 			func(y, x []float64, l mixture.Layout) error {
 				lt := l
 				lt.N = 4
 				mid := make([]float64, lt.Len())
-				if err := cpu.TreeHEMForward(mid, x, l, 4, cpu.TreeHEMOptions{Reduction: 4}); err != nil {
+				if err := cpu.TreeHEMForward(mid, x, l, 4, device.TreeHEMOptions{Reduction: 4}); err != nil {
 					return err
 				}
 				cpu.MEM(y, mid, lt, 2)
@@ -87,11 +88,11 @@ func TestReLUFitReduce(t *testing.T) {
 				lt := l
 				lt.N = 4
 				mid, dmid := make([]float64, lt.Len()), make([]float64, lt.Len())
-				if err := cpu.TreeHEMForward(mid, x, l, 4, cpu.TreeHEMOptions{Reduction: 4}); err != nil {
+				if err := cpu.TreeHEMForward(mid, x, l, 4, device.TreeHEMOptions{Reduction: 4}); err != nil {
 					return err
 				}
 				cpu.MEMBackward(dmid, mid, g, lt, 2)
-				return cpu.TreeHEMGrad(dx, x, dmid, l, 4, cpu.TreeHEMOptions{Reduction: 4})
+				return cpu.TreeHEMGrad(dx, x, dmid, l, 4, device.TreeHEMOptions{Reduction: 4})
 			}},
 		{"no reduction", Reduction{}, -1,
 			func(y, x []float64, l mixture.Layout) error { copy(y, x); return nil },
@@ -130,7 +131,7 @@ func TestReLUFitReduce(t *testing.T) {
 					t.Fatal(err)
 				}
 				wantDense := make([]float64, l.Len())
-				if err := cpu.ReLUFit(wantDense, xd, l, cpu.ReLUFitOptions{}); err != nil {
+				if err := cpu.ReLUFit(wantDense, xd, l, device.ReLUFitOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				want := make([]float64, lo.Len())
@@ -147,7 +148,7 @@ func TestReLUFitReduce(t *testing.T) {
 				if err := c.back(dDense, wantDense, rd, l); err != nil {
 					t.Fatal(err)
 				}
-				if err := cpu.ReLUFitBackward(wantGrad, xd, dDense, l, cpu.ReLUFitOptions{}); err != nil {
+				if err := cpu.ReLUFitBackward(wantGrad, xd, dDense, l, device.ReLUFitOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				if e := maxDiff(grads[0].Value().Data().([]float64), wantGrad); e > 1e-12*(1+maxDiff(wantGrad, make([]float64, len(wantGrad)))) {

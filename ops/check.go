@@ -7,26 +7,21 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// checkedMixture returns the layout of a packed mixture tensor after checking
+// checkedMixture returns the layout of a packed mixture operand after checking
 // its shape and values (finite, symmetric positive-definite covariances).
-func checkedMixture(t *tensor.Dense, input string) (mixture.Layout, error) {
-	l, err := mixture.LayoutOf(t.Shape())
+// Validation runs on the host before any device sees the values.
+func checkedMixture[T Float](x operand[T], input string) (mixture.Layout, error) {
+	l, err := mixture.LayoutOf(x.shape)
 	if err != nil {
 		return l, errors.Wrapf(err, "input %q", input)
 	}
-	switch d := t.Data().(type) {
-	case []float32:
-		err = validateParallel(d, l)
-	case []float64:
-		err = validateParallel(d, l)
-	}
-	return l, errors.Wrapf(err, "input %q", input)
+	return l, errors.Wrapf(validateParallel(x.data, l), "input %q", input)
 }
 
 // validateParallel runs mixture.Validate over the mixtures of x in parallel
 // and reports the error of the first invalid mixture in (b, c) order, so the
 // message does not depend on scheduling.
-func validateParallel[T mixture.Float](x []T, l mixture.Layout) error {
+func validateParallel[T Float](x []T, l mixture.Layout) error {
 	if len(x) != l.Len() {
 		return mixture.Validate(x, l)
 	}
@@ -44,16 +39,9 @@ func validateParallel[T mixture.Float](x []T, l mixture.Layout) error {
 	return nil
 }
 
-// checkedFinite checks that every value of t is finite.
-func checkedFinite(t *tensor.Dense, input string) error {
-	var err error
-	switch d := t.Data().(type) {
-	case []float32:
-		err = mixture.CheckFinite(d)
-	case []float64:
-		err = mixture.CheckFinite(d)
-	}
-	return errors.Wrapf(err, "input %q", input)
+// checkedFinite checks that every value of x is finite.
+func checkedFinite[T Float](x operand[T], input string) error {
+	return errors.Wrapf(mixture.CheckFinite(x.data), "input %q", input)
 }
 
 // sameShape checks that input has exactly the shape want.

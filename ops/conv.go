@@ -3,7 +3,7 @@ package ops
 import (
 	"io"
 
-	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
@@ -15,25 +15,23 @@ import (
 // output channel o of batch entry b is the mixture Σ_c X[b,c] ⊛ K[o,c] with
 // every pairwise component product kept (see cpu.Conv for the formulas and
 // the component order). Both inputs are differentiable.
-func NewConv() G.Op { return newOp(convKernel{}) }
+func NewConv() G.Op { return newOp(convKernel[float32]{}, convKernel[float64]{}) }
 
-type convKernel struct{}
+type convSpec struct{}
 
-func (convKernel) name() string          { return "gm.Conv" }
-func (convKernel) inputNames() []string  { return []string{"data", "kernels"} }
-func (convKernel) ranks() []int          { return []int{4, 4, 4} }
-func (convKernel) writeParams(io.Writer) {}
-func (convKernel) diffWRT() []bool       { return []bool{true, true} }
-func (convKernel) gradKernel(i int) gradComputation {
-	return convGradKernel{wrt: i}
-}
+func (convSpec) name() string           { return "gm.Conv" }
+func (convSpec) inputNames() []string   { return []string{"data", "kernels"} }
+func (convSpec) ranks() []int           { return []int{4, 4, 4} }
+func (convSpec) writeParams(io.Writer)  {}
+func (convSpec) diffWRT() []bool        { return []bool{true, true} }
+func (convSpec) computations() []string { return []string{"Conv"} }
 
-func (convKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
+func (convSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	lx, lk, err := convLayouts(in[0], in[1])
 	if err != nil {
 		return nil, err
 	}
-	return tensor.Shape(cpu.ConvLayout(lx, lk).Shape()), nil
+	return tensor.Shape(device.ConvLayout(lx, lk).Shape()), nil
 }
 
 // convLayouts checks the shapes of data and kernels against each other and
@@ -54,7 +52,11 @@ func convLayouts(data, kernels tensor.Shape) (lx, lk mixture.Layout, err error) 
 	return lx, lk, nil
 }
 
-func (convKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
+type convKernel[T Float] struct{ convSpec }
+
+func (convKernel[T]) gradKernel(i int) gradComputation[T] { return convGradKernel[T]{wrt: i} }
+
+func (convKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
 	lx, err := checkedMixture(in[0], "data")
 	if err != nil {
 		return err
@@ -63,39 +65,28 @@ func (convKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 	if err != nil {
 		return err
 	}
-	if backend != nil {
-		return backend.Conv(out.Data(), in[0].Data(), in[1].Data(), lx, lk)
-	}
-	return typed(out, in,
-		func(y []float32, v [][]float32) error { cpu.Conv(y, v[0], v[1], lx, lk); return nil },
-		func(y []float64, v [][]float64) error { cpu.Conv(y, v[0], v[1], lx, lk); return nil })
+	return dev.Conv(out.data, in[0].data, in[1].data, lx, lk)
 }
 
 // convGradKernel computes ∂L/∂data (wrt = 0) or ∂L/∂kernels (wrt = 1) from
 // (data, kernels, output, grad). Both need only the other operand's weights
 // and the incoming gradient; the forward output is unused.
-type convGradKernel struct{ wrt int }
+type convGradKernel[T Float] struct{ wrt int }
 
-func (g convGradKernel) name() string {
+func (g convGradKernel[T]) name() string {
 	return [...]string{"gm.ConvGradData", "gm.ConvGradKernels"}[g.wrt]
 }
 
-func (g convGradKernel) writeParams(w io.Writer) { _, _ = w.Write([]byte{byte(g.wrt)}) }
+func (g convGradKernel[T]) writeParams(w io.Writer) { _, _ = w.Write([]byte{byte(g.wrt)}) }
 
-func (g convGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
-	lx, lk, _ := convLayouts(in[0].Shape(), in[1].Shape())
-	if backend != nil && g.wrt == 0 {
-		return backend.ConvBackwardData(out.Data(), in[3].Data(), in[1].Data(), lx, lk)
-	}
-	if backend != nil {
-		return backend.ConvBackwardKernels(out.Data(), in[3].Data(), in[0].Data(), lx, lk)
-	}
+func (g convGradKernel[T]) computations() []string {
+	return []string{[...]string{"ConvBackwardData", "ConvBackwardKernels"}[g.wrt]}
+}
+
+func (g convGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
+	lx, lk, _ := convLayouts(in[0].shape, in[1].shape)
 	if g.wrt == 0 {
-		return typed(out, in,
-			func(dx []float32, v [][]float32) error { cpu.ConvBackwardData(dx, v[3], v[1], lx, lk); return nil },
-			func(dx []float64, v [][]float64) error { cpu.ConvBackwardData(dx, v[3], v[1], lx, lk); return nil })
+		return dev.ConvBackwardData(out.data, in[3].data, in[1].data, lx, lk)
 	}
-	return typed(out, in,
-		func(dk []float32, v [][]float32) error { cpu.ConvBackwardKernels(dk, v[3], v[0], lx, lk); return nil },
-		func(dk []float64, v [][]float64) error { cpu.ConvBackwardKernels(dk, v[3], v[0], lx, lk); return nil })
+	return dev.ConvBackwardKernels(out.data, in[3].data, in[0].data, lx, lk)
 }

@@ -222,7 +222,7 @@ func TestConvBadInput(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = newGradOp(convKernel{}, wrt).Do(x, k, y, convTensor(15, 2, 2, 35, 7))
+			_, err = gradOf(NewConv(), wrt).Do(x, k, y, convTensor(15, 2, 2, 35, 7))
 			convWantErr(t, "Do", err, []string{name, `"grad"`, "(2, 2, 36, 7)", "(2, 2, 35, 7)"})
 		})
 	}

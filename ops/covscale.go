@@ -6,7 +6,7 @@ import (
 	"math"
 	"sync"
 
-	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
@@ -18,42 +18,52 @@ import (
 // τ = mean_k tr Σ_k, i.e. μ ← s·μ and Σ ← s²·Σ with weights unchanged, so
 // that its mean covariance trace becomes D. The gradient flows through s.
 // The reference applies it once, to the network input.
-func NewCovScale() G.Op { return newOp(covScaleKernel{}) }
+func NewCovScale() G.Op { return newOp(covScaleKernel[float32]{}, covScaleKernel[float64]{}) }
 
-type covScaleKernel struct{}
+type covScaleSpec struct{}
 
-func (covScaleKernel) name() string                   { return "gm.CovScale" }
-func (covScaleKernel) inputNames() []string           { return []string{"mixture"} }
-func (covScaleKernel) ranks() []int                   { return []int{4, 4} }
-func (covScaleKernel) writeParams(io.Writer)          {}
-func (covScaleKernel) diffWRT() []bool                { return []bool{true} }
-func (covScaleKernel) gradKernel(int) gradComputation { return covScaleGradKernel{} }
+func (covScaleSpec) name() string          { return "gm.CovScale" }
+func (covScaleSpec) inputNames() []string  { return []string{"mixture"} }
+func (covScaleSpec) ranks() []int          { return []int{4, 4} }
+func (covScaleSpec) writeParams(io.Writer) {}
+func (covScaleSpec) diffWRT() []bool       { return []bool{true} }
+func (covScaleSpec) computations() []string {
+	return []string{"MeanTraces", "ScaleMixtures"}
+}
 
-func (covScaleKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
+func (covScaleSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	if _, err := mixture.LayoutOf(in[0]); err != nil {
 		return nil, errors.Wrap(err, `input "mixture"`)
 	}
 	return in[0].Clone(), nil
 }
 
-func (covScaleKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
+type covScaleKernel[T Float] struct{ covScaleSpec }
+
+func (covScaleKernel[T]) gradKernel(int) gradComputation[T] { return covScaleGradKernel[T]{} }
+
+func (covScaleKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
 	l, err := checkedMixture(in[0], "mixture")
 	if err != nil {
 		return err
 	}
-	return typed(out, in,
-		func(y []float32, x [][]float32) error { return covScalePerSample(y, x[0], l) },
-		func(y []float64, x [][]float64) error { return covScalePerSample(y, x[0], l) })
+	s, _, err := covScaleFactors(dev, in[0].data, l)
+	if err != nil {
+		return err
+	}
+	return dev.ScaleMixtures(out.data, in[0].data, l, s)
 }
 
 // covScaleFactors returns the per-mixture factors s = sqrt(D/τ) and the mean
 // traces τ of x, or an error naming the first mixture without a factor.
-func covScaleFactors[T mixture.Float](x []T, l mixture.Layout) ([]T, []float64, error) {
+func covScaleFactors[T Float](dev device.Kernels[T], x []T, l mixture.Layout) ([]T, []float64, error) {
 	tau := make([]float64, l.Mixtures())
-	cpu.MeanTraces(tau, x, l)
+	if err := dev.MeanTraces(tau, x, l); err != nil {
+		return nil, nil, err
+	}
 	s := make([]T, len(tau))
 	for m, v := range tau {
-		f, ok := cpu.CovScaleFactor(l.D, v)
+		f, ok := device.CovScaleFactor(l.D, v)
 		if !ok {
 			return nil, nil, errors.Errorf(`input "mixture": mixture (b=%d, c=%d) has mean covariance trace %g, expected a positive finite value`, m/l.C, m%l.C, v)
 		}
@@ -62,36 +72,23 @@ func covScaleFactors[T mixture.Float](x []T, l mixture.Layout) ([]T, []float64, 
 	return s, tau, nil
 }
 
-func covScalePerSample[T mixture.Float](y, x []T, l mixture.Layout) error {
-	s, _, err := covScaleFactors(x, l)
-	if err != nil {
-		return err
-	}
-	cpu.ScaleMixtures(y, x, l, s)
-	return nil
-}
-
 // covScaleGradKernel computes ∂L/∂mixture of the per-sample CovScaleNorm from
 // (mixture, output, grad), recomputing s and τ from the input.
-type covScaleGradKernel struct{}
+type covScaleGradKernel[T Float] struct{}
 
-func (covScaleGradKernel) name() string          { return "gm.CovScaleGrad" }
-func (covScaleGradKernel) writeParams(io.Writer) {}
-
-func (covScaleGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
-	l, _ := mixture.LayoutOf(in[0].Shape())
-	return typed(out, in,
-		func(dx []float32, x [][]float32) error { return covScaleBackward(dx, x[0], x[2], l) },
-		func(dx []float64, x [][]float64) error { return covScaleBackward(dx, x[0], x[2], l) })
+func (covScaleGradKernel[T]) name() string          { return "gm.CovScaleGrad" }
+func (covScaleGradKernel[T]) writeParams(io.Writer) {}
+func (covScaleGradKernel[T]) computations() []string {
+	return []string{"MeanTraces", "CovScaleBackward"}
 }
 
-func covScaleBackward[T mixture.Float](dx, x, g []T, l mixture.Layout) error {
-	s, tau, err := covScaleFactors(x, l)
+func (covScaleGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
+	l, _ := mixture.LayoutOf(in[0].shape)
+	s, tau, err := covScaleFactors(dev, in[0].data, l)
 	if err != nil {
 		return err
 	}
-	cpu.CovScaleBackward(dx, g, x, l, s, tau)
-	return nil
+	return dev.CovScaleBackward(out.data, in[2].data, in[0].data, l, s, tau)
 }
 
 // CovScaleNorm is the running-average CovScaleNorm op the reference applies
@@ -138,7 +135,8 @@ func NewCovScaleNorm(channels int) (*CovScaleNorm, error) {
 	for i := range st.running {
 		st.running[i] = 1
 	}
-	return &CovScaleNorm{op: newOp(covScaleNormKernel{st}), st: st}, nil
+	s := covScaleNormSpec{st}
+	return &CovScaleNorm{op: newOp(covScaleNormKernel[float32]{s}, covScaleNormKernel[float64]{s}), st: st}, nil
 }
 
 // SetTraining switches between training (update the running average on every
@@ -184,18 +182,20 @@ func (c *CovScaleNorm) SetRunning(tau []float64) error {
 
 var _ G.TrainModeOp = (*CovScaleNorm)(nil)
 
-type covScaleNormKernel struct{ st *covScaleState }
+type covScaleNormSpec struct{ st *covScaleState }
 
-func (covScaleNormKernel) name() string         { return "gm.CovScaleNorm" }
-func (covScaleNormKernel) inputNames() []string { return []string{"mixture"} }
-func (covScaleNormKernel) ranks() []int         { return []int{4, 4} }
-func (k covScaleNormKernel) writeParams(w io.Writer) {
+func (covScaleNormSpec) name() string         { return "gm.CovScaleNorm" }
+func (covScaleNormSpec) inputNames() []string { return []string{"mixture"} }
+func (covScaleNormSpec) ranks() []int         { return []int{4, 4} }
+func (k covScaleNormSpec) writeParams(w io.Writer) {
 	fmt.Fprintf(w, "channels=%d", len(k.st.running))
 }
-func (covScaleNormKernel) diffWRT() []bool                { return []bool{true} }
-func (covScaleNormKernel) gradKernel(int) gradComputation { return covScaleNormGradKernel{} }
+func (covScaleNormSpec) diffWRT() []bool { return []bool{true} }
 
-func (k covScaleNormKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
+// computations are those of training mode; evaluation mode skips MeanTraces.
+func (covScaleNormSpec) computations() []string { return []string{"MeanTraces", "ScaleMixtures"} }
+
+func (k covScaleNormSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	l, err := mixture.LayoutOf(in[0])
 	if err != nil {
 		return nil, errors.Wrap(err, `input "mixture"`)
@@ -206,25 +206,37 @@ func (k covScaleNormKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) 
 	return in[0].Clone(), nil
 }
 
-func (k covScaleNormKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
+type covScaleNormKernel[T Float] struct{ covScaleNormSpec }
+
+func (covScaleNormKernel[T]) gradKernel(int) gradComputation[T] {
+	return covScaleNormGradKernel[T]{}
+}
+
+func (k covScaleNormKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
 	l, err := checkedMixture(in[0], "mixture")
 	if err != nil {
 		return err
 	}
-	return typed(out, in,
-		func(y []float32, x [][]float32) error { return covScaleRunning(k.st, y, x[0], l) },
-		func(y []float64, x [][]float64) error { return covScaleRunning(k.st, y, x[0], l) })
+	s, err := runningFactors(k.st, dev, in[0].data, l)
+	if err != nil {
+		return err
+	}
+	return dev.ScaleMixtures(out.data, in[0].data, l, s)
 }
 
-// covScaleRunning updates the running average (in training) and scales x by
-// the channel factors into y. The state is replaced only once every new
-// value is known to be valid, so a bad batch leaves it untouched.
-func covScaleRunning[T mixture.Float](st *covScaleState, y, x []T, l mixture.Layout) error {
+// runningFactors updates the running average (in training) from x and
+// returns the per-mixture factors of its channels. The state is replaced only
+// once every new value is known to be valid, so a bad batch leaves it
+// untouched.
+func runningFactors[T Float](st *covScaleState, dev device.Kernels[T], x []T, l mixture.Layout) ([]T, error) {
 	st.mu.Lock()
+	defer st.mu.Unlock()
 	running := append([]float64(nil), st.running...)
 	if st.training {
 		tau := make([]float64, l.Mixtures())
-		cpu.MeanTraces(tau, x, l)
+		if err := dev.MeanTraces(tau, x, l); err != nil {
+			return nil, err
+		}
 		alpha := math.Min(float64(l.B)/1000, 0.2)
 		for c := range running {
 			var batch float64
@@ -232,28 +244,24 @@ func covScaleRunning[T mixture.Float](st *covScaleState, y, x []T, l mixture.Lay
 				batch += tau[b*l.C+c]
 			}
 			batch /= float64(l.B)
-			if _, ok := cpu.CovScaleFactor(l.D, batch); !ok {
-				st.mu.Unlock()
-				return errors.Errorf(`input "mixture": channel %d has batch mean covariance trace %g, expected a positive finite value`, c, batch)
+			if _, ok := device.CovScaleFactor(l.D, batch); !ok {
+				return nil, errors.Errorf(`input "mixture": channel %d has batch mean covariance trace %g, expected a positive finite value`, c, batch)
 			}
 			running[c] = (1-alpha)*running[c] + alpha*batch
 		}
 	}
 	s := make([]T, l.Mixtures())
 	for c, v := range running {
-		f, ok := cpu.CovScaleFactor(l.D, v)
+		f, ok := device.CovScaleFactor(l.D, v)
 		if !ok {
-			st.mu.Unlock()
-			return errors.Errorf("channel %d: running mean trace %g has no scale factor", c, v)
+			return nil, errors.Errorf("channel %d: running mean trace %g has no scale factor", c, v)
 		}
 		for b := range l.B {
 			s[b*l.C+c] = T(f)
 		}
 	}
 	copy(st.running, running)
-	st.mu.Unlock()
-	cpu.ScaleMixtures(y, x, l, s)
-	return nil
+	return s, nil
 }
 
 // covScaleNormGradKernel computes ∂L/∂mixture of CovScaleNorm from
@@ -262,22 +270,23 @@ func covScaleRunning[T mixture.Float](st *covScaleState, y, x []T, l mixture.Lay
 // s[c]² = Σ_{b,k} tr Σ_y / Σ_{b,k} tr Σ_x, which is exact up to rounding,
 // so the backward shares no state with the forward and is right whether the
 // forward ran in training or evaluation mode.
-type covScaleNormGradKernel struct{}
+type covScaleNormGradKernel[T Float] struct{}
 
-func (covScaleNormGradKernel) name() string          { return "gm.CovScaleNormGrad" }
-func (covScaleNormGradKernel) writeParams(io.Writer) {}
-
-func (covScaleNormGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
-	l, _ := mixture.LayoutOf(in[0].Shape())
-	return typed(out, in,
-		func(dx []float32, x [][]float32) error { return covScaleNormBackward(dx, x[0], x[1], x[2], l) },
-		func(dx []float64, x [][]float64) error { return covScaleNormBackward(dx, x[0], x[1], x[2], l) })
+func (covScaleNormGradKernel[T]) name() string          { return "gm.CovScaleNormGrad" }
+func (covScaleNormGradKernel[T]) writeParams(io.Writer) {}
+func (covScaleNormGradKernel[T]) computations() []string {
+	return []string{"MeanTraces", "ScaleMixturesBackward"}
 }
 
-func covScaleNormBackward[T mixture.Float](dx, x, y, g []T, l mixture.Layout) error {
+func (covScaleNormGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
+	l, _ := mixture.LayoutOf(in[0].shape)
 	tx, ty := make([]float64, l.Mixtures()), make([]float64, l.Mixtures())
-	cpu.MeanTraces(tx, x, l)
-	cpu.MeanTraces(ty, y, l)
+	if err := dev.MeanTraces(tx, in[0].data, l); err != nil {
+		return err
+	}
+	if err := dev.MeanTraces(ty, in[1].data, l); err != nil {
+		return err
+	}
 	s := make([]T, l.Mixtures())
 	for c := range l.C {
 		var sx, sy float64
@@ -293,6 +302,5 @@ func covScaleNormBackward[T mixture.Float](dx, x, y, g []T, l mixture.Layout) er
 			s[b*l.C+c] = T(f)
 		}
 	}
-	cpu.ScaleMixturesBackward(dx, g, l, s)
-	return nil
+	return dev.ScaleMixturesBackward(out.data, in[2].data, l, s)
 }

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
 
@@ -24,18 +25,17 @@ func BenchmarkCovScale(b *testing.B) {
 	running.SetTraining(true)
 	for _, v := range []struct {
 		name string
-		fwd  kernel
-		grad *op
+		fwd  G.Op
 	}{
-		{"PerSample", covScaleKernel{}, newGradOp(covScaleKernel{}, 0)},
-		{"Running", running.op.k, newGradOp(running.op.k.(differentiable), 0)},
+		{"PerSample", NewCovScale()},
+		{"Running", running},
 	} {
-		y, err := newOp(v.fwd).Do(x)
+		y, err := v.fwd.Do(x)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Run(v.name+"Forward/"+size, func(b *testing.B) {
-			op := newOp(v.fwd)
+			op := v.fwd
 			for b.Loop() {
 				if _, err := op.Do(x); err != nil {
 					b.Fatal(err)
@@ -43,7 +43,7 @@ func BenchmarkCovScale(b *testing.B) {
 			}
 		})
 		b.Run(v.name+"Backward/"+size, func(b *testing.B) {
-			op := v.grad
+			op := gradOf(v.fwd, 0)
 			for b.Loop() {
 				if _, err := op.Do(x, y, g); err != nil {
 					b.Fatal(err)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
@@ -20,18 +20,16 @@ import (
 // of 1 evaluates every batch entry (channel) at the same points. Both inputs
 // are differentiable; gradients of broadcast points are summed over the
 // mixtures that read them.
-func NewEvaluate() G.Op { return newOp(evaluateKernel{}) }
+func NewEvaluate() G.Op { return newOp(evaluateKernel[float32]{}, evaluateKernel[float64]{}) }
 
-type evaluateKernel struct{}
+type evaluateSpec struct{}
 
-func (evaluateKernel) name() string          { return "gm.Evaluate" }
-func (evaluateKernel) inputNames() []string  { return []string{"mixture", "points"} }
-func (evaluateKernel) ranks() []int          { return []int{4, 4, 3} }
-func (evaluateKernel) writeParams(io.Writer) {}
-func (evaluateKernel) diffWRT() []bool       { return []bool{true, true} }
-func (evaluateKernel) gradKernel(i int) gradComputation {
-	return evaluateGradKernel{wrt: i}
-}
+func (evaluateSpec) name() string           { return "gm.Evaluate" }
+func (evaluateSpec) inputNames() []string   { return []string{"mixture", "points"} }
+func (evaluateSpec) ranks() []int           { return []int{4, 4, 3} }
+func (evaluateSpec) writeParams(io.Writer)  {}
+func (evaluateSpec) diffWRT() []bool        { return []bool{true, true} }
+func (evaluateSpec) computations() []string { return []string{"Evaluate"} }
 
 // evaluateShapes checks the mixture and point shapes and returns the mixture
 // layout with the point batch and channel sizes and the point count.
@@ -54,7 +52,7 @@ func evaluateShapes(mix, pts tensor.Shape) (l mixture.Layout, pb, pc, m int, err
 	return l, pb, pc, m, err
 }
 
-func (evaluateKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
+func (evaluateSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	l, _, _, m, err := evaluateShapes(in[0], in[1])
 	if err != nil {
 		return nil, err
@@ -64,72 +62,50 @@ func (evaluateKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 
 // evaluateChecked validates the values of the mixture and point inputs
 // and returns the sizes the kernels need.
-func evaluateChecked(mix, pts *tensor.Dense) (l mixture.Layout, pb, pc, m int, err error) {
+func evaluateChecked[T Float](mix, pts operand[T]) (l mixture.Layout, pb, pc, m int, err error) {
 	if l, err = checkedMixture(mix, "mixture"); err != nil {
 		return l, 0, 0, 0, err
 	}
 	if err = checkedFinite(pts, "points"); err != nil {
 		return l, 0, 0, 0, err
 	}
-	s := pts.Shape()
+	s := pts.shape
 	return l, s[0], s[1], s[2], nil
 }
 
-func (evaluateKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
+type evaluateKernel[T Float] struct{ evaluateSpec }
+
+func (evaluateKernel[T]) gradKernel(i int) gradComputation[T] { return evaluateGradKernel[T]{wrt: i} }
+
+func (evaluateKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
 	l, pb, pc, m, err := evaluateChecked(in[0], in[1])
 	if err != nil {
 		return err
 	}
-	if backend != nil {
-		return backend.Evaluate(out.Data(), in[0].Data(), in[1].Data(), l, pb, pc, m)
-	}
-	return typed(out, in,
-		func(y []float32, x [][]float32) error { cpu.Evaluate(y, x[0], x[1], l, pb, pc, m); return nil },
-		func(y []float64, x [][]float64) error { cpu.Evaluate(y, x[0], x[1], l, pb, pc, m); return nil })
+	return dev.Evaluate(out.data, in[0].data, in[1].data, l, pb, pc, m)
 }
 
 // evaluateGradKernel computes ∂L/∂mixture (wrt = 0) or ∂L/∂points (wrt = 1)
 // from (mixture, points, output, grad).
-type evaluateGradKernel struct{ wrt int }
+type evaluateGradKernel[T Float] struct{ wrt int }
 
-func (k evaluateGradKernel) name() string {
-	if k.wrt == 0 {
-		return "gm.EvaluateGradMixture"
-	}
-	return "gm.EvaluateGradPoints"
+func (k evaluateGradKernel[T]) name() string {
+	return [...]string{"gm.EvaluateGradMixture", "gm.EvaluateGradPoints"}[k.wrt]
 }
 
-func (k evaluateGradKernel) writeParams(w io.Writer) { fmt.Fprintf(w, "wrt=%d", k.wrt) }
+func (k evaluateGradKernel[T]) writeParams(w io.Writer) { fmt.Fprintf(w, "wrt=%d", k.wrt) }
 
-func (k evaluateGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
+func (k evaluateGradKernel[T]) computations() []string {
+	return []string{[...]string{"EvaluateBackwardMixture", "EvaluateBackwardPoints"}[k.wrt]}
+}
+
+func (k evaluateGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
 	l, pb, pc, m, err := evaluateChecked(in[0], in[1])
 	if err != nil {
 		return err
 	}
-	if backend != nil && k.wrt == 0 {
-		return backend.EvaluateBackwardMixture(out.Data(), in[0].Data(), in[1].Data(), in[3].Data(), l, pb, pc, m)
-	}
-	if backend != nil {
-		return backend.EvaluateBackwardPoints(out.Data(), in[0].Data(), in[1].Data(), in[3].Data(), l, pb, pc, m)
-	}
 	if k.wrt == 0 {
-		return typed(out, in,
-			func(dx []float32, x [][]float32) error {
-				cpu.EvaluateBackwardMixture(dx, x[0], x[1], x[3], l, pb, pc, m)
-				return nil
-			},
-			func(dx []float64, x [][]float64) error {
-				cpu.EvaluateBackwardMixture(dx, x[0], x[1], x[3], l, pb, pc, m)
-				return nil
-			})
+		return dev.EvaluateBackwardMixture(out.data, in[0].data, in[1].data, in[3].data, l, pb, pc, m)
 	}
-	return typed(out, in,
-		func(dp []float32, x [][]float32) error {
-			cpu.EvaluateBackwardPoints(dp, x[0], x[1], x[3], l, pb, pc, m)
-			return nil
-		},
-		func(dp []float64, x [][]float64) error {
-			cpu.EvaluateBackwardPoints(dp, x[0], x[1], x[3], l, pb, pc, m)
-			return nil
-		})
+	return dev.EvaluateBackwardPoints(out.data, in[0].data, in[1].data, in[3].data, l, pb, pc, m)
 }

@@ -144,7 +144,7 @@ func TestEvaluateFloat32(t *testing.T) {
 					t.Fatal(err)
 				}
 				for wrt := range 2 {
-					compare(newGradOp(evaluateKernel{}, wrt), []G.Value{x, p, y64, gr}, []G.Value{x32, p32, y32, gr32})
+					compare(gradOf(NewEvaluate(), wrt), []G.Value{x, p, y64, gr}, []G.Value{x32, p32, y32, gr32})
 				}
 			})
 		}
@@ -256,18 +256,18 @@ func TestEvaluateBadInput(t *testing.T) {
 		{"grad op: grad shape", func() []G.Value {
 			x, p := good()
 			return []G.Value{x, p, grad(), tensor.New(tensor.WithShape(2, 3, 4), tensor.Of(tensor.Float64))}
-		}, newGradOp(evaluateKernel{}, 0), []string{"gm.EvaluateGradMixture", `"grad"`, "(2, 3, 5)", "(2, 3, 4)"}},
+		}, gradOf(NewEvaluate(), 0), []string{"gm.EvaluateGradMixture", `"grad"`, "(2, 3, 5)", "(2, 3, 4)"}},
 		{"grad op: NaN in grad", func() []G.Value {
 			x, p := good()
 			g := grad()
 			g.Data().([]float64)[3] = math.NaN()
 			return []G.Value{x, p, grad(), g}
-		}, newGradOp(evaluateKernel{}, 1), []string{"gm.EvaluateGradPoints", `"grad"`, "NaN"}},
+		}, gradOf(NewEvaluate(), 1), []string{"gm.EvaluateGradPoints", `"grad"`, "NaN"}},
 		{"grad op: non-SPD mixture", func() []G.Value {
 			x, p := good()
 			x.Data().([]float64)[3] = -1
 			return []G.Value{x, p, grad(), grad()}
-		}, newGradOp(evaluateKernel{}, 1), []string{"gm.EvaluateGradPoints", `"mixture"`, "not positive definite"}},
+		}, gradOf(NewEvaluate(), 1), []string{"gm.EvaluateGradPoints", `"mixture"`, "not positive definite"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

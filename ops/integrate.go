@@ -3,7 +3,7 @@ package ops
 import (
 	"io"
 
-	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
@@ -12,18 +12,18 @@ import (
 
 // NewIntegrate returns the op y[b,c] = Σ_k w[b,c,k] that integrates every
 // mixture of a packed batch [B, C, N, 1+D+D·D] into [B, C].
-func NewIntegrate() G.Op { return newOp(integrateKernel{}) }
+func NewIntegrate() G.Op { return newOp(integrateKernel[float32]{}, integrateKernel[float64]{}) }
 
-type integrateKernel struct{}
+type integrateSpec struct{}
 
-func (integrateKernel) name() string                   { return "gm.Integrate" }
-func (integrateKernel) inputNames() []string           { return []string{"mixture"} }
-func (integrateKernel) ranks() []int                   { return []int{4, 2} }
-func (integrateKernel) writeParams(io.Writer)          {}
-func (integrateKernel) diffWRT() []bool                { return []bool{true} }
-func (integrateKernel) gradKernel(int) gradComputation { return integrateGradKernel{} }
+func (integrateSpec) name() string           { return "gm.Integrate" }
+func (integrateSpec) inputNames() []string   { return []string{"mixture"} }
+func (integrateSpec) ranks() []int           { return []int{4, 2} }
+func (integrateSpec) writeParams(io.Writer)  {}
+func (integrateSpec) diffWRT() []bool        { return []bool{true} }
+func (integrateSpec) computations() []string { return []string{"Integrate"} }
 
-func (integrateKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
+func (integrateSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	l, err := mixture.LayoutOf(in[0])
 	if err != nil {
 		return nil, errors.Wrap(err, `input "mixture"`)
@@ -31,31 +31,26 @@ func (integrateKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	return tensor.Shape{l.B, l.C}, nil
 }
 
-func (integrateKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
+type integrateKernel[T Float] struct{ integrateSpec }
+
+func (integrateKernel[T]) gradKernel(int) gradComputation[T] { return integrateGradKernel[T]{} }
+
+func (integrateKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
 	l, err := checkedMixture(in[0], "mixture")
 	if err != nil {
 		return err
 	}
-	if backend != nil {
-		return backend.Integrate(out.Data(), in[0].Data(), l)
-	}
-	return typed(out, in,
-		func(y []float32, x [][]float32) error { cpu.Integrate(y, x[0], l); return nil },
-		func(y []float64, x [][]float64) error { cpu.Integrate(y, x[0], l); return nil })
+	return dev.Integrate(out.data, in[0].data, l)
 }
 
 // integrateGradKernel computes ∂L/∂mixture from (mixture, output, grad).
-type integrateGradKernel struct{}
+type integrateGradKernel[T Float] struct{}
 
-func (integrateGradKernel) name() string          { return "gm.IntegrateGrad" }
-func (integrateGradKernel) writeParams(io.Writer) {}
+func (integrateGradKernel[T]) name() string           { return "gm.IntegrateGrad" }
+func (integrateGradKernel[T]) writeParams(io.Writer)  {}
+func (integrateGradKernel[T]) computations() []string { return []string{"IntegrateBackward"} }
 
-func (integrateGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
-	l, _ := mixture.LayoutOf(in[0].Shape())
-	if backend != nil {
-		return backend.IntegrateBackward(out.Data(), in[2].Data(), l)
-	}
-	return typed(out, in,
-		func(dx []float32, x [][]float32) error { cpu.IntegrateBackward(dx, x[2], l); return nil },
-		func(dx []float64, x [][]float64) error { cpu.IntegrateBackward(dx, x[2], l); return nil })
+func (integrateGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
+	l, _ := mixture.LayoutOf(in[0].shape)
+	return dev.IntegrateBackward(out.data, in[2].data, l)
 }

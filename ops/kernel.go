@@ -5,7 +5,7 @@ import (
 	"io"
 	"math"
 
-	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
@@ -23,23 +23,24 @@ import (
 // ε is a constant for the gradient (the reference detaches it). The radius r
 // must be positive and finite; a bad radius is reported when the op is applied.
 func NewAssembleKernel(radius float64) G.Op {
-	return newOp(assembleKernel{cpu.DefaultKernelConfig(radius)})
+	s := assembleSpec{device.DefaultKernelConfig(radius)}
+	return newOp(assembleKernel[float32]{s}, assembleKernel[float64]{s})
 }
 
-type assembleKernel struct{ cfg cpu.KernelConfig }
+type assembleSpec struct{ cfg device.KernelConfig }
 
 var assembleInputs = []string{"weights_raw", "positions_raw", "factors"}
 
-func (assembleKernel) name() string              { return "gm.AssembleKernel" }
-func (assembleKernel) inputNames() []string      { return assembleInputs }
-func (assembleKernel) ranks() []int              { return []int{3, 4, 5, 4} }
-func (k assembleKernel) writeParams(w io.Writer) { fmt.Fprintf(w, "%+v", k.cfg) }
-func (assembleKernel) diffWRT() []bool           { return []bool{true, true, true} }
-func (k assembleKernel) gradKernel(i int) gradComputation {
-	return assembleGradKernel{fwd: k, wrt: i}
+func (assembleSpec) name() string              { return "gm.AssembleKernel" }
+func (assembleSpec) inputNames() []string      { return assembleInputs }
+func (assembleSpec) ranks() []int              { return []int{3, 4, 5, 4} }
+func (k assembleSpec) writeParams(w io.Writer) { fmt.Fprintf(w, "%+v", k.cfg) }
+func (assembleSpec) diffWRT() []bool           { return []bool{true, true, true} }
+func (assembleSpec) computations() []string {
+	return []string{"KernelEpsilon", "AssembleKernel"}
 }
 
-func (k assembleKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
+func (k assembleSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	l, err := k.layout(in)
 	if err != nil {
 		return nil, err
@@ -49,7 +50,7 @@ func (k assembleKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 
 // layout checks the radius and the three raw shapes and returns the layout of
 // the packed kernel (B = F_o, C = F_i, N = N_k).
-func (k assembleKernel) layout(in []tensor.Shape) (mixture.Layout, error) {
+func (k assembleSpec) layout(in []tensor.Shape) (mixture.Layout, error) {
 	if r := k.cfg.Radius; !(r > 0) || math.IsInf(r, 0) {
 		return mixture.Layout{}, errors.Errorf("radius must be positive and finite, got %g", r)
 	}
@@ -72,52 +73,50 @@ func (k assembleKernel) layout(in []tensor.Shape) (mixture.Layout, error) {
 	return mixture.Layout{B: w[0], C: w[1], N: w[2], D: d}, nil
 }
 
-func (k assembleKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
-	l, _ := mixture.LayoutOf(out.Shape())
-	for i, t := range in {
-		if err := checkedFinite(t, assembleInputs[i]); err != nil {
+type assembleKernel[T Float] struct{ assembleSpec }
+
+func (k assembleKernel[T]) gradKernel(i int) gradComputation[T] {
+	return assembleGradKernel[T]{fwd: k.assembleSpec, wrt: i}
+}
+
+func (k assembleKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
+	l, _ := mixture.LayoutOf(out.shape)
+	for i, x := range in {
+		if err := checkedFinite(x, assembleInputs[i]); err != nil {
 			return err
 		}
 	}
-	return typed(out, in,
-		func(y []float32, x [][]float32) error { return assemble(y, x, l, k.cfg) },
-		func(y []float64, x [][]float64) error { return assemble(y, x, l, k.cfg) })
-}
-
-func assemble[T mixture.Float](out []T, x [][]T, l mixture.Layout, cfg cpu.KernelConfig) error {
-	eps := cpu.KernelEpsilon(x[2], l.D, cfg)
+	eps, err := dev.KernelEpsilon(in[2].data, l.D, k.cfg)
+	if err != nil {
+		return err
+	}
 	if math.IsInf(eps, 0) || math.IsNaN(eps) {
 		return errors.Errorf(`input "factors": max |A·Aᵀ| overflows (ε = %g)`, eps)
 	}
-	cpu.AssembleKernel(out, x[0], x[1], x[2], l, cfg, eps)
-	return mixture.CheckFinite(out)
+	if err := dev.AssembleKernel(out.data, in[0].data, in[1].data, in[2].data, l, k.cfg, eps); err != nil {
+		return err
+	}
+	return mixture.CheckFinite(out.data)
 }
 
 // assembleGradKernel computes ∂L/∂input[wrt] of the kernel assembly from
 // (weights_raw, positions_raw, factors, output, grad).
-type assembleGradKernel struct {
-	fwd assembleKernel
+type assembleGradKernel[T Float] struct {
+	fwd assembleSpec
 	wrt int
 }
 
-func (k assembleGradKernel) name() string            { return "gm.AssembleKernelGrad/" + assembleInputs[k.wrt] }
-func (k assembleGradKernel) writeParams(w io.Writer) { k.fwd.writeParams(w) }
-
-func (k assembleGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
-	l, _ := mixture.LayoutOf(in[4].Shape())
-	return typed(out, in,
-		func(d []float32, x [][]float32) error { assembleBackward(k.wrt, d, x, l, k.fwd.cfg); return nil },
-		func(d []float64, x [][]float64) error { assembleBackward(k.wrt, d, x, l, k.fwd.cfg); return nil })
+func (k assembleGradKernel[T]) name() string {
+	return "gm.AssembleKernelGrad/" + assembleInputs[k.wrt]
+}
+func (k assembleGradKernel[T]) writeParams(w io.Writer) { k.fwd.writeParams(w) }
+func (assembleGradKernel[T]) computations() []string {
+	return []string{"AssembleKernelBackward"}
 }
 
-func assembleBackward[T mixture.Float](wrt int, d []T, x [][]T, l mixture.Layout, cfg cpu.KernelConfig) {
-	g := x[4]
-	switch wrt {
-	case 0:
-		cpu.KernelWeightsBackward(d, g, l, cfg)
-	case 1:
-		cpu.KernelPositionsBackward(d, g, l, cfg)
-	case 2:
-		cpu.KernelFactorsBackward(d, g, x[2], l, cfg)
-	}
+func (k assembleGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
+	l, _ := mixture.LayoutOf(in[4].shape)
+	d := [3][]T{}
+	d[k.wrt] = out.data
+	return dev.AssembleKernelBackward(d[0], d[1], d[2], in[4].data, in[2].data, l, k.fwd.cfg)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -44,7 +45,7 @@ func TestAssembleKernelGrad(t *testing.T) {
 		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(41, uint64(d)))
 			w, p, a := kernelRawTensors(rng, 2, 3, 4, d, 0.6)
-			cfg := cpu.DefaultKernelConfig(2.5)
+			cfg := device.DefaultKernelConfig(2.5)
 			if eps := cpu.KernelEpsilon(a.Data().([]float64), d, cfg); eps != cfg.CovEpsilon {
 				t.Fatalf("ε = %g is not on its floor %g", eps, cfg.CovEpsilon)
 			}

@@ -177,7 +177,7 @@ func TestMEMBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	grad := newGradOp(memKernel{np: 2}, 0)
+	grad := gradOf(NewMEM(2), 0)
 	if _, err := grad.InferShape(x.Shape(), y.(*tensor.Dense).Shape(), tensor.Shape{1, 2, 3, 7}); err == nil || !strings.Contains(err.Error(), `"grad"`) {
 		t.Errorf("wrong grad shape: error %v, want one naming input \"grad\"", err)
 	}

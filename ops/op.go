@@ -8,13 +8,17 @@ import (
 	"sync/atomic"
 
 	"github.com/chewxy/hm"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
 
-// kernel is the computation behind one op.
-type kernel interface {
+// Float is the element type of an op's tensors: float32 or float64.
+type Float = device.Float
+
+// spec is everything about an op except its computation.
+type spec interface {
 	// name is the op's name in errors and graph dumps, e.g. "gm.Conv".
 	name() string
 	// inputNames names the inputs in errors, in argument order.
@@ -25,48 +29,64 @@ type kernel interface {
 	inferShape(in []tensor.Shape) (tensor.Shape, error)
 	// writeParams writes every parameter that distinguishes two ops.
 	writeParams(w io.Writer)
-	// do computes out from in; shapes and dtypes are already checked.
-	do(out *tensor.Dense, in []*tensor.Dense) error
+	// computations names the device.Kernels methods the op calls.
+	computations() []string
+}
+
+// operand is one input or the output of a kernel: its shape and its values.
+type operand[T Float] struct {
+	shape tensor.Shape
+	data  []T
+}
+
+// kernel is an op for element type T: its spec and its computation, written
+// once for both element types.
+type kernel[T Float] interface {
+	spec
+	// do computes out from in on dev; ranks, shapes and dtypes are checked,
+	// values are not.
+	do(dev device.Kernels[T], out operand[T], in []operand[T]) error
 }
 
 // differentiable is a kernel with handwritten gradients.
-type differentiable interface {
-	kernel
+type differentiable[T Float] interface {
+	kernel[T]
 	// diffWRT reports which inputs are differentiable.
 	diffWRT() []bool
 	// gradKernel returns the computation of ∂L/∂input[i] from
 	// (inputs…, output, ∂L/∂output).
-	gradKernel(i int) gradComputation
+	gradKernel(i int) gradComputation[T]
 }
 
 // gradComputation is a grad kernel without its input names, ranks and shape
 // inference, which follow from the forward kernel (see gradKernel).
-type gradComputation interface {
+type gradComputation[T Float] interface {
 	name() string
 	writeParams(w io.Writer)
-	do(out *tensor.Dense, in []*tensor.Dense) error
+	computations() []string
+	do(dev device.Kernels[T], out operand[T], in []operand[T]) error
 }
 
 // gradKernel completes the gradient computation of input wrt of fwd to a
 // kernel: its inputs are fwd's inputs, then "output" and "grad" (shaped like
 // fwd's output), and its output is shaped like input wrt.
-type gradKernel struct {
-	gradComputation
-	fwd kernel
+type gradKernel[T Float] struct {
+	gradComputation[T]
+	fwd kernel[T]
 	wrt int
 }
 
-func (g gradKernel) inputNames() []string {
+func (g gradKernel[T]) inputNames() []string {
 	return append(append([]string{}, g.fwd.inputNames()...), "output", "grad")
 }
 
-func (g gradKernel) ranks() []int {
+func (g gradKernel[T]) ranks() []int {
 	r := g.fwd.ranks()
 	out := r[len(r)-1]
 	return append(append(append([]int{}, r[:len(r)-1]...), out, out), r[g.wrt])
 }
 
-func (g gradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
+func (g gradKernel[T]) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	n := len(in) - 2
 	want, err := g.fwd.inferShape(in[:n])
 	if err != nil {
@@ -82,37 +102,50 @@ func (g gradKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 
 // do rejects a non-finite incoming gradient, for every grad op alike, and
 // then runs the computation.
-func (g gradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
+func (g gradKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
 	if err := checkedFinite(in[len(in)-1], "grad"); err != nil {
 		return err
 	}
-	return g.gradComputation.do(out, in)
+	return g.gradComputation.do(dev, out, in)
 }
 
-// newGradOp returns the op computing ∂L/∂input[i] of the forward kernel d.
-func newGradOp(d differentiable, i int) *op {
-	return newOp(gradKernel{gradComputation: d.gradKernel(i), fwd: d, wrt: i})
+func newGrad[T Float](fwd kernel[T], i int) gradKernel[T] {
+	return gradKernel[T]{gradComputation: fwd.(differentiable[T]).gradKernel(i), fwd: fwd, wrt: i}
 }
 
 var opIDs atomic.Uint64
 
-// op adapts a kernel to gorgonia.Op and gorgonia.SDOp. Each op carries a
-// unique id so Gorgonia's hash-consing never merges two ops.
+// op adapts a kernel to gorgonia.Op and gorgonia.SDOp. It holds the kernel
+// for both element types and the device it was built for; Do picks the
+// kernel by the inputs' dtype, the only dtype dispatch of the package. Each
+// op carries a unique id so Gorgonia's hash-consing never merges two ops.
 type op struct {
-	k  kernel
-	id uint64
+	k32 kernel[float32]
+	k64 kernel[float64]
+	dev *device.Device
+	id  uint64
 }
 
-func newOp(k kernel) *op { return &op{k: k, id: opIDs.Add(1)} }
+// newOp returns the op of a kernel on the device that UseDevice selected.
+func newOp(k32 kernel[float32], k64 kernel[float64]) *op {
+	return newOpOn(CurrentDevice(), k32, k64)
+}
+
+func newOpOn(dev *device.Device, k32 kernel[float32], k64 kernel[float64]) *op {
+	return &op{k32: k32, k64: k64, dev: dev, id: opIDs.Add(1)}
+}
+
+// spec returns the op's description, which both element types share.
+func (o *op) spec() spec { return o.k64 }
 
 // Arity returns the number of inputs.
-func (o *op) Arity() int { return len(o.k.inputNames()) }
+func (o *op) Arity() int { return len(o.spec().inputNames()) }
 
 // Type returns a fresh function type a → … → a over tensors of the kernel's
 // ranks; one type variable makes Gorgonia reject mixed float32/float64 inputs.
 func (o *op) Type() hm.Type {
 	a := hm.TypeVariable('a')
-	r := o.k.ranks()
+	r := o.spec().ranks()
 	ts := make([]hm.Type, len(r))
 	for i, d := range r {
 		ts[i] = G.TensorType{Dims: d, Of: a}
@@ -122,88 +155,110 @@ func (o *op) Type() hm.Type {
 
 // InferShape checks arity, ranks and sizes and returns the output shape.
 func (o *op) InferShape(ds ...G.DimSizer) (tensor.Shape, error) {
+	k := o.spec()
 	shapes := make([]tensor.Shape, len(ds))
 	for i, d := range ds {
 		s, ok := d.(tensor.Shape)
 		if !ok {
-			return nil, errors.Errorf("%s: input %d has no static shape (%T)", o.k.name(), i, d)
+			return nil, errors.Errorf("%s: input %d has no static shape (%T)", k.name(), i, d)
 		}
 		shapes[i] = s
 	}
-	if err := o.checkShapes(shapes); err != nil {
+	if err := checkShapes(k, shapes); err != nil {
 		return nil, err
 	}
-	s, err := o.k.inferShape(shapes)
-	return s, errors.Wrap(err, o.k.name())
+	s, err := k.inferShape(shapes)
+	return s, errors.Wrap(err, k.name())
 }
 
-func (o *op) checkShapes(shapes []tensor.Shape) error {
-	names, ranks := o.k.inputNames(), o.k.ranks()
+func checkShapes(k spec, shapes []tensor.Shape) error {
+	names, ranks := k.inputNames(), k.ranks()
 	if len(shapes) != len(names) {
-		return errors.Errorf("%s: expected %d inputs %v, got %d", o.k.name(), len(names), names, len(shapes))
+		return errors.Errorf("%s: expected %d inputs %v, got %d", k.name(), len(names), names, len(shapes))
 	}
 	for i, s := range shapes {
 		if len(s) != ranks[i] {
-			return errors.Errorf("%s: input %q must have rank %d, got shape %v (rank %d)", o.k.name(), names[i], ranks[i], s, len(s))
+			return errors.Errorf("%s: input %q must have rank %d, got shape %v (rank %d)", k.name(), names[i], ranks[i], s, len(s))
 		}
 	}
 	return nil
 }
 
-// Do checks the values and runs the kernel into a freshly allocated output.
+// Do checks the values and runs the kernel of the inputs' dtype on the op's
+// device into a freshly allocated output.
 func (o *op) Do(vals ...G.Value) (G.Value, error) {
-	names := o.k.inputNames()
+	k := o.spec()
+	names := k.inputNames()
 	if len(vals) != len(names) {
-		return nil, errors.Errorf("%s: expected %d inputs %v, got %d", o.k.name(), len(names), names, len(vals))
+		return nil, errors.Errorf("%s: expected %d inputs %v, got %d", k.name(), len(names), names, len(vals))
 	}
 	in := make([]*tensor.Dense, len(vals))
-	shapes := make([]tensor.Shape, len(vals))
 	var dt tensor.Dtype
 	for i, v := range vals {
 		d, ok := v.(*tensor.Dense)
 		if !ok {
-			return nil, errors.Errorf("%s: input %q must be a *tensor.Dense, got %T", o.k.name(), names[i], v)
+			return nil, errors.Errorf("%s: input %q must be a *tensor.Dense, got %T", k.name(), names[i], v)
 		}
 		if d.IsView() {
 			d = d.Materialize().(*tensor.Dense)
 		}
 		if d.Dtype() != tensor.Float32 && d.Dtype() != tensor.Float64 {
-			return nil, errors.Errorf("%s: input %q must be float32 or float64, got %v", o.k.name(), names[i], d.Dtype())
+			return nil, errors.Errorf("%s: input %q must be float32 or float64, got %v", k.name(), names[i], d.Dtype())
 		}
 		if i == 0 {
 			dt = d.Dtype()
 		} else if d.Dtype() != dt {
-			return nil, errors.Errorf("%s: input %q is %v but input %q is %v; all inputs must share one dtype", o.k.name(), names[i], d.Dtype(), names[0], dt)
+			return nil, errors.Errorf("%s: input %q is %v but input %q is %v; all inputs must share one dtype", k.name(), names[i], d.Dtype(), names[0], dt)
 		}
-		in[i], shapes[i] = d, d.Shape()
+		in[i] = d
 	}
-	if err := o.checkShapes(shapes); err != nil {
+	if dt == tensor.Float32 {
+		return run(o.k32, o.dev.F32, in)
+	}
+	return run(o.k64, o.dev.F64, in)
+}
+
+// run checks the shapes of in and runs k on dev into a new output tensor.
+func run[T Float](k kernel[T], dev device.Kernels[T], in []*tensor.Dense) (*tensor.Dense, error) {
+	shapes := make([]tensor.Shape, len(in))
+	for i, d := range in {
+		shapes[i] = d.Shape()
+	}
+	if err := checkShapes(k, shapes); err != nil {
 		return nil, err
 	}
-	s, err := o.k.inferShape(shapes)
+	s, err := k.inferShape(shapes)
 	if err != nil {
-		return nil, errors.Wrap(err, o.k.name())
+		return nil, errors.Wrap(err, k.name())
 	}
-	out := tensor.New(tensor.WithShape(s...), tensor.Of(dt))
-	if err := o.k.do(out, in); err != nil {
-		return nil, errors.Wrap(err, o.k.name())
+	// Every input is non-empty once inferShape accepted its shape, so Data,
+	// which panics on an empty tensor, is safe here.
+	args := make([]operand[T], len(in))
+	for i, d := range in {
+		args[i] = operand[T]{shape: shapes[i], data: d.Data().([]T)}
 	}
-	return out, nil
+	out := operand[T]{shape: s, data: make([]T, s.TotalSize())}
+	if err := k.do(dev, out, args); err != nil {
+		return nil, errors.Wrap(err, k.name())
+	}
+	return tensor.New(tensor.WithShape(s...), tensor.WithBacking(out.data)), nil
 }
 
 // ReturnsPtr reports false: the output is always a new tensor.
 func (o *op) ReturnsPtr() bool { return false }
 
-// CallsExtern reports false: the kernels run on the CPU.
-func (o *op) CallsExtern() bool { return false }
+// CallsExtern reports whether one of the op's computations runs outside the
+// Go runtime on its device (a GPU kernel); the CPU device never does.
+func (o *op) CallsExtern() bool { return o.dev.Extern(o.spec().computations()...) }
 
 // OverwritesInput reports -1: no input is modified.
 func (o *op) OverwritesInput() int { return -1 }
 
 // WriteHash writes the op name, its parameters and its instance id.
 func (o *op) WriteHash(h hash.Hash) {
-	fmt.Fprintf(h, "%s#%d", o.k.name(), o.id)
-	o.k.writeParams(h)
+	k := o.spec()
+	fmt.Fprintf(h, "%s#%d", k.name(), o.id)
+	k.writeParams(h)
 }
 
 // Hashcode returns the FNV-1a hash of WriteHash.
@@ -214,22 +269,23 @@ func (o *op) Hashcode() uint32 {
 }
 
 // String returns the op name.
-func (o *op) String() string { return o.k.name() }
+func (o *op) String() string { return o.spec().name() }
 
 // DiffWRT reports which inputs have gradients.
 func (o *op) DiffWRT(n int) []bool {
 	out := make([]bool, n)
-	if d, ok := o.k.(differentiable); ok {
+	if d, ok := o.k64.(differentiable[float64]); ok {
 		copy(out, d.diffWRT())
 	}
 	return out
 }
 
-// SymDiff returns one grad node per differentiable input (nil elsewhere).
+// SymDiff returns one grad node per differentiable input (nil elsewhere);
+// the grad ops run on the forward op's device.
 func (o *op) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
-	d, ok := o.k.(differentiable)
+	d, ok := o.k64.(differentiable[float64])
 	if !ok {
-		return nil, errors.Errorf("%s is not differentiable", o.k.name())
+		return nil, errors.Errorf("%s is not differentiable", o.spec().name())
 	}
 	args := append(append(G.Nodes{}, inputs...), output, grad)
 	out := make(G.Nodes, len(inputs))
@@ -237,32 +293,18 @@ func (o *op) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
 		if !wrt {
 			continue
 		}
-		n, err := G.ApplyOp(newGradOp(d, i), args...)
+		n, err := G.ApplyOp(o.gradOp(i), args...)
 		if err != nil {
-			return nil, errors.Wrapf(err, "%s: building the gradient of input %q", o.k.name(), d.inputNames()[i])
+			return nil, errors.Wrapf(err, "%s: building the gradient of input %q", d.name(), d.inputNames()[i])
 		}
 		out[i] = n
 	}
 	return out, nil
 }
 
-// typed dispatches on the dtype of out to a float32 or float64 kernel call.
-func typed(out *tensor.Dense, in []*tensor.Dense, f32 func([]float32, [][]float32) error, f64 func([]float64, [][]float64) error) error {
-	switch out.Dtype() {
-	case tensor.Float32:
-		return f32(out.Data().([]float32), slicesOf[float32](in))
-	case tensor.Float64:
-		return f64(out.Data().([]float64), slicesOf[float64](in))
-	}
-	return errors.Errorf("unsupported dtype %v", out.Dtype())
-}
-
-func slicesOf[T float32 | float64](in []*tensor.Dense) [][]T {
-	s := make([][]T, len(in))
-	for i, t := range in {
-		s[i] = t.Data().([]T)
-	}
-	return s
+// gradOp returns the op computing ∂L/∂input[i].
+func (o *op) gradOp(i int) *op {
+	return newOpOn(o.dev, newGrad(o.k32, i), newGrad(o.k64, i))
 }
 
 var (

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
@@ -12,8 +12,8 @@ import (
 )
 
 // ReLUFitOptions configures NewReLUFit; its zero value is the reference
-// code's fit (see cpu.ReLUFitOptions for the fields and defaults).
-type ReLUFitOptions = cpu.ReLUFitOptions
+// code's fit (see device.ReLUFitOptions for the fields and defaults).
+type ReLUFitOptions = device.ReLUFitOptions
 
 // NewReLUFit returns the dense ReLU fitting op: it maps a packed batch
 // "mixture" [B, C, N, 1+D+D·D] to a batch of the same shape whose positions
@@ -23,22 +23,25 @@ type ReLUFitOptions = cpu.ReLUFitOptions
 // cpu.ReLUFit). The cost is O(N²) per mixture.
 //
 // The op has no constant (bias) input: the model resets each mixture's
-// constant κ to zero before every ReLU (spec §5.5), so the fit is the κ = 0
-// case. The gradient flows into weights, positions and covariances. Invalid
-// options are reported when the op is applied (InferShape) and when it runs.
-func NewReLUFit(opts ReLUFitOptions) G.Op { return newOp(reluFitKernel{opts}) }
+// constant κ to zero before every ReLU, so the fit is the κ = 0 case. The
+// gradient flows into weights, positions and covariances. Invalid options
+// are reported when the op is applied (InferShape) and when it runs.
+func NewReLUFit(opts ReLUFitOptions) G.Op {
+	s := reluFitSpec{opts}
+	return newOp(reluFitKernel[float32]{s}, reluFitKernel[float64]{s})
+}
 
-type reluFitKernel struct{ opts ReLUFitOptions }
+type reluFitSpec struct{ opts ReLUFitOptions }
 
-func (reluFitKernel) name() string                     { return "gm.ReLUFit" }
-func (reluFitKernel) inputNames() []string             { return []string{"mixture"} }
-func (reluFitKernel) ranks() []int                     { return []int{4, 4} }
-func (k reluFitKernel) writeParams(w io.Writer)        { fmt.Fprintf(w, "%+v", k.opts) }
-func (reluFitKernel) diffWRT() []bool                  { return []bool{true} }
-func (k reluFitKernel) gradKernel(int) gradComputation { return reluFitGradKernel(k) }
+func (reluFitSpec) name() string              { return "gm.ReLUFit" }
+func (reluFitSpec) inputNames() []string      { return []string{"mixture"} }
+func (reluFitSpec) ranks() []int              { return []int{4, 4} }
+func (k reluFitSpec) writeParams(w io.Writer) { fmt.Fprintf(w, "%+v", k.opts) }
+func (reluFitSpec) diffWRT() []bool           { return []bool{true} }
+func (reluFitSpec) computations() []string    { return []string{"ReLUFit"} }
 
-func (k reluFitKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
-	if err := k.opts.Validate(); err != nil {
+func (k reluFitSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
+	if _, err := k.opts.Resolve(); err != nil {
 		return nil, err
 	}
 	if _, err := mixture.LayoutOf(in[0]); err != nil {
@@ -47,36 +50,32 @@ func (k reluFitKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	return in[0].Clone(), nil
 }
 
-func (k reluFitKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
+type reluFitKernel[T Float] struct{ reluFitSpec }
+
+func (k reluFitKernel[T]) gradKernel(int) gradComputation[T] {
+	return reluFitGradKernel[T](k)
+}
+
+func (k reluFitKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
 	l, err := checkedMixture(in[0], "mixture")
 	if err != nil {
 		return err
 	}
-	if backend != nil {
-		return backend.ReLUFit(out.Data(), in[0].Data(), l, k.opts)
-	}
-	return typed(out, in,
-		func(y []float32, x [][]float32) error { return cpu.ReLUFit(y, x[0], l, k.opts) },
-		func(y []float64, x [][]float64) error { return cpu.ReLUFit(y, x[0], l, k.opts) })
+	return dev.ReLUFit(out.data, in[0].data, l, k.opts)
 }
 
 // reluFitGradKernel computes ∂L/∂mixture from (mixture, output, grad); the
 // forward sums are recomputed from the mixture, as the output alone does not
 // determine them.
-type reluFitGradKernel struct{ opts ReLUFitOptions }
+type reluFitGradKernel[T Float] struct{ reluFitSpec }
 
-func (reluFitGradKernel) name() string              { return "gm.ReLUFitGrad" }
-func (k reluFitGradKernel) writeParams(w io.Writer) { fmt.Fprintf(w, "%+v", k.opts) }
+func (reluFitGradKernel[T]) name() string           { return "gm.ReLUFitGrad" }
+func (reluFitGradKernel[T]) computations() []string { return []string{"ReLUFitBackward"} }
 
-func (k reluFitGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
+func (k reluFitGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
 	l, err := checkedMixture(in[0], "mixture")
 	if err != nil {
 		return err
 	}
-	if backend != nil {
-		return backend.ReLUFitBackward(out.Data(), in[0].Data(), in[2].Data(), l, k.opts)
-	}
-	return typed(out, in,
-		func(dx []float32, x [][]float32) error { return cpu.ReLUFitBackward(dx, x[0], x[2], l, k.opts) },
-		func(dx []float64, x [][]float64) error { return cpu.ReLUFitBackward(dx, x[0], x[2], l, k.opts) })
+	return dev.ReLUFitBackward(out.data, in[0].data, in[2].data, l, k.opts)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -48,7 +49,7 @@ outer:
 // against central differences, for weights, positions and covariances, in
 // 2D and 3D and for both variants.
 func TestReLUFitGraphGrad(t *testing.T) {
-	for _, opts := range []ReLUFitOptions{{}, {Variant: cpu.ReLUFitPaper}} {
+	for _, opts := range []ReLUFitOptions{{}, {Variant: device.ReLUFitPaper}} {
 		for _, d := range []int{2, 3} {
 			t.Run(fmt.Sprintf("variant%d_%dD", opts.Variant, d), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(3, uint64(d)))
@@ -149,7 +150,7 @@ func TestReLUFitOpErrors(t *testing.T) {
 // TestReLUFitGradOpErrors checks the gradient op's own checks.
 func TestReLUFitGradOpErrors(t *testing.T) {
 	x := randomMixture(rand.New(rand.NewPCG(6, 6)), 1, 2, 3, 3)
-	gradOp := newGradOp(reluFitKernel{}, 0)
+	gradOp := gradOf(NewReLUFit(ReLUFitOptions{}), 0)
 	nan := x.Clone().(*tensor.Dense)
 	nan.Data().([]float64)[4] = math.NaN()
 	short := tensor.New(tensor.WithShape(1, 2, 2, 13), tensor.Of(tensor.Float64))

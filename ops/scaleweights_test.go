@@ -71,7 +71,7 @@ func TestScaleWeightsBadInput(t *testing.T) {
 	}
 	t.Run("grad shape", func(t *testing.T) {
 		x := convTensor(48, 2, 3, 4, 7)
-		_, err := newGradOp(scaleWeightsKernel{s: 2}, 0).Do(x, x, convTensor(49, 2, 3, 5, 7))
+		_, err := gradOf(NewScaleWeights(2), 0).Do(x, x, convTensor(49, 2, 3, 5, 7))
 		convWantErr(t, "Do", err, []string{"gm.ScaleWeightsGrad", `"grad"`})
 	})
 }

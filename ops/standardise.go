@@ -3,7 +3,7 @@ package ops
 import (
 	"io"
 
-	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
@@ -16,20 +16,22 @@ import (
 // mixture's values over a grid in the sample's bounding box
 // (cpu.StandardiseScale), treated as a constant. Inputs: "mixture"
 // [B, C, N, ·] and the learnable "gain" [1].
-func NewStandardise() G.Op { return newOp(standardiseKernel{}) }
-
-type standardiseKernel struct{}
-
-func (standardiseKernel) name() string          { return "gm.Standardise" }
-func (standardiseKernel) inputNames() []string  { return []string{"mixture", "gain"} }
-func (standardiseKernel) ranks() []int          { return []int{4, 1, 4} }
-func (standardiseKernel) writeParams(io.Writer) {}
-func (standardiseKernel) diffWRT() []bool       { return []bool{true, true} }
-func (standardiseKernel) gradKernel(i int) gradComputation {
-	return standardiseGradKernel{wrt: i}
+func NewStandardise() G.Op {
+	return newOp(standardiseKernel[float32]{}, standardiseKernel[float64]{})
 }
 
-func (standardiseKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
+type standardiseSpec struct{}
+
+func (standardiseSpec) name() string          { return "gm.Standardise" }
+func (standardiseSpec) inputNames() []string  { return []string{"mixture", "gain"} }
+func (standardiseSpec) ranks() []int          { return []int{4, 1, 4} }
+func (standardiseSpec) writeParams(io.Writer) {}
+func (standardiseSpec) diffWRT() []bool       { return []bool{true, true} }
+func (standardiseSpec) computations() []string {
+	return []string{"StandardiseScale", "Standardise"}
+}
+
+func (standardiseSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	if _, err := mixture.LayoutOf(in[0]); err != nil {
 		return nil, errors.Wrap(err, `input "mixture"`)
 	}
@@ -39,7 +41,13 @@ func (standardiseKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	return in[0].Clone(), nil
 }
 
-func (standardiseKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
+type standardiseKernel[T Float] struct{ standardiseSpec }
+
+func (standardiseKernel[T]) gradKernel(i int) gradComputation[T] {
+	return standardiseGradKernel[T]{wrt: i}
+}
+
+func (standardiseKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
 	l, err := checkedMixture(in[0], "mixture")
 	if err != nil {
 		return err
@@ -48,44 +56,39 @@ func (standardiseKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
 		return err
 	}
 	sd := make([]float64, l.Mixtures())
-	return typed(out, in,
-		func(y []float32, x [][]float32) error {
-			cpu.StandardiseScale(sd, x[0], l)
-			cpu.Standardise(y, x[0], sd, x[1][0], l)
-			return nil
-		},
-		func(y []float64, x [][]float64) error {
-			cpu.StandardiseScale(sd, x[0], l)
-			cpu.Standardise(y, x[0], sd, x[1][0], l)
-			return nil
-		})
+	if err := dev.StandardiseScale(sd, in[0].data, l); err != nil {
+		return err
+	}
+	return dev.Standardise(out.data, in[0].data, sd, in[1].data[0], l)
 }
 
 // standardiseGradKernel computes ∂L/∂mixture (wrt 0) or ∂L/∂gain (wrt 1)
 // from (mixture, gain, output, grad).
-type standardiseGradKernel struct{ wrt int }
+type standardiseGradKernel[T Float] struct{ wrt int }
 
-func (k standardiseGradKernel) name() string {
-	return []string{"gm.StandardiseGradMixture", "gm.StandardiseGradGain"}[k.wrt]
+func (k standardiseGradKernel[T]) name() string {
+	return [...]string{"gm.StandardiseGradMixture", "gm.StandardiseGradGain"}[k.wrt]
 }
-func (k standardiseGradKernel) writeParams(w io.Writer) { w.Write([]byte{byte(k.wrt)}) }
+func (k standardiseGradKernel[T]) writeParams(w io.Writer) { w.Write([]byte{byte(k.wrt)}) }
+func (standardiseGradKernel[T]) computations() []string {
+	return []string{"StandardiseScale", "StandardiseBackward"}
+}
 
-func (k standardiseGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
-	l, _ := mixture.LayoutOf(in[0].Shape())
+// do computes both gradients in one pass and keeps the one asked for; the
+// gain's needs the mixture's, so ∂L/∂gain pays for a scratch ∂L/∂mixture.
+func (k standardiseGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
+	l, _ := mixture.LayoutOf(in[0].shape)
 	sd := make([]float64, l.Mixtures())
-	return typed(out, in,
-		func(o []float32, x [][]float32) error { standardiseGrad(k.wrt, o, x, sd, l); return nil },
-		func(o []float64, x [][]float64) error { standardiseGrad(k.wrt, o, x, sd, l); return nil })
-}
-
-func standardiseGrad[T mixture.Float](wrt int, out []T, in [][]T, sd []float64, l mixture.Layout) {
-	cpu.StandardiseScale(sd, in[0], l)
-	dx := out
-	if wrt == 1 {
-		dx = make([]T, len(in[0]))
+	if err := dev.StandardiseScale(sd, in[0].data, l); err != nil {
+		return err
 	}
-	dgain := cpu.StandardiseBackward(dx, in[0], in[3], sd, in[1][0], l)
-	if wrt == 1 {
-		out[0] = dgain
+	dx := out.data
+	if k.wrt == 1 {
+		dx = make([]T, len(in[0].data))
 	}
+	dgain, err := dev.StandardiseBackward(dx, in[0].data, in[3].data, sd, in[1].data[0], l)
+	if k.wrt == 1 {
+		out.data[0] = dgain
+	}
+	return err
 }

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/gmcn-go/gmcn/ops/mixture"
+	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
 
@@ -42,3 +43,7 @@ func fillGaussian(rng *rand.Rand, g []float64, d int) {
 		}
 	}
 }
+
+// gradOf returns the grad op of input i of a forward op built by one of the
+// package's constructors.
+func gradOf(o G.Op, i int) *op { return o.(interface{ gradOp(int) *op }).gradOp(i) }

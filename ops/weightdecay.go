@@ -3,7 +3,7 @@ package ops
 import (
 	"io"
 
-	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
@@ -15,22 +15,22 @@ import (
 // weights_raw [F_o, F_i, N_k] and factors A [F_o, F_i, N_k, D, D]. The
 // reference minimises it with its own SGD step (decoupled decay); positions
 // are not decayed.
-func NewWeightDecay() G.Op { return newOp(weightDecayKernel{}) }
+func NewWeightDecay() G.Op {
+	return newOp(weightDecayKernel[float32]{}, weightDecayKernel[float64]{})
+}
 
-type weightDecayKernel struct{}
+type weightDecaySpec struct{}
 
 var weightDecayInputs = []string{"weights_raw", "factors"}
 
-func (weightDecayKernel) name() string          { return "gm.WeightDecay" }
-func (weightDecayKernel) inputNames() []string  { return weightDecayInputs }
-func (weightDecayKernel) ranks() []int          { return []int{3, 5, 1} }
-func (weightDecayKernel) writeParams(io.Writer) {}
-func (weightDecayKernel) diffWRT() []bool       { return []bool{true, true} }
-func (weightDecayKernel) gradKernel(i int) gradComputation {
-	return weightDecayGradKernel{wrt: i}
-}
+func (weightDecaySpec) name() string           { return "gm.WeightDecay" }
+func (weightDecaySpec) inputNames() []string   { return weightDecayInputs }
+func (weightDecaySpec) ranks() []int           { return []int{3, 5, 1} }
+func (weightDecaySpec) writeParams(io.Writer)  {}
+func (weightDecaySpec) diffWRT() []bool        { return []bool{true, true} }
+func (weightDecaySpec) computations() []string { return []string{"WeightDecay"} }
 
-func (weightDecayKernel) inferShape(in []tensor.Shape) (tensor.Shape, error) {
+func (weightDecaySpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	_, err := weightDecayDims(in)
 	return tensor.Shape{1}, err
 }
@@ -50,45 +50,40 @@ func weightDecayDims(in []tensor.Shape) (int, error) {
 	return d, sameShape("factors", in[1], tensor.Shape{w[0], w[1], w[2], d, d})
 }
 
-func (weightDecayKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
-	for i, t := range in {
-		if err := checkedFinite(t, weightDecayInputs[i]); err != nil {
+type weightDecayKernel[T Float] struct{ weightDecaySpec }
+
+func (weightDecayKernel[T]) gradKernel(i int) gradComputation[T] {
+	return weightDecayGradKernel[T]{wrt: i}
+}
+
+func (weightDecayKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
+	for i, x := range in {
+		if err := checkedFinite(x, weightDecayInputs[i]); err != nil {
 			return err
 		}
 	}
-	d := in[1].Shape()[4]
-	return typed(out, in,
-		func(y []float32, x [][]float32) error {
-			y[0] = float32(cpu.WeightDecay(x[0], x[1], d))
-			return mixture.CheckFinite(y)
-		},
-		func(y []float64, x [][]float64) error {
-			y[0] = cpu.WeightDecay(x[0], x[1], d)
-			return mixture.CheckFinite(y)
-		})
+	v, err := dev.WeightDecay(in[0].data, in[1].data, in[1].shape[4])
+	if err != nil {
+		return err
+	}
+	out.data[0] = T(v)
+	return mixture.CheckFinite(out.data)
 }
 
 // weightDecayGradKernel computes ∂L/∂input[wrt] of the weight-decay loss from
 // (weights_raw, factors, output, grad).
-type weightDecayGradKernel struct{ wrt int }
+type weightDecayGradKernel[T Float] struct{ wrt int }
 
-func (k weightDecayGradKernel) name() string {
+func (k weightDecayGradKernel[T]) name() string {
 	return "gm.WeightDecayGrad/" + weightDecayInputs[k.wrt]
 }
-func (weightDecayGradKernel) writeParams(io.Writer) {}
+func (weightDecayGradKernel[T]) writeParams(io.Writer)  {}
+func (weightDecayGradKernel[T]) computations() []string { return []string{"WeightDecayBackward"} }
 
-func (k weightDecayGradKernel) do(out *tensor.Dense, in []*tensor.Dense) error {
-	d := in[1].Shape()[4]
-	return typed(out, in,
-		func(dx []float32, x [][]float32) error { weightDecayBackward(k.wrt, dx, x, d); return nil },
-		func(dx []float64, x [][]float64) error { weightDecayBackward(k.wrt, dx, x, d); return nil })
-}
-
-func weightDecayBackward[T mixture.Float](wrt int, dx []T, x [][]T, d int) {
-	g := x[3][0]
-	if wrt == 0 {
-		cpu.WeightDecayWeightsBackward(dx, x[0], g)
-		return
+func (k weightDecayGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
+	dw, da := out.data, []T(nil)
+	if k.wrt == 1 {
+		dw, da = nil, out.data
 	}
-	cpu.WeightDecayFactorsBackward(dx, x[1], d, g)
+	return dev.WeightDecayBackward(dw, da, in[0].data, in[1].data, in[1].shape[4], in[3].data[0])
 }

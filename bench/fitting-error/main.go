@@ -27,6 +27,7 @@ import (
 	"os"
 
 	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -58,7 +59,7 @@ var methods = []method{
 
 func treeHEM(t int) func(y, x []float64, l mixture.Layout, np int) error {
 	return func(y, x []float64, l mixture.Layout, np int) error {
-		return cpu.TreeHEMForward(y, x, l, np, cpu.TreeHEMOptions{Reduction: t})
+		return cpu.TreeHEMForward(y, x, l, np, device.TreeHEMOptions{Reduction: t})
 	}
 }
 
@@ -78,7 +79,7 @@ func run(w *os.File, b, samples int, seed uint64, np1, np2 int, r1, r2 float64) 
 		}{{k1, lk1, np1}, {k2, lk2, np2}} {
 			conv, lc := convolve(in, layer.k, lin, layer.lk)
 			dense := make([]float64, len(conv))
-			if err := cpu.ReLUFit(dense, conv, lc, cpu.ReLUFitOptions{}); err != nil {
+			if err := cpu.ReLUFit(dense, conv, lc, device.ReLUFitOptions{}); err != nil {
 				return fmt.Errorf("%s layer %d ReLU fit: %w", m.name, li+1, err)
 			}
 			lr := lc
@@ -116,7 +117,7 @@ func cell(e cpu.FitError) string { return fmt.Sprintf("%.4f (%.3f)", e.RMSE, e.N
 // convolve applies cpu.Conv and divides the weights by F_i, as the
 // reference model does after every convolution.
 func convolve(x, k []float64, lx, lk mixture.Layout) ([]float64, mixture.Layout) {
-	ly := cpu.ConvLayout(lx, lk)
+	ly := device.ConvLayout(lx, lk)
 	y := make([]float64, ly.Len())
 	cpu.Conv(y, x, k, lx, lk)
 	for i := 0; i < len(y); i += ly.Stride() {
@@ -150,7 +151,7 @@ func randomKernels(rng *rand.Rand, fo, fi int, radius float64) ([]float64, mixtu
 			}
 		}
 	}
-	cfg := cpu.DefaultKernelConfig(radius)
+	cfg := device.DefaultKernelConfig(radius)
 	k := make([]float64, l.Len())
 	cpu.AssembleKernel(k, w, p, a, l, cfg, cpu.KernelEpsilon(a, d, cfg))
 	return k, l
@@ -203,7 +204,7 @@ func mnistLike(rng *rand.Rand, b int) ([]float64, mixture.Layout) {
 	cpu.MeanTraces(tau, x, l)
 	f := make([]float64, l.Mixtures())
 	for m, t := range tau {
-		f[m], _ = cpu.CovScaleFactor(d, t)
+		f[m], _ = device.CovScaleFactor(d, t)
 	}
 	cpu.ScaleMixtures(x, x, l, f)
 	sd := make([]float64, l.Mixtures())
@@ -225,7 +226,7 @@ func batchCovScale(x []float64, l mixture.Layout) []float64 {
 		for b := range l.B {
 			t += tau[b*l.C+c] / float64(l.B)
 		}
-		s, ok := cpu.CovScaleFactor(l.D, t)
+		s, ok := device.CovScaleFactor(l.D, t)
 		if !ok {
 			s = 1
 		}

@@ -2,20 +2,13 @@ package cpu
 
 import (
 	"github.com/gmcn-go/gmcn/internal/parallel"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
-// ConvLayout returns the layout of the convolution of data of layout lx
-// [B, Fi, Ni, ·] with kernels of layout lk [Fo, Fi, Nk, ·]:
-// [B, Fo, Fi·Ni·Nk, ·]. Each output channel keeps every pairwise product of an
-// input channel's data and kernel components, so no components are summed.
-func ConvLayout(lx, lk mixture.Layout) mixture.Layout {
-	return mixture.Layout{B: lx.B, C: lk.B, N: lx.C * lx.N * lk.N, D: lx.D}
-}
-
 // Conv writes the analytic convolution of the data x (layout lx
 // [B, Fi, Ni, ·]) with the kernels k (layout lk [Fo, Fi, Nk, ·]) into y
-// (layout ConvLayout(lx, lk)). The convolution of two normalised Gaussians is
+// (layout device.ConvLayout(lx, lk)). The convolution of two normalised Gaussians is
 // the normalised Gaussian with summed moments,
 //
 //	N(μ_x, Σ_x) ⊛ N(μ_k, Σ_k) = N(μ_x + μ_k, Σ_x + Σ_k),
@@ -26,7 +19,7 @@ func ConvLayout(lx, lk mixture.Layout) mixture.Layout {
 // The caller guarantees lx.C == lk.C, lx.D == lk.D and the slice lengths.
 // Work is spread over the B·Fo output mixtures.
 func Conv[T Float](y, x, k []T, lx, lk mixture.Layout) {
-	ly := ConvLayout(lx, lk)
+	ly := device.ConvLayout(lx, lk)
 	s := lx.Stride()
 	fi, fo := lx.C, lk.B
 	parallel.For(ly.Mixtures(), func(m int) {
@@ -56,7 +49,7 @@ func convPair[T Float](yg, xg, kg []T) {
 }
 
 // ConvBackwardData writes ∂L/∂x for Conv into dx (layout lx) from the
-// incoming gradient g (layout ConvLayout(lx, lk)) and the kernels k. Data
+// incoming gradient g (layout device.ConvLayout(lx, lk)) and the kernels k. Data
 // component (b, c, i) enters output n = i + Ni·(c + Fi·j) of every output
 // channel o and kernel component j, hence
 //
@@ -65,7 +58,7 @@ func convPair[T Float](yg, xg, kg []T) {
 //
 // Each data mixture (b, c) is owned by one worker, so the sums need no locks.
 func ConvBackwardData[T Float](dx, g, k []T, lx, lk mixture.Layout) {
-	ly := ConvLayout(lx, lk)
+	ly := device.ConvLayout(lx, lk)
 	s := lx.Stride()
 	fi, fo := lx.C, lk.B
 	parallel.For(lx.Mixtures(), func(m int) {
@@ -86,7 +79,7 @@ func ConvBackwardData[T Float](dx, g, k []T, lx, lk mixture.Layout) {
 }
 
 // ConvBackwardKernels writes ∂L/∂k for Conv into dk (layout lk) from the
-// incoming gradient g (layout ConvLayout(lx, lk)) and the data x. Kernel
+// incoming gradient g (layout device.ConvLayout(lx, lk)) and the data x. Kernel
 // component (o, c, j) enters output n = i + Ni·(c + Fi·j) of every batch
 // entry b and data component i, hence
 //
@@ -95,7 +88,7 @@ func ConvBackwardData[T Float](dx, g, k []T, lx, lk mixture.Layout) {
 //
 // Each kernel mixture (o, c) is owned by one worker, so the sums need no locks.
 func ConvBackwardKernels[T Float](dk, g, x []T, lx, lk mixture.Layout) {
-	ly := ConvLayout(lx, lk)
+	ly := device.ConvLayout(lx, lk)
 	s := lx.Stride()
 	fi, fo := lx.C, lk.B
 	run := lx.N * s // one input channel's block of a (b, o, j) output slab

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"math/rand/v2"
 	"testing"
 
@@ -35,7 +36,7 @@ func convBench(b *testing.B, f func(o *convOperands)) {
 			o := convOperands{}
 			o.lx, o.lk = convLayouts(s.d, s.b, s.fi, s.ni, s.fo, s.nk)
 			o.x, o.k = convTo32(convRandom(rng, o.lx)), convTo32(convRandom(rng, o.lk))
-			o.g = make([]float32, ConvLayout(o.lx, o.lk).Len())
+			o.g = make([]float32, device.ConvLayout(o.lx, o.lk).Len())
 			for i := range o.g {
 				o.g[i] = float32(rng.NormFloat64())
 			}

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -49,7 +50,7 @@ func convLayouts(d, b, fi, ni, fo, nk int) (lx, lk mixture.Layout) {
 }
 
 func convRun(x, k []float64, lx, lk mixture.Layout) []float64 {
-	y := make([]float64, ConvLayout(lx, lk).Len())
+	y := make([]float64, device.ConvLayout(lx, lk).Len())
 	Conv(y, x, k, lx, lk)
 	return y
 }
@@ -63,7 +64,7 @@ func TestConvComponentOrder(t *testing.T) {
 		lx, lk := convLayouts(d, 2, 3, 4, 5, 2)
 		x, k := convRandom(rng, lx), convRandom(rng, lk)
 		y := convRun(x, k, lx, lk)
-		ly := ConvLayout(lx, lk)
+		ly := device.ConvLayout(lx, lk)
 		if want := (mixture.Layout{B: 2, C: 5, N: 3 * 4 * 2, D: d}); ly != want {
 			t.Fatalf("%dD: layout %v, want %v", d, ly, want)
 		}
@@ -100,7 +101,7 @@ func TestConvIntegrals(t *testing.T) {
 		lx, lk := convLayouts(d, 3, 4, 5, 2, 3)
 		x, k := convRandom(rng, lx), convRandom(rng, lk)
 		y := convRun(x, k, lx, lk)
-		ly := ConvLayout(lx, lk)
+		ly := device.ConvLayout(lx, lk)
 		ix, ik, iy := make([]float64, lx.Mixtures()), make([]float64, lk.Mixtures()), make([]float64, ly.Mixtures())
 		Integrate(ix, x, lx)
 		Integrate(ik, k, lk)
@@ -151,7 +152,7 @@ func TestConvGrid(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 2))
 	lx, lk := convLayouts(2, 1, 2, 3, 2, 2)
 	x, k := convRandom(rng, lx), convRandom(rng, lk)
-	ly := ConvLayout(lx, lk)
+	ly := device.ConvLayout(lx, lk)
 	y := convRun(x, k, lx, lk)
 
 	sample := func(data []float64, l mixture.Layout, mi int) []float64 {
@@ -222,7 +223,7 @@ func TestConvGradient(t *testing.T) {
 		rng := rand.New(rand.NewPCG(14, uint64(d)))
 		lx, lk := convLayouts(d, 2, 3, 4, 2, 3)
 		x, k := convRandom(rng, lx), convRandom(rng, lk)
-		r := make([]float64, ConvLayout(lx, lk).Len())
+		r := make([]float64, device.ConvLayout(lx, lk).Len())
 		for i := range r {
 			r[i] = rng.NormFloat64()
 		}
@@ -250,7 +251,7 @@ func TestConvFloat32(t *testing.T) {
 		rng := rand.New(rand.NewPCG(15, uint64(d)))
 		lx, lk := convLayouts(d, 3, 4, 5, 6, 3)
 		x, k := convRandom(rng, lx), convRandom(rng, lk)
-		ly := ConvLayout(lx, lk)
+		ly := device.ConvLayout(lx, lk)
 		g := make([]float64, ly.Len())
 		for i := range g {
 			g[i] = rng.NormFloat64()

@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"github.com/gmcn-go/gmcn/internal/parallel"
-	"math"
 
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
@@ -23,16 +22,6 @@ func MeanTraces[T Float](tau []float64, x []T, l mixture.Layout) {
 		}
 		tau[m] = sum / float64(l.N)
 	})
-}
-
-// CovScaleFactor returns the CovScaleNorm factor s = sqrt(D/τ) that scales a
-// mixture of mean covariance trace τ to mean trace D, and whether τ admits
-// one (τ > 0 and finite).
-func CovScaleFactor(d int, tau float64) (float64, bool) {
-	if !(tau > 0) || math.IsInf(tau, 0) {
-		return 0, false
-	}
-	return math.Sqrt(float64(d) / tau), true
 }
 
 // ScaleMixtures writes the spatially scaled batch y: for mixture m and its

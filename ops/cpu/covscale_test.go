@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -53,7 +54,7 @@ func covscalePerSample[T Float](t *testing.T, y, x []T, l mixture.Layout) ([]T, 
 	MeanTraces(tau, x, l)
 	s := make([]T, len(tau))
 	for m, v := range tau {
-		f, ok := CovScaleFactor(l.D, v)
+		f, ok := device.CovScaleFactor(l.D, v)
 		if !ok {
 			t.Fatalf("mixture %d: mean trace %g has no scale factor", m, v)
 		}
@@ -191,7 +192,7 @@ func TestCovScaleProperties(t *testing.T) {
 
 func TestCovScaleFactorRejects(t *testing.T) {
 	for _, tau := range []float64{0, -1, math.NaN(), math.Inf(1), math.Inf(-1)} {
-		if s, ok := CovScaleFactor(2, tau); ok {
+		if s, ok := device.CovScaleFactor(2, tau); ok {
 			t.Errorf("τ = %g gave factor %g, want rejection", tau, s)
 		}
 	}
@@ -250,7 +251,7 @@ func BenchmarkCovScaleKernel(b *testing.B) {
 		for b.Loop() {
 			MeanTraces(tau, x, l)
 			for m, v := range tau {
-				f, _ := CovScaleFactor(l.D, v)
+				f, _ := device.CovScaleFactor(l.D, v)
 				s[m] = float32(f)
 			}
 			ScaleMixtures(y, x, l, s)

@@ -2,34 +2,11 @@ package cpu
 
 import (
 	"github.com/gmcn-go/gmcn/internal/parallel"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"math"
 
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
-
-// KernelConfig holds the constants that map a convolution layer's raw
-// learnable tensors to its packed kernel (see AssembleKernel).
-type KernelConfig struct {
-	// Radius r scales positions (μ = r·p) and, as (r/3)², covariances.
-	Radius float64
-	// WeightSD and WeightMean map raw weights to w = raw·WeightSD + WeightMean.
-	WeightSD, WeightMean float64
-	// CovEpsilon is the relative regulariser of the covariances.
-	CovEpsilon float64
-}
-
-// DefaultKernelConfig returns the reference model's constants for radius r:
-// weight sd 1, weight mean 0.1 and covariance epsilon 0.05.
-func DefaultKernelConfig(r float64) KernelConfig {
-	return KernelConfig{Radius: r, WeightSD: 1, WeightMean: 0.1, CovEpsilon: 0.05}
-}
-
-// CovRange returns (r/3)², the covariance scale of the reference's pos2cov:
-// a Gaussian of that variance has most of its mass within the radius.
-func (c KernelConfig) CovRange() float64 {
-	q := c.Radius / 3
-	return q * q
-}
 
 // gram writes A·Aᵀ of the d×d row-major matrix a into out.
 func gram[T Float](d int, a, out []T) {
@@ -49,7 +26,7 @@ func gram[T Float](d int, a, out []T) {
 // regulariser is relative so that it stays significant when the factors grow
 // during training; the reference detaches it, so callers treat it as a
 // constant and AssembleKernel takes it as an argument.
-func KernelEpsilon[T Float](a []T, d int, cfg KernelConfig) float64 {
+func KernelEpsilon[T Float](a []T, d int, cfg device.KernelConfig) float64 {
 	var m [9]T
 	mx := 1.0
 	dd := d * d
@@ -72,7 +49,7 @@ func KernelEpsilon[T Float](a []T, d int, cfg KernelConfig) float64 {
 //
 // with ε from KernelEpsilon. A·Aᵀ is positive semi-definite and ε > 0, so
 // every Σ is positive definite whatever the factors.
-func AssembleKernel[T Float](out, w, p, a []T, l mixture.Layout, cfg KernelConfig, eps float64) {
+func AssembleKernel[T Float](out, w, p, a []T, l mixture.Layout, cfg device.KernelConfig, eps float64) {
 	st, d := l.Stride(), l.D
 	sd, mean, r, cr := T(cfg.WeightSD), T(cfg.WeightMean), T(cfg.Radius), T(cfg.CovRange())
 	e := T(eps)
@@ -98,7 +75,7 @@ func AssembleKernel[T Float](out, w, p, a []T, l mixture.Layout, cfg KernelConfi
 
 // KernelWeightsBackward writes ∂L/∂w = WeightSD·g_w from the gradient g of
 // the packed kernel of layout l.
-func KernelWeightsBackward[T Float](dw, g []T, l mixture.Layout, cfg KernelConfig) {
+func KernelWeightsBackward[T Float](dw, g []T, l mixture.Layout, cfg device.KernelConfig) {
 	st, sd := l.Stride(), T(cfg.WeightSD)
 	for i := range dw {
 		dw[i] = sd * g[i*st]
@@ -107,7 +84,7 @@ func KernelWeightsBackward[T Float](dw, g []T, l mixture.Layout, cfg KernelConfi
 
 // KernelPositionsBackward writes ∂L/∂p = r·g_μ from the gradient g of the
 // packed kernel of layout l.
-func KernelPositionsBackward[T Float](dp, g []T, l mixture.Layout, cfg KernelConfig) {
+func KernelPositionsBackward[T Float](dp, g []T, l mixture.Layout, cfg device.KernelConfig) {
 	st, d, r := l.Stride(), l.D, T(cfg.Radius)
 	for i := 0; i < len(dp)/d; i++ {
 		for j := range d {
@@ -120,7 +97,7 @@ func KernelPositionsBackward[T Float](dp, g []T, l mixture.Layout, cfg KernelCon
 // of layout l. With M = A·Aᵀ, ∂M_ij/∂A_ab = δ_ia A_jb + δ_ja A_ib, so
 // ∂L/∂A = (r/3)²·(G + Gᵀ)·A for G = g_Σ; ε is a constant and contributes
 // nothing.
-func KernelFactorsBackward[T Float](da, g, a []T, l mixture.Layout, cfg KernelConfig) {
+func KernelFactorsBackward[T Float](da, g, a []T, l mixture.Layout, cfg device.KernelConfig) {
 	st, d, cr := l.Stride(), l.D, T(cfg.CovRange())
 	dd := d * d
 	parallel.For(l.Mixtures(), func(m int) {

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -35,7 +36,7 @@ func TestAssembleKernelBackward(t *testing.T) {
 		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(21, uint64(d)))
 			l := mixture.Layout{B: 2, C: 3, N: 4, D: d}
-			cfg := DefaultKernelConfig(2.5)
+			cfg := device.DefaultKernelConfig(2.5)
 			cfg.WeightSD = 0.7
 			w, p, a := kernelRaw(rng, l, 1.5)
 			eps := KernelEpsilon(a, d, cfg)
@@ -71,7 +72,7 @@ func TestAssembleKernelBackward(t *testing.T) {
 // written out for one hand-made 2D Gaussian.
 func TestAssembleKernelValues(t *testing.T) {
 	l := mixture.Layout{B: 1, C: 1, N: 1, D: 2}
-	cfg := DefaultKernelConfig(3)
+	cfg := device.DefaultKernelConfig(3)
 	w, p, a := []float64{0.5}, []float64{1, -2}, []float64{2, 0, 1, 1}
 	// A·Aᵀ = [[4, 2], [2, 2]] → ε = 0.05·4 = 0.2; (r/3)² = 1.
 	eps := KernelEpsilon(a, 2, cfg)
@@ -129,7 +130,7 @@ func TestKernelFloat32(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		rng := rand.New(rand.NewPCG(23, uint64(d)))
 		l := mixture.Layout{B: 4, C: 3, N: 5, D: d}
-		cfg := DefaultKernelConfig(2.5)
+		cfg := device.DefaultKernelConfig(2.5)
 		w, p, a := kernelRaw(rng, l, 1.2)
 		g := make([]float64, l.Len())
 		for i := range g {

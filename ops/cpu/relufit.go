@@ -3,114 +3,11 @@ package cpu
 import (
 	"cmp"
 	"github.com/gmcn-go/gmcn/internal/parallel"
-	"math"
+	"github.com/gmcn-go/gmcn/ops/device"
 
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
 )
-
-// ReLUFitVariant selects the weight formulas of the dense ReLU fit.
-type ReLUFitVariant int
-
-const (
-	// ReLUFitReference is the authors' current code (HEAD, commit ea8d7e0):
-	// x_k = max(a_k, 0) + CoarseOffset and
-	// a″_k = x_k·(max(t_k, 0) + Offset)/(e_k + Offset).
-	ReLUFitReference ReLUFitVariant = iota
-	// ReLUFitPaper is the paper's rule: x_k = a_k if a_k > 0 else Epsilon and
-	// a″_k = x_k·max(t_k, 0)/e_k. Its weights are ≥ 0, not > 0: a centroid
-	// where the target is not positive gets weight 0.
-	ReLUFitPaper
-)
-
-// Default constants of ReLUFitOptions.
-const (
-	// DefaultReLUFitCoarseOffset is the reference code's +0.1 on the coarse
-	// weights.
-	DefaultReLUFitCoarseOffset = 0.1
-	// DefaultReLUFitOffset is the reference code's +0.05 in the numerator and
-	// the denominator.
-	DefaultReLUFitOffset = 0.05
-	// DefaultReLUFitEpsilon is our choice for the paper variant's ε; the paper
-	// gives no value.
-	DefaultReLUFitEpsilon = 1e-3
-)
-
-// ReLUFitOptions configures the dense ReLU fit. The zero value is the
-// reference variant with its constants: a field left at zero takes its
-// default (DefaultReLUFitCoarseOffset, DefaultReLUFitOffset,
-// DefaultReLUFitEpsilon), so a constant cannot be set to exactly zero, which
-// would allow zero or undefined weights. Negative or non-finite constants are
-// rejected.
-//
-// The fit has no constant (bias) input: the model resets the mixtures'
-// constant κ to zero before every ReLU (spec §5.5), and the formulas here are
-// those for κ = 0.
-type ReLUFitOptions struct {
-	// Variant selects the formulas; the zero value is ReLUFitReference.
-	Variant ReLUFitVariant
-	// CoarseOffset is added to every clamped weight in the reference variant.
-	CoarseOffset float64
-	// Offset is added to the numerator and the denominator of the weight
-	// ratio in the reference variant.
-	Offset float64
-	// Epsilon replaces non-positive weights in the paper variant.
-	Epsilon float64
-}
-
-// reluParams are the resolved constants of a fit. Both variants share
-// a″_k = x_k·(max(t_k, 0) + off)/(e_k + off), with off = 0 for the paper's;
-// they differ only in the coarse weight x (coarseWeight).
-type reluParams struct {
-	paper  bool
-	coarse float64 // reference: offset added to max(a, 0)
-	floor  float64 // paper: value replacing non-positive weights
-	off    float64 // reference: offset in numerator and denominator
-}
-
-// Validate checks the options and returns an error naming the bad field.
-func (o ReLUFitOptions) Validate() error {
-	_, err := o.params()
-	return err
-}
-
-func (o ReLUFitOptions) params() (reluParams, error) {
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"CoarseOffset", o.CoarseOffset}, {"Offset", o.Offset}, {"Epsilon", o.Epsilon}} {
-		if !(f.v >= 0) || math.IsInf(f.v, 0) {
-			return reluParams{}, errors.Errorf("ReLUFitOptions.%s must be finite and ≥ 0 (0 selects the default), got %v", f.name, f.v)
-		}
-	}
-	orDefault := func(v, d float64) float64 {
-		if v == 0 {
-			return d
-		}
-		return v
-	}
-	switch o.Variant {
-	case ReLUFitReference:
-		return reluParams{
-			coarse: orDefault(o.CoarseOffset, DefaultReLUFitCoarseOffset),
-			off:    orDefault(o.Offset, DefaultReLUFitOffset),
-		}, nil
-	case ReLUFitPaper:
-		return reluParams{paper: true, floor: orDefault(o.Epsilon, DefaultReLUFitEpsilon)}, nil
-	}
-	return reluParams{}, errors.Errorf("ReLUFitOptions.Variant %d is neither ReLUFitReference nor ReLUFitPaper", o.Variant)
-}
-
-// coarseWeight returns the coarse weight x for the input weight a.
-func coarseWeight[T Float](p reluParams, a T) T {
-	switch {
-	case p.paper && a > 0:
-		return a
-	case p.paper:
-		return T(p.floor)
-	}
-	return max(a, 0) + T(p.coarse)
-}
 
 // ReLUFit fits the positive part of every mixture of the packed batch x
 // (layout l) and writes the result into y (same layout). Positions and
@@ -125,13 +22,13 @@ func coarseWeight[T Float](p reluParams, a T) T {
 // hold finite values and positive-definite covariances (the ops check this);
 // a non-finite result, which only extreme covariances can produce, is
 // reported as an error naming the component.
-func ReLUFit[T Float](y, x []T, l mixture.Layout, opts ReLUFitOptions) error {
-	p, err := opts.params()
+func ReLUFit[T Float](y, x []T, l mixture.Layout, opts device.ReLUFitOptions) error {
+	p, err := opts.Resolve()
 	if err != nil {
 		return err
 	}
 	copy(y, x)
-	off := T(p.off)
+	off := T(p.Off)
 	err = reluEach(x, l, p, false, func(s *reluWork[T], m int) {
 		out := mixture.Mixture(y, l, m)
 		for k := range l.N {
@@ -162,8 +59,8 @@ func ReLUFit[T Float](y, x []T, l mixture.Layout, opts ReLUFitOptions) error {
 // where g_μ, g_Σ are the pass-through gradients of the copied positions and
 // covariances. The derivative of max at t_k = 0 and of the coarse rule at
 // a_j = 0 is taken as 0.
-func ReLUFitBackward[T Float](dx, x, g []T, l mixture.Layout, opts ReLUFitOptions) error {
-	p, err := opts.params()
+func ReLUFitBackward[T Float](dx, x, g []T, l mixture.Layout, opts device.ReLUFitOptions) error {
+	p, err := opts.Resolve()
 	if err != nil {
 		return err
 	}
@@ -180,7 +77,7 @@ func ReLUFitBackward[T Float](dx, x, g []T, l mixture.Layout, opts ReLUFitOption
 // reluEach loads every mixture of x into a per-worker reluWork (with the
 // backward buffers if backward is set), runs the forward sums and hands the
 // work to f; it returns the first load error.
-func reluEach[T Float](x []T, l mixture.Layout, p reluParams, backward bool, f func(s *reluWork[T], m int)) error {
+func reluEach[T Float](x []T, l mixture.Layout, p device.ReLUFitParams, backward bool, f func(s *reluWork[T], m int)) error {
 	ws := make([]*reluWork[T], parallel.Workers(l.Mixtures()))
 	for i := range ws {
 		ws[i] = newReLUWork[T](l.N, l.D, backward)

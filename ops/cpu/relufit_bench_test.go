@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"github.com/gmcn-go/gmcn/internal/parallel"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -26,7 +27,7 @@ func BenchmarkReLUFitForward(b *testing.B) {
 		y := make([]float32, len(x))
 		b.Run(relufitBenchName(l), func(b *testing.B) {
 			for b.Loop() {
-				if err := ReLUFit(y, x, l, ReLUFitOptions{}); err != nil {
+				if err := ReLUFit(y, x, l, device.ReLUFitOptions{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -42,7 +43,7 @@ func BenchmarkReLUFitBackward(b *testing.B) {
 		dx := make([]float32, len(x))
 		b.Run(relufitBenchName(l), func(b *testing.B) {
 			for b.Loop() {
-				if err := ReLUFitBackward(dx, x, g, l, ReLUFitOptions{}); err != nil {
+				if err := ReLUFitBackward(dx, x, g, l, device.ReLUFitOptions{}); err != nil {
 					b.Fatal(err)
 				}
 			}

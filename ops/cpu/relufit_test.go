@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -50,8 +51,8 @@ func relufitRandom(rng *rand.Rand, l mixture.Layout, minAbs, spread float64) []f
 // relufitNaive is the reference implementation straight from the formulas,
 // on Prepared Gaussians with math.Exp: it returns the fitted batch and the
 // target t at every centroid.
-func relufitNaive(x []float64, l mixture.Layout, opts ReLUFitOptions) (y, t []float64) {
-	p, err := opts.params()
+func relufitNaive(x []float64, l mixture.Layout, opts device.ReLUFitOptions) (y, t []float64) {
+	p, err := opts.Resolve()
 	if err != nil {
 		panic(err)
 	}
@@ -68,10 +69,10 @@ func relufitNaive(x []float64, l mixture.Layout, opts ReLUFitOptions) (y, t []fl
 			for j := range ps {
 				v := ps[j].Norm * math.Exp(ps[j].Exponent(l.D, mu))
 				tk += mx[j*st] * v
-				ek += coarseWeight(p, mx[j*st]) * v
+				ek += device.CoarseWeight(p, mx[j*st]) * v
 			}
 			t[m*l.N+k] = tk
-			y[(m*l.N+k)*st] = coarseWeight(p, mx[k*st]) * (max(tk, 0) + p.off) / (ek + p.off)
+			y[(m*l.N+k)*st] = device.CoarseWeight(p, mx[k*st]) * (max(tk, 0) + p.Off) / (ek + p.Off)
 		}
 	}
 	return y, t
@@ -97,11 +98,11 @@ func relufitTo32(x []float64) []float32 {
 
 var relufitVariants = []struct {
 	name string
-	opts ReLUFitOptions
+	opts device.ReLUFitOptions
 }{
-	{"reference", ReLUFitOptions{}},
-	{"paper", ReLUFitOptions{Variant: ReLUFitPaper}},
-	{"custom", ReLUFitOptions{CoarseOffset: 0.3, Offset: 0.02}},
+	{"reference", device.ReLUFitOptions{}},
+	{"paper", device.ReLUFitOptions{Variant: device.ReLUFitPaper}},
+	{"custom", device.ReLUFitOptions{CoarseOffset: 0.3, Offset: 0.02}},
 }
 
 // TestReLUFitMatchesNaive compares the SoA kernel in float64 with the
@@ -132,7 +133,7 @@ func TestReLUFitMatchesNaive(t *testing.T) {
 // relufitGradCase draws inputs whose discrete decisions (a_j > 0 and
 // t_k > 0) are at least a margin away from flipping, so that central
 // differences see one smooth branch; the check below asserts that.
-func relufitGradCase(t *testing.T, seed uint64, l mixture.Layout, opts ReLUFitOptions) []float64 {
+func relufitGradCase(t *testing.T, seed uint64, l mixture.Layout, opts device.ReLUFitOptions) []float64 {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, uint64(l.D)))
 	for range 100 {
@@ -171,7 +172,7 @@ func TestReLUFitGradient(t *testing.T) {
 func TestReLUFitGradientDuplicates(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		l := mixture.Layout{B: 1, C: 2, N: 6, D: d}
-		x := relufitGradCase(t, 7, l, ReLUFitOptions{})
+		x := relufitGradCase(t, 7, l, device.ReLUFitOptions{})
 		st := l.Stride()
 		for m := range l.Mixtures() {
 			mx := mixture.Mixture(x, l, m)
@@ -179,17 +180,17 @@ func TestReLUFitGradientDuplicates(t *testing.T) {
 				copy(mx[k*st+1:k*st+1+d], mx[(k-1)*st+1:])
 			}
 		}
-		_, tk := relufitNaive(x, l, ReLUFitOptions{})
+		_, tk := relufitNaive(x, l, device.ReLUFitOptions{})
 		for _, v := range tk {
 			if math.Abs(v) < 1e-3 {
 				t.Fatalf("D=%d: target %v too close to 0 after duplicating positions", d, v)
 			}
 		}
-		relufitCheckGrad(t, fmt.Sprintf("duplicates D=%d", d), x, l, ReLUFitOptions{})
+		relufitCheckGrad(t, fmt.Sprintf("duplicates D=%d", d), x, l, device.ReLUFitOptions{})
 	}
 }
 
-func relufitCheckGrad(t *testing.T, name string, x []float64, l mixture.Layout, opts ReLUFitOptions) {
+func relufitCheckGrad(t *testing.T, name string, x []float64, l mixture.Layout, opts device.ReLUFitOptions) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(99, uint64(len(x))))
 	r := make([]float64, len(x))
@@ -256,7 +257,7 @@ func TestReLUFitProperties(t *testing.T) {
 					}
 					continue
 				}
-				paper := v.opts.Variant == ReLUFitPaper
+				paper := v.opts.Variant == device.ReLUFitPaper
 				if !(y[i] > 0) && !(paper && y[i] == 0) || !(y32[i] > 0) && !(paper && y32[i] == 0) {
 					t.Fatalf("%s D=%d: weight %d = %v (float32 %v)", v.name, d, i, y[i], y32[i])
 				}
@@ -264,7 +265,7 @@ func TestReLUFitProperties(t *testing.T) {
 					zeros++
 				}
 			}
-			if v.opts.Variant == ReLUFitPaper && zeros == 0 {
+			if v.opts.Variant == device.ReLUFitPaper && zeros == 0 {
 				t.Errorf("paper D=%d: no centroid with non-positive target; the input does not exercise the clamp", d)
 			}
 		}
@@ -293,14 +294,14 @@ func TestReLUFitClosedForm(t *testing.T) {
 				b := max(float64(copies)*a*n0, 0)
 				e := float64(copies) * xc * n0
 				cases := []struct {
-					opts ReLUFitOptions
+					opts device.ReLUFitOptions
 					want float64
 				}{
-					{ReLUFitOptions{}, xc * (b + 0.05) / (e + 0.05)},
-					{ReLUFitOptions{Variant: ReLUFitPaper}, max(a, 0)},
+					{device.ReLUFitOptions{}, xc * (b + 0.05) / (e + 0.05)},
+					{device.ReLUFitOptions{Variant: device.ReLUFitPaper}, max(a, 0)},
 				}
 				for _, c := range cases {
-					if c.opts.Variant == ReLUFitPaper && a == 0 {
+					if c.opts.Variant == device.ReLUFitPaper && a == 0 {
 						continue // ε·0/e: covered by the reference rows
 					}
 					y := make([]float64, len(x))
@@ -372,7 +373,7 @@ func TestReLUFitFastPath(t *testing.T) {
 			rng := rand.New(rand.NewPCG(31, uint64(n)))
 			l := mixture.Layout{B: 1, C: 1, N: n, D: d}
 			x := relufitTo32(relufitRandom(rng, l, 0, 2))
-			p, _ := ReLUFitOptions{}.params()
+			p, _ := device.ReLUFitOptions{}.Resolve()
 			fast, slow := newReLUWork[float32](n, d, true), newReLUWork[float32](n, d, true)
 			g := relufitTo32(relufitRandom(rng, l, 0, 1))
 			dxFast, dxSlow := append([]float32(nil), g...), append([]float32(nil), g...)
@@ -427,19 +428,19 @@ func TestReLUFitErrors(t *testing.T) {
 	base := relufitTo32(relufitRandom(rand.New(rand.NewPCG(1, 2)), l, 0.1, 1))
 	cases := []struct {
 		name string
-		opts ReLUFitOptions
+		opts device.ReLUFitOptions
 		edit func(x []float32)
 		want string
 	}{
-		{"negative offset", ReLUFitOptions{Offset: -1}, nil, "ReLUFitOptions.Offset"},
-		{"NaN coarse offset", ReLUFitOptions{CoarseOffset: math.NaN()}, nil, "ReLUFitOptions.CoarseOffset"},
-		{"infinite epsilon", ReLUFitOptions{Variant: ReLUFitPaper, Epsilon: math.Inf(1)}, nil, "ReLUFitOptions.Epsilon"},
-		{"unknown variant", ReLUFitOptions{Variant: 7}, nil, "Variant 7"},
-		{"covariance singular in float32", ReLUFitOptions{}, func(x []float32) {
+		{"negative offset", device.ReLUFitOptions{Offset: -1}, nil, "ReLUFitOptions.Offset"},
+		{"NaN coarse offset", device.ReLUFitOptions{CoarseOffset: math.NaN()}, nil, "ReLUFitOptions.CoarseOffset"},
+		{"infinite epsilon", device.ReLUFitOptions{Variant: device.ReLUFitPaper, Epsilon: math.Inf(1)}, nil, "ReLUFitOptions.Epsilon"},
+		{"unknown variant", device.ReLUFitOptions{Variant: 7}, nil, "Variant 7"},
+		{"covariance singular in float32", device.ReLUFitOptions{}, func(x []float32) {
 			c := x[l.Offset(0, 1, 2)+3:]
 			c[0], c[1], c[2], c[3] = 1e-30, 0, 0, 1e-30
 		}, "mixture (b=0, c=1): component 2: covariance"},
-		{"overflowing weights", ReLUFitOptions{}, func(x []float32) {
+		{"overflowing weights", device.ReLUFitOptions{}, func(x []float32) {
 			for n := range 3 {
 				x[l.Offset(0, 0, n)] = 3e38
 			}
@@ -456,8 +457,8 @@ func TestReLUFitErrors(t *testing.T) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 		}
 		if c.edit == nil {
-			if err := c.opts.Validate(); err == nil {
-				t.Errorf("%s: Validate accepted the options", c.name)
+			if _, err := c.opts.Resolve(); err == nil {
+				t.Errorf("%s: Resolve accepted the options", c.name)
 			}
 		}
 	}

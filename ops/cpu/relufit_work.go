@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"github.com/gmcn-go/gmcn/ops/device"
 	"math"
 
 	"github.com/gmcn-go/gmcn/ops/mixture"
@@ -102,7 +103,7 @@ func newReLUWork[T Float](n, d int, backward bool) *reluWork[T] {
 // inverse is not positive and finite in T (only possible for matrices that
 // are singular at this precision): the vectorised exponential clamps its
 // argument, so a NaN there would not survive as a NaN to be caught later.
-func (s *reluWork[T]) load(mx []T, p reluParams) error {
+func (s *reluWork[T]) load(mx []T, p device.ReLUFitParams) error {
 	d := s.d
 	st := mixture.PackedLen(d)
 	norm := math.Pow(2*math.Pi, -float64(d)/2)
@@ -115,7 +116,7 @@ func (s *reluWork[T]) load(mx []T, p reluParams) error {
 			return errors.Errorf("component %d: covariance %v is singular in %T (det %v)", j, g[1+d:], det, det)
 		}
 		s.a[j] = g[0]
-		s.x[j] = coarseWeight(p, g[0])
+		s.x[j] = device.CoarseWeight(p, g[0])
 		s.nrm[j], s.an[j], s.xn[j] = nrm, s.a[j]*nrm, s.x[j]*nrm
 		for r := range d {
 			s.mu[r][j] = g[1+r]
@@ -168,7 +169,7 @@ func (s *reluWork[T]) forwardSums() {
 
 // backward adds ∂L/∂x of one mixture to dx, which holds the pass-through
 // gradient g on entry (see ReLUFitBackward for the formulas).
-func (s *reluWork[T]) backward(dx []T, p reluParams) {
+func (s *reluWork[T]) backward(dx []T, p device.ReLUFitParams) {
 	s.sensitivities(dx, p)
 	if !reluBackwardFast(s) {
 		s.backwardSums()
@@ -178,10 +179,10 @@ func (s *reluWork[T]) backward(dx []T, p reluParams) {
 
 // sensitivities computes ∂L/∂t_k, ∂L/∂e_k and the direct ∂L/∂x_k from the
 // incoming weight gradients in dx.
-func (s *reluWork[T]) sensitivities(dx []T, p reluParams) {
+func (s *reluWork[T]) sensitivities(dx []T, p device.ReLUFitParams) {
 	d, n := s.d, s.n
 	st := mixture.PackedLen(d)
-	off := T(p.off)
+	off := T(p.Off)
 	for k := range n {
 		g := dx[k*st]
 		den := s.e[k] + off

@@ -2,49 +2,12 @@ package cpu
 
 import (
 	"github.com/gmcn-go/gmcn/internal/parallel"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"math"
 
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
 )
-
-// Limits of TreeHEM, as in the reference: 16-bit component ids in the Morton
-// keys (N < 65535) and at most 1024 output components.
-const (
-	TreeHEMMaxN  = 65534
-	TreeHEMMaxNp = 1024
-)
-
-// TreeHEMOptions configures TreeHEM.
-type TreeHEMOptions struct {
-	// Reduction is T, the number of Gaussians an EM step fits 2T children
-	// down to: 2, 4 or 8. The paper's networks use 2.
-	Reduction int
-	// UnderFill reproduces the reference's selection loop, which stops while
-	// fewer than Np − T slots are filled and so leaves 1…T zero-weight padding
-	// slots in every reduced mixture. By default all Np slots are filled.
-	UnderFill bool
-}
-
-// CheckTreeHEM returns a descriptive error unless TreeHEM can reduce mixtures
-// of layout l to np components with options o.
-func CheckTreeHEM(l mixture.Layout, np int, o TreeHEMOptions) error {
-	switch {
-	case o.Reduction != 2 && o.Reduction != 4 && o.Reduction != 8:
-		return errors.Errorf("reduction T = %d must be 2, 4 or 8", o.Reduction)
-	case np < 1 || np > TreeHEMMaxNp:
-		return errors.Errorf("output size Np = %d must be in [1, %d]", np, TreeHEMMaxNp)
-	case np < o.Reduction:
-		return errors.Errorf("output size Np = %d is smaller than the reduction T = %d; the reference runs MEM for that case, which is not implemented: use Np ≥ T", np, o.Reduction)
-	case l.N < 1 || l.N > TreeHEMMaxN:
-		return errors.Errorf("component count N = %d must be in [1, %d] (16-bit component ids)", l.N, TreeHEMMaxN)
-	case l.D != 2 && l.D != 3:
-		return errors.Errorf("dimension D = %d must be 2 or 3", l.D)
-	case l.B < 1 || l.C < 1:
-		return errors.Errorf("batch %d and channels %d must be ≥ 1", l.B, l.C)
-	}
-	return nil
-}
 
 // hemNode is the frozen state of one internal tree node: how many Gaussians
 // its cache holds, which entries of its children's caches it collected
@@ -80,12 +43,12 @@ type hemMixture struct {
 type Decisions struct {
 	l    mixture.Layout
 	np   int
-	o    TreeHEMOptions
+	o    device.TreeHEMOptions
 	mix  []hemMixture
 	pass bool // N ≤ Np: every mixture passes through unreduced
 }
 
-func newDecisions(l mixture.Layout, np int, o TreeHEMOptions) *Decisions {
+func newDecisions(l mixture.Layout, np int, o device.TreeHEMOptions) *Decisions {
 	dec := &Decisions{l: l, np: np, o: o, pass: l.N <= np}
 	if dec.pass {
 		return dec
@@ -128,7 +91,7 @@ func newDecisions(l mixture.Layout, np int, o TreeHEMOptions) *Decisions {
 //     {w = 0, μ = 0, Σ = I}.
 //
 // Mixtures with N ≤ np pass through unchanged and are padded.
-func TreeHEM[T Float](y, x []T, l mixture.Layout, np int, o TreeHEMOptions) (*Decisions, error) {
+func TreeHEM[T Float](y, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) (*Decisions, error) {
 	if err := checkTreeHEMData(len(y), len(x), l, np, o); err != nil {
 		return nil, err
 	}
@@ -138,7 +101,7 @@ func TreeHEM[T Float](y, x []T, l mixture.Layout, np int, o TreeHEMOptions) (*De
 
 // TreeHEMForward is TreeHEM without keeping the decisions, for callers that
 // only need the output.
-func TreeHEMForward[T Float](y, x []T, l mixture.Layout, np int, o TreeHEMOptions) error {
+func TreeHEMForward[T Float](y, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) error {
 	if err := checkTreeHEMData(len(y), len(x), l, np, o); err != nil {
 		return err
 	}
@@ -173,7 +136,7 @@ func TreeHEMBackward[T Float](dx, x, g []T, dec *Decisions) error {
 // TreeHEMGrad is TreeHEMBackward with the decisions recomputed from x, one
 // mixture at a time, instead of stored: TreeHEM is deterministic, so they are
 // the ones the forward pass made.
-func TreeHEMGrad[T Float](dx, x, g []T, l mixture.Layout, np int, o TreeHEMOptions) error {
+func TreeHEMGrad[T Float](dx, x, g []T, l mixture.Layout, np int, o device.TreeHEMOptions) error {
 	if err := checkTreeHEMData(len(g), len(x), l, np, o); err != nil {
 		return err
 	}
@@ -183,8 +146,8 @@ func TreeHEMGrad[T Float](dx, x, g []T, l mixture.Layout, np int, o TreeHEMOptio
 	return runTreeHEM(hemRecord|hemBackward, nil, dx, x, g, &Decisions{l: l, np: np, o: o, pass: l.N <= np})
 }
 
-func checkTreeHEMData(ny, nx int, l mixture.Layout, np int, o TreeHEMOptions) error {
-	if err := CheckTreeHEM(l, np, o); err != nil {
+func checkTreeHEMData(ny, nx int, l mixture.Layout, np int, o device.TreeHEMOptions) error {
+	if err := o.Check(l, np); err != nil {
 		return err
 	}
 	if nx != l.Len() {
@@ -296,7 +259,7 @@ type hemWorker[T Float] struct {
 	scratch    hemMixture // decisions of the current mixture when not stored
 }
 
-func newHEMWorker[T Float](l mixture.Layout, np int, o TreeHEMOptions) *hemWorker[T] {
+func newHEMWorker[T Float](l mixture.Layout, np int, o device.TreeHEMOptions) *hemWorker[T] {
 	n, s, t := l.N, l.Stride(), o.Reduction
 	w := &hemWorker[T]{
 		d: l.D, s: s, t: t, n: n, np: np, under: o.UnderFill,

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"math/rand/v2"
 	"testing"
 
@@ -25,7 +26,7 @@ func treehemBenchInput(l mixture.Layout) []float32 {
 // the decisions and the forward caches, then runs reverse mode).
 func BenchmarkTreeHEM(b *testing.B) {
 	const B, C, N, np = 21, 16, 2560, 32
-	o := TreeHEMOptions{Reduction: 2}
+	o := device.TreeHEMOptions{Reduction: 2}
 	for _, d := range []int{2, 3} {
 		l := mixture.Layout{B: B, C: C, N: N, D: d}
 		x := treehemBenchInput(l)

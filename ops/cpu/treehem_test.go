@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -76,7 +77,7 @@ func TestTreeHEMGradient(t *testing.T) {
 		t.Run(fmt.Sprintf("%dD_N%d_T%d_Np%d_under%v_r%v", c.d, c.n, c.t, c.np, c.under, c.spread), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(7, uint64(i)))
 			l := mixture.Layout{B: 2, C: 1, N: c.n, D: c.d}
-			o := TreeHEMOptions{Reduction: c.t, UnderFill: c.under}
+			o := device.TreeHEMOptions{Reduction: c.t, UnderFill: c.under}
 			x := treehemMixtureIn(rng, l, 0.5, c.spread)
 			y := treehemOut(l, c.np)
 			dec, err := TreeHEM(y, x, l, c.np, o)
@@ -145,7 +146,7 @@ func TestTreeHEMRefitCovered(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 9))
 	l := mixture.Layout{B: 2, C: 1, N: 17, D: 2}
 	x := treehemMixture(rng, l, 0.5)
-	dec, err := TreeHEM(treehemOut(l, 6), x, l, 6, TreeHEMOptions{Reduction: 4})
+	dec, err := TreeHEM(treehemOut(l, 6), x, l, 6, device.TreeHEMOptions{Reduction: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestTreeHEMRefitCovered(t *testing.T) {
 
 // treehemCheck runs TreeHEM and checks the invariants every result must
 // satisfy: finite, SPD covariances, total integral preserved.
-func treehemCheck(t *testing.T, x []float64, l mixture.Layout, np int, o TreeHEMOptions) []mixture.Gaussian {
+func treehemCheck(t *testing.T, x []float64, l mixture.Layout, np int, o device.TreeHEMOptions) []mixture.Gaussian {
 	t.Helper()
 	y := treehemOut(l, np)
 	if _, err := TreeHEM(y, x, l, np, o); err != nil {
@@ -205,7 +206,7 @@ func TestTreeHEMFillsAll(t *testing.T) {
 				for _, np := range []int{tt, tt + 1, 16, 32} {
 					l := mixture.Layout{B: 2, C: 2, N: n, D: d}
 					x := treehemMixture(rand.New(rand.NewPCG(uint64(n), uint64(np))), l, 0.1)
-					gs := treehemCheck(t, x, l, np, TreeHEMOptions{Reduction: tt})
+					gs := treehemCheck(t, x, l, np, device.TreeHEMOptions{Reduction: tt})
 					for m := range l.Mixtures() {
 						if nz := treehemNonZero(gs, m*np, (m+1)*np); nz != np {
 							t.Errorf("%dD T=%d N=%d Np=%d mixture %d: %d non-zero components, want %d", d, tt, n, np, m, nz, np)
@@ -214,7 +215,7 @@ func TestTreeHEMFillsAll(t *testing.T) {
 					if np%tt != 0 || np == tt {
 						continue
 					}
-					gs = treehemCheck(t, x, l, np, TreeHEMOptions{Reduction: tt, UnderFill: true})
+					gs = treehemCheck(t, x, l, np, device.TreeHEMOptions{Reduction: tt, UnderFill: true})
 					for m := range l.Mixtures() {
 						if nz := treehemNonZero(gs, m*np, (m+1)*np); nz < np-tt || nz >= np {
 							t.Errorf("under-fill %dD T=%d N=%d Np=%d mixture %d: %d non-zero components, want [%d, %d)", d, tt, n, np, m, nz, np-tt, np)
@@ -233,7 +234,7 @@ func TestTreeHEMPassThrough(t *testing.T) {
 		l := mixture.Layout{B: 2, C: 3, N: c.n, D: c.d}
 		x := treehemMixture(rand.New(rand.NewPCG(3, uint64(c.n))), l, 0.5)
 		y := treehemOut(l, c.np)
-		if _, err := TreeHEM(y, x, l, c.np, TreeHEMOptions{Reduction: 2}); err != nil {
+		if _, err := TreeHEM(y, x, l, c.np, device.TreeHEMOptions{Reduction: 2}); err != nil {
 			t.Fatal(err)
 		}
 		pad := make([]float64, (c.np-c.n)*l.Stride())
@@ -273,7 +274,7 @@ func TestTreeHEMDegenerate(t *testing.T) {
 			all[k*s] = 0
 		}
 		for _, tt := range []int{2, 4} {
-			gs := treehemCheck(t, x, l, 8, TreeHEMOptions{Reduction: tt})
+			gs := treehemCheck(t, x, l, 8, device.TreeHEMOptions{Reduction: tt})
 			for m := range 3 {
 				if nz := treehemNonZero(gs, m*8, (m+1)*8); nz != 8 {
 					t.Errorf("%dD T=%d mixture %d: %d non-zero components, want 8", d, tt, m, nz)
@@ -288,9 +289,9 @@ func TestTreeHEMDegenerate(t *testing.T) {
 
 // TestTreeHEMLarge runs the largest supported mixture, N = 65534.
 func TestTreeHEMLarge(t *testing.T) {
-	l := mixture.Layout{B: 1, C: 1, N: TreeHEMMaxN, D: 3}
+	l := mixture.Layout{B: 1, C: 1, N: device.TreeHEMMaxN, D: 3}
 	x := treehemMixture(rand.New(rand.NewPCG(1, 1)), l, 0.1)
-	gs := treehemCheck(t, x, l, 32, TreeHEMOptions{Reduction: 2})
+	gs := treehemCheck(t, x, l, 32, device.TreeHEMOptions{Reduction: 2})
 	if nz := treehemNonZero(gs, 0, 32); nz != 32 {
 		t.Errorf("%d non-zero components, want 32", nz)
 	}
@@ -310,8 +311,8 @@ func TestTreeHEMPermutation(t *testing.T) {
 			for i, j := range rng.Perm(l.N) {
 				copy(p[j*s:(j+1)*s], x[i*s:(i+1)*s])
 			}
-			a := treehemCheck(t, x, l, 12, TreeHEMOptions{Reduction: tt})
-			b := treehemCheck(t, p, l, 12, TreeHEMOptions{Reduction: tt})
+			a := treehemCheck(t, x, l, 12, device.TreeHEMOptions{Reduction: tt})
+			b := treehemCheck(t, p, l, 12, device.TreeHEMOptions{Reduction: tt})
 			key := func(g mixture.Gaussian) string { return fmt.Sprintf("%.9f %.9f", g.Weight, g.Position) }
 			ka, kb := make([]string, len(a)), make([]string, len(b))
 			for i := range a {
@@ -341,7 +342,7 @@ func TestTreeHEMFloat32(t *testing.T) {
 		}
 		np := 8
 		y, y32 := treehemOut(l, np), make([]float32, l.Mixtures()*np*l.Stride())
-		o := TreeHEMOptions{Reduction: 2}
+		o := device.TreeHEMOptions{Reduction: 2}
 		if _, err := TreeHEM(y, x, l, np, o); err != nil {
 			t.Fatal(err)
 		}
@@ -390,19 +391,19 @@ func TestTreeHEMRejects(t *testing.T) {
 		name string
 		l    mixture.Layout
 		np   int
-		o    TreeHEMOptions
+		o    device.TreeHEMOptions
 		x    []float64
 		want string
 	}{
-		{"Np=0", good, 0, TreeHEMOptions{Reduction: 2}, nil, "Np = 0"},
-		{"Np>1024", good, 1025, TreeHEMOptions{Reduction: 2}, nil, "Np = 1025"},
-		{"Np<T", good, 3, TreeHEMOptions{Reduction: 4}, nil, "smaller than the reduction"},
-		{"T=3", good, 4, TreeHEMOptions{Reduction: 3}, nil, "T = 3"},
-		{"T=16", good, 16, TreeHEMOptions{Reduction: 16}, nil, "T = 16"},
-		{"N=65535", mixture.Layout{B: 1, C: 1, N: 65535, D: 2}, 4, TreeHEMOptions{Reduction: 2}, nil, "N = 65535"},
-		{"D=4", mixture.Layout{B: 1, C: 1, N: 4, D: 4}, 4, TreeHEMOptions{Reduction: 2}, nil, "D = 4"},
-		{"NaN", good, 4, TreeHEMOptions{Reduction: 2}, nan, "non-finite"},
-		{"non-SPD", good, 4, TreeHEMOptions{Reduction: 2}, nonSPD, "positive definite"},
+		{"Np=0", good, 0, device.TreeHEMOptions{Reduction: 2}, nil, "Np = 0"},
+		{"Np>1024", good, 1025, device.TreeHEMOptions{Reduction: 2}, nil, "Np = 1025"},
+		{"Np<T", good, 3, device.TreeHEMOptions{Reduction: 4}, nil, "smaller than the reduction"},
+		{"T=3", good, 4, device.TreeHEMOptions{Reduction: 3}, nil, "T = 3"},
+		{"T=16", good, 16, device.TreeHEMOptions{Reduction: 16}, nil, "T = 16"},
+		{"N=65535", mixture.Layout{B: 1, C: 1, N: 65535, D: 2}, 4, device.TreeHEMOptions{Reduction: 2}, nil, "N = 65535"},
+		{"D=4", mixture.Layout{B: 1, C: 1, N: 4, D: 4}, 4, device.TreeHEMOptions{Reduction: 2}, nil, "D = 4"},
+		{"NaN", good, 4, device.TreeHEMOptions{Reduction: 2}, nan, "non-finite"},
+		{"non-SPD", good, 4, device.TreeHEMOptions{Reduction: 2}, nonSPD, "positive definite"},
 	}
 	for _, c := range cases {
 		x := c.x

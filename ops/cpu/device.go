@@ -1,0 +1,191 @@
+package cpu
+
+import (
+	"github.com/gmcn-go/gmcn/ops/device"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+)
+
+// Kernels implements device.Kernels[T] with the functions of this package.
+// Its methods only adapt signatures: the computations, their formulas and
+// their parallelism are those of the functions they call.
+type Kernels[T Float] struct{}
+
+var (
+	_ device.Kernels[float32] = Kernels[float32]{}
+	_ device.Kernels[float64] = Kernels[float64]{}
+)
+
+// Device returns the CPU device: both element types, nothing external.
+func Device() *device.Device {
+	return &device.Device{Name: "cpu", F32: Kernels[float32]{}, F64: Kernels[float64]{}}
+}
+
+// Integrate is Integrate.
+func (Kernels[T]) Integrate(y, x []T, l mixture.Layout) error {
+	Integrate(y, x, l)
+	return nil
+}
+
+// IntegrateBackward is IntegrateBackward.
+func (Kernels[T]) IntegrateBackward(dx, g []T, l mixture.Layout) error {
+	IntegrateBackward(dx, g, l)
+	return nil
+}
+
+// Conv is Conv.
+func (Kernels[T]) Conv(y, x, k []T, lx, lk mixture.Layout) error {
+	Conv(y, x, k, lx, lk)
+	return nil
+}
+
+// ConvBackwardData is ConvBackwardData.
+func (Kernels[T]) ConvBackwardData(dx, g, k []T, lx, lk mixture.Layout) error {
+	ConvBackwardData(dx, g, k, lx, lk)
+	return nil
+}
+
+// ConvBackwardKernels is ConvBackwardKernels.
+func (Kernels[T]) ConvBackwardKernels(dk, g, x []T, lx, lk mixture.Layout) error {
+	ConvBackwardKernels(dk, g, x, lx, lk)
+	return nil
+}
+
+// Evaluate is Evaluate.
+func (Kernels[T]) Evaluate(y, x, pts []T, l mixture.Layout, pb, pc, m int) error {
+	Evaluate(y, x, pts, l, pb, pc, m)
+	return nil
+}
+
+// EvaluateBackwardMixture is EvaluateBackwardMixture.
+func (Kernels[T]) EvaluateBackwardMixture(dx, x, pts, g []T, l mixture.Layout, pb, pc, m int) error {
+	EvaluateBackwardMixture(dx, x, pts, g, l, pb, pc, m)
+	return nil
+}
+
+// EvaluateBackwardPoints is EvaluateBackwardPoints.
+func (Kernels[T]) EvaluateBackwardPoints(dp, x, pts, g []T, l mixture.Layout, pb, pc, m int) error {
+	EvaluateBackwardPoints(dp, x, pts, g, l, pb, pc, m)
+	return nil
+}
+
+// ReLUFit is ReLUFit.
+func (Kernels[T]) ReLUFit(y, x []T, l mixture.Layout, opts device.ReLUFitOptions) error {
+	return ReLUFit(y, x, l, opts)
+}
+
+// ReLUFitBackward is ReLUFitBackward.
+func (Kernels[T]) ReLUFitBackward(dx, x, g []T, l mixture.Layout, opts device.ReLUFitOptions) error {
+	return ReLUFitBackward(dx, x, g, l, opts)
+}
+
+// TreeHEM is TreeHEMForward.
+func (Kernels[T]) TreeHEM(y, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) error {
+	return TreeHEMForward(y, x, l, np, o)
+}
+
+// TreeHEMBackward is TreeHEMGrad: it recomputes the decisions from x.
+func (Kernels[T]) TreeHEMBackward(dx, x, g []T, l mixture.Layout, np int, o device.TreeHEMOptions) error {
+	return TreeHEMGrad(dx, x, g, l, np, o)
+}
+
+// MEM is MEM.
+func (Kernels[T]) MEM(y, x []T, l mixture.Layout, np int) error {
+	MEM(y, x, l, np)
+	return nil
+}
+
+// MEMBackward is MEMBackward.
+func (Kernels[T]) MEMBackward(dx, x, g []T, l mixture.Layout, np int) error {
+	MEMBackward(dx, x, g, l, np)
+	return nil
+}
+
+// MeanTraces is MeanTraces.
+func (Kernels[T]) MeanTraces(tau []float64, x []T, l mixture.Layout) error {
+	MeanTraces(tau, x, l)
+	return nil
+}
+
+// ScaleMixtures is ScaleMixtures.
+func (Kernels[T]) ScaleMixtures(y, x []T, l mixture.Layout, s []T) error {
+	ScaleMixtures(y, x, l, s)
+	return nil
+}
+
+// ScaleMixturesBackward is ScaleMixturesBackward.
+func (Kernels[T]) ScaleMixturesBackward(dx, g []T, l mixture.Layout, s []T) error {
+	ScaleMixturesBackward(dx, g, l, s)
+	return nil
+}
+
+// CovScaleBackward is CovScaleBackward.
+func (Kernels[T]) CovScaleBackward(dx, g, x []T, l mixture.Layout, s []T, tau []float64) error {
+	CovScaleBackward(dx, g, x, l, s, tau)
+	return nil
+}
+
+// KernelEpsilon is KernelEpsilon.
+func (Kernels[T]) KernelEpsilon(a []T, d int, cfg device.KernelConfig) (float64, error) {
+	return KernelEpsilon(a, d, cfg), nil
+}
+
+// AssembleKernel is AssembleKernel.
+func (Kernels[T]) AssembleKernel(y, w, p, a []T, l mixture.Layout, cfg device.KernelConfig, eps float64) error {
+	AssembleKernel(y, w, p, a, l, cfg, eps)
+	return nil
+}
+
+// AssembleKernelBackward is KernelWeightsBackward, KernelPositionsBackward
+// and KernelFactorsBackward for the destinations that are not nil.
+func (Kernels[T]) AssembleKernelBackward(dw, dp, da, g, a []T, l mixture.Layout, cfg device.KernelConfig) error {
+	if dw != nil {
+		KernelWeightsBackward(dw, g, l, cfg)
+	}
+	if dp != nil {
+		KernelPositionsBackward(dp, g, l, cfg)
+	}
+	if da != nil {
+		KernelFactorsBackward(da, g, a, l, cfg)
+	}
+	return nil
+}
+
+// WeightDecay is WeightDecay.
+func (Kernels[T]) WeightDecay(w, a []T, d int) (float64, error) {
+	return WeightDecay(w, a, d), nil
+}
+
+// WeightDecayBackward is WeightDecayWeightsBackward and
+// WeightDecayFactorsBackward for the destinations that are not nil.
+func (Kernels[T]) WeightDecayBackward(dw, da, w, a []T, d int, g T) error {
+	if dw != nil {
+		WeightDecayWeightsBackward(dw, w, g)
+	}
+	if da != nil {
+		WeightDecayFactorsBackward(da, a, d, g)
+	}
+	return nil
+}
+
+// StandardiseScale is StandardiseScale.
+func (Kernels[T]) StandardiseScale(sd []float64, x []T, l mixture.Layout) error {
+	StandardiseScale(sd, x, l)
+	return nil
+}
+
+// Standardise is Standardise.
+func (Kernels[T]) Standardise(y, x []T, sd []float64, gain T, l mixture.Layout) error {
+	Standardise(y, x, sd, gain, l)
+	return nil
+}
+
+// StandardiseBackward is StandardiseBackward.
+func (Kernels[T]) StandardiseBackward(dx, x, g []T, sd []float64, gain T, l mixture.Layout) (T, error) {
+	return StandardiseBackward(dx, x, g, sd, gain, l), nil
+}
+
+// ScaleWeights is ScaleWeights.
+func (Kernels[T]) ScaleWeights(y, x []T, l mixture.Layout, s T) error {
+	ScaleWeights(y, x, l, s)
+	return nil
+}

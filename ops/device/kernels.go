@@ -1,0 +1,149 @@
+package device
+
+import (
+	"reflect"
+
+	"github.com/gmcn-go/gmcn/ops/mixture"
+	"github.com/pkg/errors"
+)
+
+// Kernels is every numeric computation the ops perform, forward and
+// backward, for element type T. Each method is named for the computation and
+// documented with what it computes; ops/cpu's functions of the same names
+// give the formulas. Backward methods take the incoming gradient g = ∂L/∂y
+// and write ∂L/∂input into their first argument.
+type Kernels[T Float] interface {
+	// Integrate writes y[m] = Σ_k w[m,k] for every mixture m of x.
+	Integrate(y, x []T, l mixture.Layout) error
+	// IntegrateBackward writes ∂L/∂x: g[m] on every weight, 0 elsewhere.
+	IntegrateBackward(dx, g []T, l mixture.Layout) error
+
+	// Conv writes the analytic convolution of data x (layout lx) with
+	// kernels k (layout lk) into y (layout ConvLayout(lx, lk)).
+	Conv(y, x, k []T, lx, lk mixture.Layout) error
+	// ConvBackwardData writes ∂L/∂x of Conv.
+	ConvBackwardData(dx, g, k []T, lx, lk mixture.Layout) error
+	// ConvBackwardKernels writes ∂L/∂k of Conv.
+	ConvBackwardKernels(dk, g, x []T, lx, lk mixture.Layout) error
+
+	// Evaluate writes y[b,c,i] = Σ_k w_k N(p_i; μ_k, Σ_k) of the mixtures x
+	// at the point sets pts [pb, pc, m, D] (pb ∈ {1, B}, pc ∈ {1, C}).
+	Evaluate(y, x, pts []T, l mixture.Layout, pb, pc, m int) error
+	// EvaluateBackwardMixture writes ∂L/∂x of Evaluate.
+	EvaluateBackwardMixture(dx, x, pts, g []T, l mixture.Layout, pb, pc, m int) error
+	// EvaluateBackwardPoints writes ∂L/∂pts of Evaluate.
+	EvaluateBackwardPoints(dp, x, pts, g []T, l mixture.Layout, pb, pc, m int) error
+
+	// ReLUFit writes the dense fit of the positive part of every mixture of
+	// x into y (same layout). opts are resolved with ReLUFitOptions.Resolve.
+	ReLUFit(y, x []T, l mixture.Layout, opts ReLUFitOptions) error
+	// ReLUFitBackward writes ∂L/∂x of ReLUFit.
+	ReLUFitBackward(dx, x, g []T, l mixture.Layout, opts ReLUFitOptions) error
+
+	// TreeHEM reduces every mixture of x to np components into y (layout l
+	// with N = np); o has passed o.Check(l, np).
+	TreeHEM(y, x []T, l mixture.Layout, np int, o TreeHEMOptions) error
+	// TreeHEMBackward writes ∂L/∂x of TreeHEM, taking the same discrete
+	// decisions (tree, selections) as TreeHEM does for x.
+	TreeHEMBackward(dx, x, g []T, l mixture.Layout, np int, o TreeHEMOptions) error
+	// MEM reduces every mixture of x to np ≥ 1 components with the
+	// modified EM into y (layout l with N = np).
+	MEM(y, x []T, l mixture.Layout, np int) error
+	// MEMBackward writes ∂L/∂x of MEM, taking the same initial selection as
+	// MEM does for x; the likelihoods carry no gradient.
+	MEMBackward(dx, x, g []T, l mixture.Layout, np int) error
+
+	// MeanTraces writes τ[m] = mean_k tr Σ_k of every mixture m of x.
+	MeanTraces(tau []float64, x []T, l mixture.Layout) error
+	// ScaleMixtures scales mixture m in space by s[m]: μ ← s·μ, Σ ← s²·Σ.
+	ScaleMixtures(y, x []T, l mixture.Layout, s []T) error
+	// ScaleMixturesBackward writes ∂L/∂x of ScaleMixtures with s constant.
+	ScaleMixturesBackward(dx, g []T, l mixture.Layout, s []T) error
+	// CovScaleBackward writes ∂L/∂x of ScaleMixtures with s[m] = sqrt(D/τ[m])
+	// a function of x (per-sample CovScaleNorm).
+	CovScaleBackward(dx, g, x []T, l mixture.Layout, s []T, tau []float64) error
+
+	// KernelEpsilon returns ε = cfg.CovEpsilon·max(1, max |A·Aᵀ|) over the
+	// d×d factors a; the ops treat it as a constant.
+	KernelEpsilon(a []T, d int, cfg KernelConfig) (float64, error)
+	// AssembleKernel writes the packed kernel [F_o, F_i, N_k, ·] (layout l)
+	// from raw weights w, raw positions p and factors a.
+	AssembleKernel(y, w, p, a []T, l mixture.Layout, cfg KernelConfig, eps float64) error
+	// AssembleKernelBackward writes ∂L/∂w, ∂L/∂p and ∂L/∂a of
+	// AssembleKernel; a nil destination is not computed.
+	AssembleKernelBackward(dw, dp, da, g, a []T, l mixture.Layout, cfg KernelConfig) error
+
+	// WeightDecay returns mean(w²) + mean((A·Aᵀ − I)²) over the raw weights
+	// w and the d×d factors a.
+	WeightDecay(w, a []T, d int) (float64, error)
+	// WeightDecayBackward writes g·∂/∂w and g·∂/∂a of WeightDecay; a nil
+	// destination is not computed.
+	WeightDecayBackward(dw, da, w, a []T, d int, g T) error
+
+	// StandardiseScale writes sd[m], the standard deviation of mixture m's
+	// values over a grid in its bounding box.
+	StandardiseScale(sd []float64, x []T, l mixture.Layout) error
+	// Standardise multiplies every weight of mixture m by gain/sd[m].
+	Standardise(y, x []T, sd []float64, gain T, l mixture.Layout) error
+	// StandardiseBackward writes ∂L/∂x of Standardise with sd constant and
+	// returns ∂L/∂gain.
+	StandardiseBackward(dx, x, g []T, sd []float64, gain T, l mixture.Layout) (T, error)
+
+	// ScaleWeights multiplies every weight by s and copies positions and
+	// covariances; with the incoming gradient as x it is its own backward.
+	ScaleWeights(y, x []T, l mixture.Layout, s T) error
+}
+
+// Device is one place the ops can run on: its float32 and float64 kernels
+// and which of their computations leave the Go runtime.
+type Device struct {
+	// Name describes the device in logs and errors, e.g. "cpu".
+	Name string
+	// F32 and F64 are the kernels for each element type.
+	F32 Kernels[float32]
+	F64 Kernels[float64]
+	// External holds the Kernels method names that run outside the Go
+	// runtime (on a GPU); nil for a device that computes in Go.
+	External map[string]bool
+}
+
+// Check reports a device that lacks a name or kernels, or whose External
+// names a computation that Kernels does not have.
+func (d *Device) Check() error {
+	switch {
+	case d == nil:
+		return errors.New("device: nil Device")
+	case d.Name == "":
+		return errors.New("device: Device has no name")
+	case d.F32 == nil || d.F64 == nil:
+		return errors.Errorf("device %q: needs both float32 and float64 kernels", d.Name)
+	}
+	all := Computations()
+	for name := range d.External {
+		if !all[name] {
+			return errors.Errorf("device %q: External names %q, which is not a Kernels method", d.Name, name)
+		}
+	}
+	return nil
+}
+
+// Extern reports whether any of the named computations runs outside the Go
+// runtime on d.
+func (d *Device) Extern(computations ...string) bool {
+	for _, c := range computations {
+		if d.External[c] {
+			return true
+		}
+	}
+	return false
+}
+
+// Computations returns the set of Kernels method names.
+func Computations() map[string]bool {
+	t := reflect.TypeFor[Kernels[float32]]()
+	all := make(map[string]bool, t.NumMethod())
+	for i := range t.NumMethod() {
+		all[t.Method(i).Name] = true
+	}
+	return all
+}

@@ -1,0 +1,177 @@
+package device
+
+import (
+	"math"
+
+	"github.com/gmcn-go/gmcn/ops/mixture"
+	"github.com/pkg/errors"
+)
+
+// Float is the element type of every computation: float32 or float64.
+type Float = mixture.Float
+
+// ReLUFitVariant selects the weight formulas of the dense ReLU fit.
+type ReLUFitVariant int
+
+const (
+	// ReLUFitReference is the authors' current code:
+	// x_k = max(a_k, 0) + CoarseOffset and
+	// a″_k = x_k·(max(t_k, 0) + Offset)/(e_k + Offset).
+	ReLUFitReference ReLUFitVariant = iota
+	// ReLUFitPaper is the paper's rule: x_k = a_k if a_k > 0 else Epsilon and
+	// a″_k = x_k·max(t_k, 0)/e_k. Its weights are ≥ 0, not > 0: a centroid
+	// where the target is not positive gets weight 0.
+	ReLUFitPaper
+)
+
+// Default constants of ReLUFitOptions.
+const (
+	// DefaultReLUFitCoarseOffset is the reference code's +0.1 on the coarse
+	// weights.
+	DefaultReLUFitCoarseOffset = 0.1
+	// DefaultReLUFitOffset is the reference code's +0.05 in the numerator and
+	// the denominator.
+	DefaultReLUFitOffset = 0.05
+	// DefaultReLUFitEpsilon is our choice for the paper variant's ε; the paper
+	// gives no value.
+	DefaultReLUFitEpsilon = 1e-3
+)
+
+// ReLUFitOptions configures the dense ReLU fit. The zero value is the
+// reference variant with its constants: a field left at zero takes its
+// default (DefaultReLUFitCoarseOffset, DefaultReLUFitOffset,
+// DefaultReLUFitEpsilon), so a constant cannot be set to exactly zero, which
+// would allow zero or undefined weights. Negative or non-finite constants are
+// rejected by Resolve.
+//
+// The fit has no constant (bias) input: the model resets the mixtures'
+// constant κ to zero before every ReLU, and the formulas are those for κ = 0.
+type ReLUFitOptions struct {
+	// Variant selects the formulas; the zero value is ReLUFitReference.
+	Variant ReLUFitVariant
+	// CoarseOffset is added to every clamped weight in the reference variant.
+	CoarseOffset float64
+	// Offset is added to the numerator and the denominator of the weight
+	// ratio in the reference variant.
+	Offset float64
+	// Epsilon replaces non-positive weights in the paper variant.
+	Epsilon float64
+}
+
+// ReLUFitParams are the resolved constants of a fit. Both variants share
+// a″_k = x_k·(max(t_k, 0) + Off)/(e_k + Off), with Off = 0 for the paper's;
+// they differ only in the coarse weight x (CoarseWeight).
+type ReLUFitParams struct {
+	// Paper selects the paper's coarse rule.
+	Paper bool
+	// Coarse is the reference variant's offset added to max(a, 0).
+	Coarse float64
+	// Floor is the paper variant's value replacing non-positive weights.
+	Floor float64
+	// Off is the reference variant's offset in numerator and denominator.
+	Off float64
+}
+
+// Resolve checks the options and fills in the defaults. It is the one place
+// where the defaults are applied, for every device; the error names the bad
+// field.
+func (o ReLUFitOptions) Resolve() (ReLUFitParams, error) {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"CoarseOffset", o.CoarseOffset}, {"Offset", o.Offset}, {"Epsilon", o.Epsilon}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			return ReLUFitParams{}, errors.Errorf("ReLUFitOptions.%s must be finite and ≥ 0 (0 selects the default), got %v", f.name, f.v)
+		}
+	}
+	orDefault := func(v, d float64) float64 {
+		if v == 0 {
+			return d
+		}
+		return v
+	}
+	switch o.Variant {
+	case ReLUFitReference:
+		return ReLUFitParams{
+			Coarse: orDefault(o.CoarseOffset, DefaultReLUFitCoarseOffset),
+			Off:    orDefault(o.Offset, DefaultReLUFitOffset),
+		}, nil
+	case ReLUFitPaper:
+		return ReLUFitParams{Paper: true, Floor: orDefault(o.Epsilon, DefaultReLUFitEpsilon)}, nil
+	}
+	return ReLUFitParams{}, errors.Errorf("ReLUFitOptions.Variant %d is neither ReLUFitReference nor ReLUFitPaper", o.Variant)
+}
+
+// CoarseWeight returns the coarse weight x of the fit for the input weight a.
+func CoarseWeight[T Float](p ReLUFitParams, a T) T {
+	switch {
+	case p.Paper && a > 0:
+		return a
+	case p.Paper:
+		return T(p.Floor)
+	}
+	return max(a, 0) + T(p.Coarse)
+}
+
+// Limits of TreeHEM, as in the reference: 16-bit component ids in the Morton
+// keys (N < 65535) and at most 1024 output components.
+const (
+	TreeHEMMaxN  = 65534
+	TreeHEMMaxNp = 1024
+)
+
+// TreeHEMOptions configures TreeHEM. It has no defaults: Check rejects a
+// Reduction that is not set.
+type TreeHEMOptions struct {
+	// Reduction is T, the number of Gaussians an EM step fits 2T children
+	// down to: 2, 4 or 8. The paper's networks use 2.
+	Reduction int
+	// UnderFill reproduces the reference's selection loop, which stops while
+	// fewer than Np − T slots are filled and so leaves 1…T zero-weight padding
+	// slots in every reduced mixture. By default all Np slots are filled.
+	UnderFill bool
+}
+
+// Check returns a descriptive error unless TreeHEM with options o can reduce
+// mixtures of layout l to np components.
+func (o TreeHEMOptions) Check(l mixture.Layout, np int) error {
+	switch {
+	case o.Reduction != 2 && o.Reduction != 4 && o.Reduction != 8:
+		return errors.Errorf("reduction T = %d must be 2, 4 or 8", o.Reduction)
+	case np < 1 || np > TreeHEMMaxNp:
+		return errors.Errorf("output size Np = %d must be in [1, %d]", np, TreeHEMMaxNp)
+	case np < o.Reduction:
+		return errors.Errorf("output size Np = %d is smaller than the reduction T = %d; the reference runs MEM for that case, which is not implemented: use Np ≥ T", np, o.Reduction)
+	case l.N < 1 || l.N > TreeHEMMaxN:
+		return errors.Errorf("component count N = %d must be in [1, %d] (16-bit component ids)", l.N, TreeHEMMaxN)
+	case l.D != 2 && l.D != 3:
+		return errors.Errorf("dimension D = %d must be 2 or 3", l.D)
+	case l.B < 1 || l.C < 1:
+		return errors.Errorf("batch %d and channels %d must be ≥ 1", l.B, l.C)
+	}
+	return nil
+}
+
+// KernelConfig holds the constants that map a convolution layer's raw
+// learnable tensors to its packed kernel (see Kernels.AssembleKernel).
+type KernelConfig struct {
+	// Radius r scales positions (μ = r·p) and, as (r/3)², covariances.
+	Radius float64
+	// WeightSD and WeightMean map raw weights to w = raw·WeightSD + WeightMean.
+	WeightSD, WeightMean float64
+	// CovEpsilon is the relative regulariser of the covariances.
+	CovEpsilon float64
+}
+
+// DefaultKernelConfig returns the reference model's constants for radius r:
+// weight sd 1, weight mean 0.1 and covariance epsilon 0.05.
+func DefaultKernelConfig(r float64) KernelConfig {
+	return KernelConfig{Radius: r, WeightSD: 1, WeightMean: 0.1, CovEpsilon: 0.05}
+}
+
+// CovRange returns (r/3)², the covariance scale of the reference's pos2cov:
+// a Gaussian of that variance has most of its mass within the radius.
+func (c KernelConfig) CovRange() float64 {
+	q := c.Radius / 3
+	return q * q
+}
