@@ -136,6 +136,10 @@ func forShapes(t *testing.T, f func(t *testing.T, rng *rand.Rand, l mixture.Layo
 	}
 }
 
+// gpu returns the GPU kernels of the test device, with no fallback: the
+// tests call only computations that have a GPU kernel.
+func gpu[T Float]() Kernels[T] { return Kernels[T]{d: dev} }
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
@@ -151,12 +155,12 @@ func testIntegrate[T Float](t *testing.T) {
 	forShapes(t, func(t *testing.T, rng *rand.Rand, l mixture.Layout) {
 		x := randomMixtures[T](rng, l)
 		y, want := make([]T, l.Mixtures()), make([]T, l.Mixtures())
-		must(t, Integrate(dev, y, x, l))
+		must(t, gpu[T]().Integrate(y, x, l))
 		cpu.Integrate(want, x, l)
 		compare(t, "y", y, want, tolerance[T](false))
 		g := randomSlice[T](rng, l.Mixtures(), -1, 1)
 		dx, wdx := make([]T, l.Len()), make([]T, l.Len())
-		must(t, IntegrateBackward(dev, dx, g, l))
+		must(t, gpu[T]().IntegrateBackward(dx, g, l))
 		cpu.IntegrateBackward(wdx, g, l)
 		compare(t, "dx", dx, wdx, tolerance[T](true))
 	})
@@ -173,16 +177,16 @@ func testConv[T Float](t *testing.T) {
 			ly := device.ConvLayout(lx, lk)
 			x, k := randomMixtures[T](rng, lx), randomMixtures[T](rng, lk)
 			y, want := make([]T, ly.Len()), make([]T, ly.Len())
-			must(t, Conv(dev, y, x, k, lx, lk))
+			must(t, gpu[T]().Conv(y, x, k, lx, lk))
 			cpu.Conv(want, x, k, lx, lk)
 			compare(t, fmt.Sprintf("Nk%d y", nk), y, want, tolerance[T](false))
 			g := randomSlice[T](rng, ly.Len(), -1, 1)
 			dx, wdx := make([]T, lx.Len()), make([]T, lx.Len())
-			must(t, ConvBackwardData(dev, dx, g, k, lx, lk))
+			must(t, gpu[T]().ConvBackwardData(dx, g, k, lx, lk))
 			cpu.ConvBackwardData(wdx, g, k, lx, lk)
 			compare(t, fmt.Sprintf("Nk%d dx", nk), dx, wdx, tolerance[T](true))
 			dk, wdk := make([]T, lk.Len()), make([]T, lk.Len())
-			must(t, ConvBackwardKernels(dev, dk, g, x, lx, lk))
+			must(t, gpu[T]().ConvBackwardKernels(dk, g, x, lx, lk))
 			cpu.ConvBackwardKernels(wdk, g, x, lx, lk)
 			compare(t, fmt.Sprintf("Nk%d dk", nk), dk, wdk, tolerance[T](true))
 		}
@@ -202,16 +206,16 @@ func testEvaluate[T Float](t *testing.T) {
 			name := fmt.Sprintf("pts%dx%dx%d", pb, pc, m)
 			pts := randomSlice[T](rng, pb*pc*m*l.D, -4, 4)
 			y, want := make([]T, l.Mixtures()*m), make([]T, l.Mixtures()*m)
-			must(t, Evaluate(dev, y, x, pts, l, pb, pc, m))
+			must(t, gpu[T]().Evaluate(y, x, pts, l, pb, pc, m))
 			cpu.Evaluate(want, x, pts, l, pb, pc, m)
 			compare(t, name+" y", y, want, tolerance[T](false))
 			g := randomSlice[T](rng, len(y), -1, 1)
 			dx, wdx := make([]T, l.Len()), make([]T, l.Len())
-			must(t, EvaluateBackwardMixture(dev, dx, x, pts, g, l, pb, pc, m))
+			must(t, gpu[T]().EvaluateBackwardMixture(dx, x, pts, g, l, pb, pc, m))
 			cpu.EvaluateBackwardMixture(wdx, x, pts, g, l, pb, pc, m)
 			compare(t, name+" dx", dx, wdx, tolerance[T](true))
 			dp, wdp := make([]T, len(pts)), make([]T, len(pts))
-			must(t, EvaluateBackwardPoints(dev, dp, x, pts, g, l, pb, pc, m))
+			must(t, gpu[T]().EvaluateBackwardPoints(dp, x, pts, g, l, pb, pc, m))
 			cpu.EvaluateBackwardPoints(wdp, x, pts, g, l, pb, pc, m)
 			compare(t, name+" dp", dp, wdp, tolerance[T](true))
 		}
@@ -229,11 +233,11 @@ func testReLUFit[T Float](t *testing.T) {
 		for _, opts := range []device.ReLUFitOptions{{}, {Variant: device.ReLUFitPaper}} {
 			name := fmt.Sprintf("variant%d", opts.Variant)
 			y, want := make([]T, l.Len()), make([]T, l.Len())
-			must(t, ReLUFit(dev, y, x, l, opts))
+			must(t, gpu[T]().ReLUFit(y, x, l, opts))
 			must(t, cpu.ReLUFit(want, x, l, opts))
 			compare(t, name+" y", y, want, tolerance[T](false))
 			dx, wdx := make([]T, l.Len()), make([]T, l.Len())
-			must(t, ReLUFitBackward(dev, dx, x, g, l, opts))
+			must(t, gpu[T]().ReLUFitBackward(dx, x, g, l, opts))
 			must(t, cpu.ReLUFitBackward(wdx, x, g, l, opts))
 			compare(t, name+" dx", dx, wdx, tolerance[T](true))
 		}
@@ -248,7 +252,7 @@ func testCovScale[T Float](t *testing.T) {
 	forShapes(t, func(t *testing.T, rng *rand.Rand, l mixture.Layout) {
 		x := randomMixtures[T](rng, l)
 		tau, wtau := make([]float64, l.Mixtures()), make([]float64, l.Mixtures())
-		must(t, MeanTraces(dev, tau, x, l))
+		must(t, gpu[T]().MeanTraces(tau, x, l))
 		cpu.MeanTraces(wtau, x, l)
 		compare(t, "tau", tau, wtau, 1e-12)
 		s := make([]T, l.Mixtures())
@@ -257,15 +261,15 @@ func testCovScale[T Float](t *testing.T) {
 			s[m] = T(f)
 		}
 		y, want := make([]T, l.Len()), make([]T, l.Len())
-		must(t, ScaleMixtures(dev, y, x, l, s))
+		must(t, gpu[T]().ScaleMixtures(y, x, l, s))
 		cpu.ScaleMixtures(want, x, l, s)
 		compare(t, "y", y, want, tolerance[T](false))
 		g := randomSlice[T](rng, l.Len(), -1, 1)
 		dx, wdx := make([]T, l.Len()), make([]T, l.Len())
-		must(t, ScaleMixtures(dev, dx, g, l, s))
+		must(t, gpu[T]().ScaleMixtures(dx, g, l, s))
 		cpu.ScaleMixturesBackward(wdx, g, l, s)
 		compare(t, "detached dx", dx, wdx, tolerance[T](true))
-		must(t, CovScaleBackward(dev, dx, g, x, l, s, wtau))
+		must(t, gpu[T]().CovScaleBackward(dx, g, x, l, s, wtau))
 		cpu.CovScaleBackward(wdx, g, x, l, s, wtau)
 		compare(t, "dx", dx, wdx, tolerance[T](true))
 	})
@@ -282,18 +286,18 @@ func testAssembleKernel[T Float](t *testing.T) {
 		w := randomSlice[T](rng, count, -1, 1)
 		p := randomSlice[T](rng, count*d, -1, 1)
 		a := randomSlice[T](rng, count*d*d, -1.5, 1.5)
-		eps, err := KernelEpsilon(dev, a, d, cfg)
+		eps, err := gpu[T]().KernelEpsilon(a, d, cfg)
 		must(t, err)
 		weps := cpu.KernelEpsilon(a, d, cfg)
 		compare(t, "eps", []float64{eps}, []float64{weps}, tolerance[T](false))
 		y, want := make([]T, l.Len()), make([]T, l.Len())
-		must(t, AssembleKernel(dev, y, w, p, a, l, cfg, weps))
+		must(t, gpu[T]().AssembleKernel(y, w, p, a, l, cfg, weps))
 		cpu.AssembleKernel(want, w, p, a, l, cfg, weps)
 		compare(t, "kernel", y, want, tolerance[T](false))
 		g := randomSlice[T](rng, l.Len(), -1, 1)
 		dw, dp, da := make([]T, len(w)), make([]T, len(p)), make([]T, len(a))
 		wdw, wdp, wda := make([]T, len(w)), make([]T, len(p)), make([]T, len(a))
-		must(t, AssembleKernelBackward(dev, dw, dp, da, g, a, l, cfg))
+		must(t, gpu[T]().AssembleKernelBackward(dw, dp, da, g, a, l, cfg))
 		cpu.KernelWeightsBackward(wdw, g, l, cfg)
 		cpu.KernelPositionsBackward(wdp, g, l, cfg)
 		cpu.KernelFactorsBackward(wda, g, a, l, cfg)
@@ -331,10 +335,10 @@ func BenchmarkReLUFit(b *testing.B) {
 	g := randomSlice[float32](rng, l.Len(), -1, 1)
 	y := make([]float32, l.Len())
 	b.Run("Forward/2D_B800_N256", func(b *testing.B) {
-		benchKernels(b, func() error { return ReLUFit(dev, y, x, l, device.ReLUFitOptions{}) })
+		benchKernels(b, func() error { return gpu[float32]().ReLUFit(y, x, l, device.ReLUFitOptions{}) })
 	})
 	b.Run("Backward/2D_B800_N256", func(b *testing.B) {
-		benchKernels(b, func() error { return ReLUFitBackward(dev, y, x, g, l, device.ReLUFitOptions{}) })
+		benchKernels(b, func() error { return gpu[float32]().ReLUFitBackward(y, x, g, l, device.ReLUFitOptions{}) })
 	})
 }
 
@@ -349,14 +353,14 @@ func BenchmarkConv(b *testing.B) {
 	y, g := make([]float32, ly.Len()), randomSlice[float32](rng, ly.Len(), -1, 1)
 	dx, dk := make([]float32, lx.Len()), make([]float32, lk.Len())
 	b.Run("Forward/3D_B21_Fi8_Ni32_Fo16_Nk5", func(b *testing.B) {
-		benchKernels(b, func() error { return Conv(dev, y, x, k, lx, lk) })
+		benchKernels(b, func() error { return gpu[float32]().Conv(y, x, k, lx, lk) })
 	})
 	b.Run("Backward/3D_B21_Fi8_Ni32_Fo16_Nk5", func(b *testing.B) {
 		benchKernels(b, func() error {
-			if err := ConvBackwardData(dev, dx, g, k, lx, lk); err != nil {
+			if err := gpu[float32]().ConvBackwardData(dx, g, k, lx, lk); err != nil {
 				return err
 			}
-			return ConvBackwardKernels(dev, dk, g, x, lx, lk)
+			return gpu[float32]().ConvBackwardKernels(dk, g, x, lx, lk)
 		})
 	})
 }
@@ -373,14 +377,14 @@ func BenchmarkEvaluate(b *testing.B) {
 	g := randomSlice[float32](rng, len(y), -1, 1)
 	dx, dp := make([]float32, l.Len()), make([]float32, len(pts))
 	b.Run("Forward/3D_B21_C16_N1280_M1000", func(b *testing.B) {
-		benchKernels(b, func() error { return Evaluate(dev, y, x, pts, l, l.B, l.C, m) })
+		benchKernels(b, func() error { return gpu[float32]().Evaluate(y, x, pts, l, l.B, l.C, m) })
 	})
 	b.Run("Backward/3D_B21_C16_N1280_M1000", func(b *testing.B) {
 		benchKernels(b, func() error {
-			if err := EvaluateBackwardMixture(dev, dx, x, pts, g, l, l.B, l.C, m); err != nil {
+			if err := gpu[float32]().EvaluateBackwardMixture(dx, x, pts, g, l, l.B, l.C, m); err != nil {
 				return err
 			}
-			return EvaluateBackwardPoints(dev, dp, x, pts, g, l, l.B, l.C, m)
+			return gpu[float32]().EvaluateBackwardPoints(dp, x, pts, g, l, l.B, l.C, m)
 		})
 	})
 }

@@ -5,7 +5,6 @@ package cudaops
 import (
 	"math"
 
-	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
@@ -78,9 +77,9 @@ func checkTiles(n int) error {
 	return nil
 }
 
-// Integrate is cpu.Integrate on the GPU: y[m] = Σ_k w[m,k].
-func Integrate[T Float](d *Device, y, x []T, l mixture.Layout) error {
-	return d.run(func(s *seq) {
+// Integrate is device.Kernels.Integrate on the GPU: y[m] = Σ_k w[m,k].
+func (c Kernels[T]) Integrate(y, x []T, l mixture.Layout) error {
+	return c.d.run(func(s *seq) {
 		px := in(s, slotIn0, x)
 		py := out[T](s, slotOut, len(y))
 		s.launch("gm_integrate"+suffix[T](), [2]int{blocks(l.Mixtures(), warpsBlock/32), 1}, warpsBlock, 0,
@@ -89,9 +88,9 @@ func Integrate[T Float](d *Device, y, x []T, l mixture.Layout) error {
 	})
 }
 
-// IntegrateBackward is cpu.IntegrateBackward on the GPU.
-func IntegrateBackward[T Float](d *Device, dx, g []T, l mixture.Layout) error {
-	return d.run(func(s *seq) {
+// IntegrateBackward is device.Kernels.IntegrateBackward on the GPU.
+func (c Kernels[T]) IntegrateBackward(dx, g []T, l mixture.Layout) error {
+	return c.d.run(func(s *seq) {
 		pg := in(s, slotIn0, g)
 		pd := out[T](s, slotOut, len(dx))
 		s.launch("gm_integrate_backward"+suffix[T](), [2]int{blocks(len(dx), flatBlock), 1}, flatBlock, 0,
@@ -104,10 +103,10 @@ func convArgs(lx, lk mixture.Layout) []any {
 	return []any{lx.B, lx.C, lx.N, lk.B, lk.N, lx.Stride()}
 }
 
-// Conv is cpu.Conv on the GPU: y (layout device.ConvLayout(lx, lk)) is the
+// Conv is device.Kernels.Conv on the GPU: y (layout device.ConvLayout(lx, lk)) is the
 // convolution of the data x with the kernels k.
-func Conv[T Float](d *Device, y, x, k []T, lx, lk mixture.Layout) error {
-	return d.run(func(s *seq) {
+func (c Kernels[T]) Conv(y, x, k []T, lx, lk mixture.Layout) error {
+	return c.d.run(func(s *seq) {
 		px, pk := in(s, slotIn0, x), in(s, slotIn1, k)
 		py := out[T](s, slotOut, len(y))
 		s.launch("gm_conv"+suffix[T](), [2]int{blocks(len(y), flatBlock), 1}, flatBlock, 0,
@@ -116,9 +115,9 @@ func Conv[T Float](d *Device, y, x, k []T, lx, lk mixture.Layout) error {
 	})
 }
 
-// ConvBackwardData is cpu.ConvBackwardData on the GPU.
-func ConvBackwardData[T Float](d *Device, dx, g, k []T, lx, lk mixture.Layout) error {
-	return d.run(func(s *seq) {
+// ConvBackwardData is device.Kernels.ConvBackwardData on the GPU.
+func (c Kernels[T]) ConvBackwardData(dx, g, k []T, lx, lk mixture.Layout) error {
+	return c.d.run(func(s *seq) {
 		pg, pk := in(s, slotIn0, g), in(s, slotIn1, k)
 		pd := out[T](s, slotOut, len(dx))
 		s.launch("gm_conv_backward_data"+suffix[T](), [2]int{blocks(len(dx), flatBlock), 1}, flatBlock, 0,
@@ -127,9 +126,9 @@ func ConvBackwardData[T Float](d *Device, dx, g, k []T, lx, lk mixture.Layout) e
 	})
 }
 
-// ConvBackwardKernels is cpu.ConvBackwardKernels on the GPU.
-func ConvBackwardKernels[T Float](d *Device, dk, g, x []T, lx, lk mixture.Layout) error {
-	return d.run(func(s *seq) {
+// ConvBackwardKernels is device.Kernels.ConvBackwardKernels on the GPU.
+func (c Kernels[T]) ConvBackwardKernels(dk, g, x []T, lx, lk mixture.Layout) error {
+	return c.d.run(func(s *seq) {
 		pg, px := in(s, slotIn0, g), in(s, slotIn1, x)
 		pd := out[T](s, slotOut, len(dk))
 		s.launch("gm_conv_backward_kernels"+suffix[T](), [2]int{lk.B * lk.C * lk.N, 1}, reduceBlock, reduceBlock*int(sizeOf[T]()),
@@ -138,13 +137,13 @@ func ConvBackwardKernels[T Float](d *Device, dk, g, x []T, lx, lk mixture.Layout
 	})
 }
 
-// Evaluate is cpu.Evaluate on the GPU: the mixtures x (layout l) at the
+// Evaluate is device.Kernels.Evaluate on the GPU: the mixtures x (layout l) at the
 // point sets pts [pb, pc, m, D], into y [B, C, m].
-func Evaluate[T Float](d *Device, y, x, pts []T, l mixture.Layout, pb, pc, m int) error {
+func (c Kernels[T]) Evaluate(y, x, pts []T, l mixture.Layout, pb, pc, m int) error {
 	if err := checkTiles(m); err != nil {
 		return err
 	}
-	return d.run(func(s *seq) {
+	return c.d.run(func(s *seq) {
 		px, pp := in(s, slotIn0, x), in(s, slotIn1, pts)
 		py := out[T](s, slotOut, len(y))
 		s.launch("gm_evaluate"+suffix[T](), [2]int{l.Mixtures(), blocks(m, tileBlock)}, tileBlock, tileBlock*prepLen*int(sizeOf[T]()),
@@ -153,12 +152,12 @@ func Evaluate[T Float](d *Device, y, x, pts []T, l mixture.Layout, pb, pc, m int
 	})
 }
 
-// EvaluateBackwardMixture is cpu.EvaluateBackwardMixture on the GPU.
-func EvaluateBackwardMixture[T Float](d *Device, dx, x, pts, g []T, l mixture.Layout, pb, pc, m int) error {
+// EvaluateBackwardMixture is device.Kernels.EvaluateBackwardMixture on the GPU.
+func (c Kernels[T]) EvaluateBackwardMixture(dx, x, pts, g []T, l mixture.Layout, pb, pc, m int) error {
 	if err := checkTiles(l.N); err != nil {
 		return err
 	}
-	return d.run(func(s *seq) {
+	return c.d.run(func(s *seq) {
 		px, pp, pg := in(s, slotIn0, x), in(s, slotIn1, pts), in(s, slotIn2, g)
 		pd := out[T](s, slotOut, len(dx))
 		s.launch("gm_evaluate_backward_mixture"+suffix[T](), [2]int{l.Mixtures(), blocks(l.N, tileBlock)}, tileBlock, tileBlock*(l.D+1)*int(sizeOf[T]()),
@@ -167,12 +166,12 @@ func EvaluateBackwardMixture[T Float](d *Device, dx, x, pts, g []T, l mixture.La
 	})
 }
 
-// EvaluateBackwardPoints is cpu.EvaluateBackwardPoints on the GPU.
-func EvaluateBackwardPoints[T Float](d *Device, dp, x, pts, g []T, l mixture.Layout, pb, pc, m int) error {
+// EvaluateBackwardPoints is device.Kernels.EvaluateBackwardPoints on the GPU.
+func (c Kernels[T]) EvaluateBackwardPoints(dp, x, pts, g []T, l mixture.Layout, pb, pc, m int) error {
 	if err := checkTiles(m); err != nil {
 		return err
 	}
-	return d.run(func(s *seq) {
+	return c.d.run(func(s *seq) {
 		px, pp, pg := in(s, slotIn0, x), in(s, slotIn1, pts), in(s, slotIn2, g)
 		pd := out[T](s, slotOut, len(dp))
 		s.launch("gm_evaluate_backward_points"+suffix[T](), [2]int{pb * pc, blocks(m, tileBlock)}, tileBlock, tileBlock*prepLen*int(sizeOf[T]()),
@@ -181,27 +180,19 @@ func EvaluateBackwardPoints[T Float](d *Device, dp, x, pts, g []T, l mixture.Lay
 	})
 }
 
-// reluArgs resolves opts like device.ReLUFitOptions does (a zero constant takes
-// its default) into the kernels' paper flag and constants.
+// reluArgs turns resolved options into the kernels' paper flag and
+// constants.
 func reluArgs(opts device.ReLUFitOptions) (paper int, coarse, floor, off float64, err error) {
-	if err := opts.Validate(); err != nil {
-		return 0, 0, 0, 0, err
+	p, err := opts.Resolve()
+	if p.Paper {
+		paper = 1
 	}
-	orDefault := func(v, def float64) float64 {
-		if v == 0 {
-			return def
-		}
-		return v
-	}
-	if opts.Variant == device.ReLUFitPaper {
-		return 1, 0, orDefault(opts.Epsilon, device.DefaultReLUFitEpsilon), 0, nil
-	}
-	return 0, orDefault(opts.CoarseOffset, device.DefaultReLUFitCoarseOffset), 0, orDefault(opts.Offset, device.DefaultReLUFitOffset), nil
+	return paper, p.Coarse, p.Floor, p.Off, err
 }
 
-// ReLUFit is cpu.ReLUFit on the GPU. Like the CPU kernel it reports a
+// ReLUFit is device.Kernels.ReLUFit on the GPU. Like the CPU kernel it reports a
 // non-finite output weight, which only extreme covariances can produce.
-func ReLUFit[T Float](d *Device, y, x []T, l mixture.Layout, opts device.ReLUFitOptions) error {
+func (c Kernels[T]) ReLUFit(y, x []T, l mixture.Layout, opts device.ReLUFitOptions) error {
 	paper, coarse, floor, off, err := reluArgs(opts)
 	if err != nil {
 		return err
@@ -209,7 +200,7 @@ func ReLUFit[T Float](d *Device, y, x []T, l mixture.Layout, opts device.ReLUFit
 	if err := checkTiles(l.N); err != nil {
 		return err
 	}
-	err = d.run(func(s *seq) {
+	err = c.d.run(func(s *seq) {
 		px := in(s, slotIn0, x)
 		py := out[T](s, slotOut, len(y))
 		s.launch("gm_relufit"+suffix[T](), [2]int{l.Mixtures(), blocks(l.N, tileBlock)}, tileBlock, tileBlock*reluLen*int(sizeOf[T]()),
@@ -222,11 +213,11 @@ func ReLUFit[T Float](d *Device, y, x []T, l mixture.Layout, opts device.ReLUFit
 	return finite(y, l, "ReLU fit output")
 }
 
-// ReLUFitBackward is cpu.ReLUFitBackward on the GPU: a pass over the
+// ReLUFitBackward is device.Kernels.ReLUFitBackward on the GPU: a pass over the
 // centroids computes ∂L/∂t, ∂L/∂e and the direct ∂L/∂x into device scratch,
 // which a pass over the components then reads; the scratch never leaves
 // the device.
-func ReLUFitBackward[T Float](d *Device, dx, x, g []T, l mixture.Layout, opts device.ReLUFitOptions) error {
+func (c Kernels[T]) ReLUFitBackward(dx, x, g []T, l mixture.Layout, opts device.ReLUFitOptions) error {
 	paper, coarse, floor, off, err := reluArgs(opts)
 	if err != nil {
 		return err
@@ -236,7 +227,7 @@ func ReLUFitBackward[T Float](d *Device, dx, x, g []T, l mixture.Layout, opts de
 	}
 	sz := int(sizeOf[T]())
 	grid := [2]int{l.Mixtures(), blocks(l.N, tileBlock)}
-	err = d.run(func(s *seq) {
+	err = c.d.run(func(s *seq) {
 		px, pg := in(s, slotIn0, x), in(s, slotIn1, g)
 		pw := out[T](s, slotWork, l.Mixtures()*l.N*3)
 		pd := out[T](s, slotOut, len(dx))
@@ -263,9 +254,9 @@ func finite[T Float](v []T, l mixture.Layout, what string) error {
 	return nil
 }
 
-// MeanTraces is cpu.MeanTraces on the GPU (sums in float64).
-func MeanTraces[T Float](d *Device, tau []float64, x []T, l mixture.Layout) error {
-	return d.run(func(s *seq) {
+// MeanTraces is device.Kernels.MeanTraces on the GPU (sums in float64).
+func (c Kernels[T]) MeanTraces(tau []float64, x []T, l mixture.Layout) error {
+	return c.d.run(func(s *seq) {
 		px := in(s, slotIn0, x)
 		pt := out[float64](s, slotOut, len(tau))
 		s.launch("gm_mean_traces"+suffix[T](), [2]int{blocks(l.Mixtures(), warpsBlock/32), 1}, warpsBlock, 0,
@@ -274,10 +265,10 @@ func MeanTraces[T Float](d *Device, tau []float64, x []T, l mixture.Layout) erro
 	})
 }
 
-// ScaleMixtures is cpu.ScaleMixtures on the GPU; with the incoming gradient
-// as x it is also cpu.ScaleMixturesBackward.
-func ScaleMixtures[T Float](d *Device, y, x []T, l mixture.Layout, sc []T) error {
-	return d.run(func(s *seq) {
+// ScaleMixtures is device.Kernels.ScaleMixtures on the GPU; with the
+// incoming gradient as x it is also ScaleMixturesBackward.
+func (c Kernels[T]) ScaleMixtures(y, x []T, l mixture.Layout, sc []T) error {
+	return c.d.run(func(s *seq) {
 		px, ps := in(s, slotIn0, x), in(s, slotIn1, sc)
 		py := out[T](s, slotOut, len(y))
 		s.launch("gm_scale_mixtures"+suffix[T](), [2]int{blocks(len(y), flatBlock), 1}, flatBlock, 0,
@@ -286,9 +277,9 @@ func ScaleMixtures[T Float](d *Device, y, x []T, l mixture.Layout, sc []T) error
 	})
 }
 
-// CovScaleBackward is cpu.CovScaleBackward on the GPU.
-func CovScaleBackward[T Float](d *Device, dx, g, x []T, l mixture.Layout, sc []T, tau []float64) error {
-	return d.run(func(s *seq) {
+// CovScaleBackward is device.Kernels.CovScaleBackward on the GPU.
+func (c Kernels[T]) CovScaleBackward(dx, g, x []T, l mixture.Layout, sc []T, tau []float64) error {
+	return c.d.run(func(s *seq) {
 		pg, px, ps := in(s, slotIn0, g), in(s, slotIn1, x), in(s, slotIn2, sc)
 		pt := in(s, slotIn3, tau)
 		pd := out[T](s, slotOut, len(dx))
@@ -298,12 +289,12 @@ func CovScaleBackward[T Float](d *Device, dx, g, x []T, l mixture.Layout, sc []T
 	})
 }
 
-// KernelEpsilon is cpu.KernelEpsilon on the GPU: CovEpsilon·max(1, max|A·Aᵀ|)
+// KernelEpsilon is device.Kernels.KernelEpsilon on the GPU: CovEpsilon·max(1, max|A·Aᵀ|)
 // over the d×d factors a.
-func KernelEpsilon[T Float](d *Device, a []T, dim int, cfg device.KernelConfig) (float64, error) {
+func (c Kernels[T]) KernelEpsilon(a []T, dim int, cfg device.KernelConfig) (float64, error) {
 	count := len(a) / (dim * dim)
 	var mx [1]float64 // +0.0, whose bits are 0: the start of the atomicMax on the bits
-	err := d.run(func(s *seq) {
+	err := c.d.run(func(s *seq) {
 		pa := in(s, slotIn0, a)
 		pm := in(s, slotOut, mx[:])
 		s.launch("gm_kernel_gram_max"+suffix[T](), [2]int{blocks(count, reduceBlock), 1}, reduceBlock, reduceBlock*8,
@@ -316,10 +307,10 @@ func KernelEpsilon[T Float](d *Device, a []T, dim int, cfg device.KernelConfig) 
 	return cfg.CovEpsilon * math.Max(1, mx[0]), nil
 }
 
-// AssembleKernel is cpu.AssembleKernel on the GPU.
-func AssembleKernel[T Float](d *Device, y, w, p, a []T, l mixture.Layout, cfg device.KernelConfig, eps float64) error {
+// AssembleKernel is device.Kernels.AssembleKernel on the GPU.
+func (c Kernels[T]) AssembleKernel(y, w, p, a []T, l mixture.Layout, cfg device.KernelConfig, eps float64) error {
 	count := l.Mixtures() * l.N
-	return d.run(func(s *seq) {
+	return c.d.run(func(s *seq) {
 		pw, pp, pa := in(s, slotIn0, w), in(s, slotIn1, p), in(s, slotIn2, a)
 		py := out[T](s, slotOut, len(y))
 		s.launch("gm_assemble_kernel"+suffix[T](), [2]int{blocks(count, flatBlock), 1}, flatBlock, 0,
@@ -328,17 +319,23 @@ func AssembleKernel[T Float](d *Device, y, w, p, a []T, l mixture.Layout, cfg de
 	})
 }
 
-// AssembleKernelBackward is cpu.KernelWeightsBackward,
-// cpu.KernelPositionsBackward and cpu.KernelFactorsBackward in one kernel.
-func AssembleKernelBackward[T Float](d *Device, dw, dp, da, g, a []T, l mixture.Layout, cfg device.KernelConfig) error {
+// AssembleKernelBackward computes the gradients of the raw weights,
+// positions and factors of AssembleKernel in one kernel; a nil destination is
+// computed into device scratch and not downloaded.
+func (c Kernels[T]) AssembleKernelBackward(dw, dp, da, g, a []T, l mixture.Layout, cfg device.KernelConfig) error {
 	count := l.Mixtures() * l.N
-	return d.run(func(s *seq) {
+	return c.d.run(func(s *seq) {
 		pg, pa := in(s, slotIn0, g), in(s, slotIn1, a)
-		pw, pp, pd := out[T](s, slotOut, len(dw)), out[T](s, slotOut1, len(dp)), out[T](s, slotOut2, len(da))
+		pw, pp, pd := out[T](s, slotOut, count), out[T](s, slotOut1, count*l.D), out[T](s, slotOut2, count*l.D*l.D)
 		s.launch("gm_assemble_kernel_backward"+suffix[T](), [2]int{blocks(count, flatBlock), 1}, flatBlock, 0,
 			pw, pp, pd, pg, pa, count, l.D, cfg.WeightSD, cfg.Radius)
-		get(s, dw, pw)
-		get(s, dp, pp)
-		get(s, da, pd)
+		for _, o := range []struct {
+			h []T
+			p cu.DevicePtr
+		}{{dw, pw}, {dp, pp}, {da, pd}} {
+			if o.h != nil {
+				get(s, o.h, o.p)
+			}
+		}
 	})
 }

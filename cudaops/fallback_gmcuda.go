@@ -1,0 +1,59 @@
+//go:build gmcuda
+
+package cudaops
+
+import (
+	"github.com/gmcn-go/gmcn/ops/device"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+)
+
+// fallbackComputations are the device.Kernels methods with no GPU kernel
+// yet: this file hands each of them to the fallback kernels. Their inputs
+// already live on the host (every launcher uploads and downloads), so the
+// delegation costs no transfer.
+var fallbackComputations = []string{
+	"TreeHEM", "TreeHEMBackward", "MEM", "MEMBackward",
+	"WeightDecay", "WeightDecayBackward",
+	"StandardiseScale", "Standardise", "StandardiseBackward",
+	"ScaleWeights",
+}
+
+func (c Kernels[T]) TreeHEM(y, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) error {
+	return c.cpu.TreeHEM(y, x, l, np, o)
+}
+
+func (c Kernels[T]) TreeHEMBackward(dx, x, g []T, l mixture.Layout, np int, o device.TreeHEMOptions) error {
+	return c.cpu.TreeHEMBackward(dx, x, g, l, np, o)
+}
+
+func (c Kernels[T]) MEM(y, x []T, l mixture.Layout, np int) error {
+	return c.cpu.MEM(y, x, l, np)
+}
+
+func (c Kernels[T]) MEMBackward(dx, x, g []T, l mixture.Layout, np int) error {
+	return c.cpu.MEMBackward(dx, x, g, l, np)
+}
+
+func (c Kernels[T]) WeightDecay(w, a []T, d int) (float64, error) {
+	return c.cpu.WeightDecay(w, a, d)
+}
+
+func (c Kernels[T]) WeightDecayBackward(dw, da, w, a []T, d int, g T) error {
+	return c.cpu.WeightDecayBackward(dw, da, w, a, d, g)
+}
+
+func (c Kernels[T]) StandardiseScale(sd []float64, x []T, l mixture.Layout) error {
+	return c.cpu.StandardiseScale(sd, x, l)
+}
+
+func (c Kernels[T]) Standardise(y, x []T, sd []float64, gain T, l mixture.Layout) error {
+	return c.cpu.Standardise(y, x, sd, gain, l)
+}
+
+func (c Kernels[T]) StandardiseBackward(dx, x, g []T, sd []float64, gain T, l mixture.Layout) (T, error) {
+	return c.cpu.StandardiseBackward(dx, x, g, sd, gain, l)
+}
+
+func (c Kernels[T]) ScaleWeights(y, x []T, l mixture.Layout, s T) error {
+	return c.cpu.ScaleWeights(y, x, l, s)
+}
