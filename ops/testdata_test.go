@@ -46,4 +46,4 @@ func fillGaussian(rng *rand.Rand, g []float64, d int) {
 
 // gradOf returns the grad op of input i of a forward op built by one of the
 // package's constructors.
-func gradOf(o G.Op, i int) *op { return o.(interface{ gradOp(int) *op }).gradOp(i) }
+func gradOf(o G.Op, i int) *op { return asOp(o).gradOp(i) }
