@@ -35,11 +35,15 @@ func fitInputs(args []string) error {
 func trainCmd(args []string) error {
 	fs := newFlagSet("train", "Trains a GMCN: fits the inputs if the cache lacks them, trains with Adam, evaluates on the\ntest set after every epoch and writes run.json, checkpoint.gmcn, metrics.csv and metrics.png\ninto --out. Ctrl-C writes a checkpoint; --resume continues from it exactly.")
 	apply := runFlags(fs)
+	useDevice := deviceFlag(fs)
 	out := fs.String("out", "", "output directory (default: runs/<preset>)")
 	resume := fs.Bool("resume", false, "continue the run in --out from its checkpoint (its run.json wins over other flags)")
 	fs.Parse(args)
 	c, err := apply()
 	if err != nil {
+		return err
+	}
+	if err := useDevice(); err != nil {
 		return err
 	}
 	if *out == "" {
@@ -82,7 +86,11 @@ func evalCmd(args []string) error {
 	fs := newFlagSet("eval", "Evaluates the checkpoint of a training run on the test set and prints the accuracy and\nthe confusion matrix (also written to confusion.csv in the run directory).")
 	out := fs.String("out", "runs/demo", "training output directory (with run.json and checkpoint.gmcn)")
 	testLimit := fs.Int("test-limit", -1, "evaluate on the first n test images; 0 = all (default: as trained)")
+	useDevice := deviceFlag(fs)
 	fs.Parse(args)
+	if err := useDevice(); err != nil {
+		return err
+	}
 	c, err := train.LoadRunConfig(*out)
 	if err != nil {
 		return err

@@ -8,9 +8,32 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gmcn-go/gmcn/ops"
 	"github.com/gmcn-go/gmcn/train"
 	"github.com/pkg/errors"
 )
+
+// deviceFlag registers --device; use selects that device for every GM op the
+// command builds afterwards. The default is the last device of the build:
+// cuda in a gmcuda build, else cpu. A CUDA device that is built in but cannot
+// start says why on standard error and the command runs on the CPU.
+func deviceFlag(fs *flag.FlagSet) (use func() error) {
+	devs := ops.Devices()
+	name := fs.String("device", devs[len(devs)-1], "where the GM ops compute; this build has "+strings.Join(devs, ", ")+
+		"\n(cuda needs a build with -tags gmcuda and a GPU: docs/cuda.md)")
+	return func() error {
+		d, err := ops.OpenDevice(*name)
+		if errors.Is(err, ops.ErrDeviceUnavailable) {
+			fmt.Fprintf(os.Stderr, "gmcn: --device %s: %v; the GM ops run on the CPU\n", *name, err)
+			d, err = ops.OpenDevice("cpu")
+		}
+		if err != nil {
+			return errors.Wrap(err, "--device")
+		}
+		fmt.Fprintf(os.Stderr, "GM ops compute on %s\n", d.Name)
+		return ops.UseDevice(d)
+	}
+}
 
 // runFlags registers the flags that select a RunConfig: a preset and
 // per-setting overrides. apply returns the preset with every flag the user
