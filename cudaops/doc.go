@@ -13,10 +13,12 @@
 //
 // With -tags gmcuda, Open starts one CUDA context on device 0, owned by one
 // OS thread that serialises every driver call; modules are loaded once and
-// device buffers are kept per argument slot and reused across calls. The
-// launchers (Integrate, Conv, Evaluate, ReLUFit, …) take host slices in the
-// packed layout of package mixture and mirror the functions of ops/cpu of
-// the same names, so that package ops can dispatch to them.
+// device buffers are kept per argument slot and reused across calls.
+// Kernels[T] implements the seam device.Kernels[T] on that context: its
+// methods take host slices in the packed layout of package mixture, and the
+// computations without a GPU kernel go to a fallback device, all in
+// fallback_gmcuda.go. NewDevice makes the device.Device that package ops
+// runs on; the package imports neither ops nor ops/cpu.
 //
 // docs/cuda.md describes the kernels' design, the one-line command that
 // checks every GPU kernel against the CPU kernels, and what has and has not
