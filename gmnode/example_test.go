@@ -16,61 +16,101 @@ import (
 // two-class problem (the classes differ in the sign of the mixtures' total
 // weight, which the integral of the convolution sees).
 func ExampleConv() {
-	const batch, n, d = 16, 6, 2
 	rng := rand.New(rand.NewPCG(1, 2))
-	g := G.NewGraph()
-
-	l := mixture.Layout{B: batch, C: 1, N: n, D: d}
-	x := G.NewTensor(g, tensor.Float64, 4, G.WithShape(l.Shape()...), G.WithName("x"))
-	target := G.NewMatrix(g, tensor.Float64, G.WithShape(batch, 2), G.WithName("target"))
-
-	kernel, err := gmnode.NewKernel(g, 2, 1, 5, d, 2.5, rng, tensor.Float64, "conv")
+	m, err := newExampleModel(rng, gorgoniaBatchNorm)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	y := G.Must(gmnode.Conv(x, kernel.Node()))
-	y = G.Must(gmnode.Integrate(y))
-	scale := G.NewMatrix(g, tensor.Float64, G.WithShape(1, 2), G.WithName("bn_scale"), G.WithInit(G.Ones()))
-	bias := G.NewMatrix(g, tensor.Float64, G.WithShape(1, 2), G.WithName("bn_bias"), G.WithInit(G.Zeroes()))
-	y, _, _, _, err = G.BatchNorm(y, scale, bias, 0.1, 1e-5)
+	if _, err := G.Grad(m.loss, m.learnables...); err != nil {
+		fmt.Println(err)
+		return
+	}
+	vm := G.NewTapeMachine(m.g, G.BindDualValues(m.learnables...))
+	defer vm.Close()
+	run := func() error {
+		vm.Reset()
+		return vm.RunAll()
+	}
+	first, last, err := m.train(run, rng, 30)
 	if err != nil {
 		fmt.Println(err)
 		return
+	}
+	fmt.Printf("loss went down: %v\n", last < first/2)
+	// Output: loss went down: true
+}
+
+// exampleModel is the graph of ExampleConv without its gradient nodes.
+type exampleModel struct {
+	g          *G.ExprGraph
+	l          mixture.Layout
+	x, target  *G.Node
+	loss       *G.Node
+	learnables G.Nodes
+}
+
+// norm normalises the [B, 2] logits over the batch with learnable
+// scale and bias [1, 2].
+type norm func(y, scale, bias *G.Node) (*G.Node, error)
+
+func gorgoniaBatchNorm(y, scale, bias *G.Node) (*G.Node, error) {
+	y, _, _, _, err := G.BatchNorm(y, scale, bias, 0.1, 1e-5)
+	return y, err
+}
+
+func newExampleModel(rng *rand.Rand, normalise norm) (*exampleModel, error) {
+	const batch, n, d = 16, 6, 2
+	m := &exampleModel{g: G.NewGraph(), l: mixture.Layout{B: batch, C: 1, N: n, D: d}}
+	m.x = G.NewTensor(m.g, tensor.Float64, 4, G.WithShape(m.l.Shape()...), G.WithName("x"))
+	m.target = G.NewMatrix(m.g, tensor.Float64, G.WithShape(batch, 2), G.WithName("target"))
+
+	kernel, err := gmnode.NewKernel(m.g, 2, 1, 5, d, 2.5, rng, tensor.Float64, "conv")
+	if err != nil {
+		return nil, err
+	}
+	y := G.Must(gmnode.Conv(m.x, kernel.Node()))
+	y = G.Must(gmnode.Integrate(y))
+	scale := G.NewMatrix(m.g, tensor.Float64, G.WithShape(1, 2), G.WithName("bn_scale"), G.WithInit(G.Ones()))
+	bias := G.NewMatrix(m.g, tensor.Float64, G.WithShape(1, 2), G.WithName("bn_bias"), G.WithInit(G.Zeroes()))
+	if y, err = normalise(y, scale, bias); err != nil {
+		return nil, err
 	}
 	logp := G.Must(G.LogSoftMax(y))
-	loss := G.Must(G.Neg(G.Must(G.Mean(G.Must(G.Sum(G.Must(G.HadamardProd(logp, target)), 1))))))
+	m.loss = G.Must(G.Neg(G.Must(G.Mean(G.Must(G.Sum(G.Must(G.HadamardProd(logp, m.target)), 1))))))
+	m.learnables = append(kernel.Learnables(), scale, bias)
+	return m, nil
+}
 
-	learnables := append(kernel.Learnables(), scale, bias)
-	if _, err := G.Grad(loss, learnables...); err != nil {
-		fmt.Println(err)
-		return
+// let binds a fresh batch to the inputs.
+func (m *exampleModel) let(rng *rand.Rand) error {
+	xs, ts := twoClassBatch(rng, m.l)
+	if err := G.Let(m.x, xs); err != nil {
+		return err
 	}
-	vm := G.NewTapeMachine(g, G.BindDualValues(learnables...))
-	defer vm.Close()
-	solver := G.NewAdamSolver(G.WithLearnRate(0.05))
+	return G.Let(m.target, ts)
+}
 
-	first, last := 0.0, 0.0
-	for step := range 30 {
-		xs, ts := twoClassBatch(rng, l)
-		G.Let(x, xs)
-		G.Let(target, ts)
-		vm.Reset()
-		if err := vm.RunAll(); err != nil {
-			fmt.Println(err)
-			return
+// train runs steps Adam steps on fresh batches, running the graph
+// (forward and backward) with run, and returns the first and the last loss.
+func (m *exampleModel) train(run func() error, rng *rand.Rand, steps int) (first, last float64, err error) {
+	solver := G.NewAdamSolver(G.WithLearnRate(0.05))
+	for step := range steps {
+		if err := m.let(rng); err != nil {
+			return 0, 0, err
 		}
-		if err := solver.Step(G.NodesToValueGrads(learnables)); err != nil {
-			fmt.Println(err)
-			return
+		if err := run(); err != nil {
+			return 0, 0, err
 		}
-		last = loss.Value().Data().(float64)
+		if err := solver.Step(G.NodesToValueGrads(m.learnables)); err != nil {
+			return 0, 0, err
+		}
+		last = m.loss.Value().Data().(float64)
 		if step == 0 {
 			first = last
 		}
 	}
-	fmt.Printf("loss went down: %v\n", last < first/2)
-	// Output: loss went down: true
+	return first, last, nil
 }
 
 // twoClassBatch returns mixtures whose weights are all positive (class 0) or

@@ -15,26 +15,37 @@ import (
 const gradTol = 1e-6
 
 // checkGraphGrad builds a Gorgonia graph over the float64 inputs, applies
-// build, and compares Gorgonia's symbolic gradient of L = Σ y·r (r fixed,
-// random) with central differences of the same graph, for every input in wrt.
+// build, and compares the gradient of L = Σ y·r (r fixed, random) with central
+// differences of the same graph, for every input in wrt, under both of
+// Gorgonia's machines: TapeMachine with the symbolic gradient (Grad, SymDiff)
+// and LispMachine with automatic differentiation (DoDiff).
 func checkGraphGrad(t *testing.T, rng *rand.Rand, inputs []*tensor.Dense, build func(in []*G.Node) (*G.Node, error), wrt ...int) {
 	t.Helper()
-	g := G.NewGraph()
-	nodes := make([]*G.Node, len(inputs))
-	for i, in := range inputs {
-		nodes[i] = G.NewTensor(g, tensor.Float64, in.Dims(), G.WithShape(in.Shape()...), G.WithName(fmt.Sprintf("in%d", i)), G.WithValue(in))
+	var rv []float64
+	// graph builds the graph over inputs (whose values it binds, so changes to
+	// them are seen by every run) and returns the input nodes and the cost.
+	graph := func() (*G.ExprGraph, []*G.Node, *G.Node) {
+		g := G.NewGraph()
+		nodes := make([]*G.Node, len(inputs))
+		for i, in := range inputs {
+			nodes[i] = G.NewTensor(g, tensor.Float64, in.Dims(), G.WithShape(in.Shape()...), G.WithName(fmt.Sprintf("in%d", i)), G.WithValue(in))
+		}
+		y, err := build(nodes)
+		if err != nil {
+			t.Fatalf("building the graph: %v", err)
+		}
+		if rv == nil {
+			rv = make([]float64, y.Shape().TotalSize())
+			for i := range rv {
+				rv[i] = rng.NormFloat64()
+			}
+		}
+		r := G.NewTensor(g, tensor.Float64, y.Dims(), G.WithShape(y.Shape()...), G.WithName("r"),
+			G.WithValue(tensor.New(tensor.WithShape(y.Shape()...), tensor.WithBacking(append([]float64(nil), rv...)))))
+		return g, nodes, G.Must(G.Sum(G.Must(G.HadamardProd(y, r))))
 	}
-	y, err := build(nodes)
-	if err != nil {
-		t.Fatalf("building the graph: %v", err)
-	}
-	rv := make([]float64, y.Shape().TotalSize())
-	for i := range rv {
-		rv[i] = rng.NormFloat64()
-	}
-	r := G.NewTensor(g, tensor.Float64, y.Dims(), G.WithShape(y.Shape()...), G.WithName("r"),
-		G.WithValue(tensor.New(tensor.WithShape(y.Shape()...), tensor.WithBacking(rv))))
-	cost := G.Must(G.Sum(G.Must(G.HadamardProd(y, r))))
+
+	g, nodes, cost := graph()
 	wrtNodes := make(G.Nodes, len(wrt))
 	for i, w := range wrt {
 		wrtNodes[i] = nodes[w]
@@ -53,14 +64,32 @@ func checkGraphGrad(t *testing.T, rng *rand.Rand, inputs []*tensor.Dense, build 
 		return cost.Value().Data().(float64)
 	}
 	run()
-	analytic := make([][]float64, len(wrt))
+	analytic := map[string][][]float64{"TapeMachine": make([][]float64, len(wrt))}
 	for i, gn := range grads {
-		analytic[i] = append([]float64(nil), gn.Value().Data().([]float64)...)
+		analytic["TapeMachine"][i] = append([]float64(nil), gn.Value().Data().([]float64)...)
 	}
+
+	lg, lnodes, _ := graph()
+	lm := G.NewLispMachine(lg)
+	defer lm.Close()
+	if err := lm.RunAll(); err != nil {
+		t.Fatalf("LispMachine RunAll: %v", err)
+	}
+	analytic["LispMachine"] = make([][]float64, len(wrt))
+	for i, w := range wrt {
+		gv, err := lnodes[w].Grad()
+		if err != nil {
+			t.Fatalf("LispMachine: input %d has no gradient: %v", w, err)
+		}
+		analytic["LispMachine"][i] = append([]float64(nil), gv.Data().([]float64)...)
+	}
+
 	for i, w := range wrt {
 		numeric := gradcheck.Central(run, inputs[w].Data().([]float64), gradcheck.Step)
-		if e := gradcheck.RelErr(analytic[i], numeric); e > gradTol {
-			t.Errorf("input %d: relative gradient error %.3g > %g\nanalytic %v\nnumeric  %v", w, e, gradTol, analytic[i], numeric)
+		for _, m := range []string{"TapeMachine", "LispMachine"} {
+			if e := gradcheck.RelErr(analytic[m][i], numeric); e > gradTol {
+				t.Errorf("%s, input %d: relative gradient error %.3g > %g\nanalytic %v\nnumeric  %v", m, w, e, gradTol, analytic[m][i], numeric)
+			}
 		}
 	}
 }
