@@ -2,12 +2,12 @@ package shapes
 
 import (
 	"fmt"
-	"github.com/gmcn-go/gmcn/internal/parallel"
 	"math"
 	"sync"
 
 	"github.com/pkg/errors"
 
+	"github.com/gmcn-go/gmcn/internal/parallel"
 	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"io"
 	"math"
 	"os"
@@ -13,9 +12,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/pkg/errors"
-
+	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"github.com/gmcn-go/gmcn/ops/mixture"
+	"github.com/pkg/errors"
 )
 
 // Inputs are the fitted mixtures of one split with their labels: Mixtures

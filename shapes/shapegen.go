@@ -3,7 +3,6 @@ package shapes
 import (
 	"bufio"
 	"fmt"
-	"github.com/gmcn-go/gmcn/internal/parallel"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"sync"
 
 	"github.com/pkg/errors"
+
+	"github.com/gmcn-go/gmcn/internal/parallel"
 )
 
 // GeneratedClasses are the classes of the generated 3D benchmark, in label

@@ -5,14 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"io"
 	"math"
 	"os"
 
-	"github.com/pkg/errors"
-
+	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"github.com/gmcn-go/gmcn/ops/mixture"
+	"github.com/pkg/errors"
 )
 
 // Inputs are fitted input mixtures with their labels: Mixtures is a packed

@@ -5,9 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/gob"
-	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"os"
 
+	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"github.com/pkg/errors"
 )
 

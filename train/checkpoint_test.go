@@ -1,11 +1,12 @@
 package train
 
 import (
-	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/gmcn-go/gmcn/internal/atomicfile"
 )
 
 func sampleState() *State {

@@ -3,13 +3,13 @@ package train
 import (
 	"context"
 	"fmt"
-	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"io"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"time"
 
+	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"github.com/gmcn-go/gmcn/models"
 	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/mixture"

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/csv"
 	"fmt"
-	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"strconv"
 
+	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"github.com/pkg/errors"
 )
 

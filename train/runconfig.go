@@ -3,13 +3,13 @@ package train
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/gmcn-go/gmcn/gmnode"
+	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"github.com/gmcn-go/gmcn/models"
 	"github.com/gmcn-go/gmcn/shapes"
 	"github.com/pkg/errors"

@@ -18,7 +18,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"github.com/gmcn-go/gmcn/internal/parallel"
 	"log"
 	"math"
 	"math/rand/v2"
@@ -28,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gmcn-go/gmcn/internal/parallel"
 	"github.com/gmcn-go/gmcn/shapes"
 )
 

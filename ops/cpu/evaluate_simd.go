@@ -3,9 +3,9 @@
 package cpu
 
 import (
-	"github.com/gmcn-go/gmcn/internal/parallel"
 	"simd/archsimd"
 
+	"github.com/gmcn-go/gmcn/internal/parallel"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 

@@ -1,10 +1,10 @@
 package cpu
 
 import (
-	"github.com/gmcn-go/gmcn/internal/parallel"
 	"math"
 	"slices"
 
+	"github.com/gmcn-go/gmcn/internal/parallel"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 

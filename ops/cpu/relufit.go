@@ -2,9 +2,9 @@ package cpu
 
 import (
 	"cmp"
+
 	"github.com/gmcn-go/gmcn/internal/parallel"
 	"github.com/gmcn-go/gmcn/ops/device"
-
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
 )

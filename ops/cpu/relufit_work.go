@@ -1,9 +1,9 @@
 package cpu
 
 import (
-	"github.com/gmcn-go/gmcn/ops/device"
 	"math"
 
+	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
 )

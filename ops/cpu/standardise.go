@@ -1,9 +1,9 @@
 package cpu
 
 import (
-	"github.com/gmcn-go/gmcn/internal/parallel"
 	"math"
 
+	"github.com/gmcn-go/gmcn/internal/parallel"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 

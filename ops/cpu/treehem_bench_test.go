@@ -2,10 +2,10 @@ package cpu
 
 import (
 	"fmt"
-	"github.com/gmcn-go/gmcn/ops/device"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 

@@ -2,13 +2,13 @@ package cpu
 
 import (
 	"fmt"
-	"github.com/gmcn-go/gmcn/ops/device"
 	"math"
 	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )

@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"io"
 	"os"
 	"strconv"
 	"strings"
 
+	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"github.com/pkg/errors"
 )
 
