@@ -172,14 +172,6 @@ type deviceRun struct {
 	args    []G.Value
 }
 
-// asOp returns the adapter behind an op of the package.
-func asOp(o G.Op) *op {
-	if c, ok := o.(*CovScaleNorm); ok {
-		return c.op
-	}
-	return o.(*op)
-}
-
 func values(in []*tensor.Dense) []G.Value {
 	v := make([]G.Value, len(in))
 	for i, t := range in {

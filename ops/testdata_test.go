@@ -44,6 +44,14 @@ func fillGaussian(rng *rand.Rand, g []float64, d int) {
 	}
 }
 
+// asOp returns the adapter behind an op of the package.
+func asOp(o G.Op) *op {
+	if c, ok := o.(*CovScaleNorm); ok {
+		return c.op
+	}
+	return o.(*op)
+}
+
 // gradOf returns the grad op of input i of a forward op built by one of the
 // package's constructors.
 func gradOf(o G.Op, i int) *op { return asOp(o).gradOp(i) }
