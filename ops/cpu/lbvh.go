@@ -9,14 +9,20 @@ import "math/bits"
 // j-th key in sorted order.
 type lbvh struct {
 	left, right []int32 // children of internal node i
+	// first and last, when not nil, receive the range of sorted keys
+	// [first, last] that internal node i covers.
+	first, last []int32
 }
 
-// build fills the children of the n−1 internal nodes for the sorted keys.
-// n must be at least 2.
+// build fills the children of the n−1 internal nodes for the sorted keys,
+// and their ranges if t.first is not nil. n must be at least 2.
 func (t *lbvh) build(keys []uint64) {
 	n := len(keys)
 	for i := range n - 1 {
 		first, last := karrasRange(keys, i)
+		if t.first != nil {
+			t.first[i], t.last[i] = int32(first), int32(last)
+		}
 		split := karrasSplit(keys, first, last)
 		l, r := int32(split), int32(split+1)
 		if split == first {

@@ -30,22 +30,45 @@ func mortonKeys[T Float](d int, mix []T, n int, keys, buf []uint64) {
 			upper[j] = math.Max(upper[j], v)
 		}
 	}
-	var scale [3]float64
-	for j := range d {
-		if ext := upper[j] - lower[j]; ext > 0 {
-			scale[j] = 1 / ext
-		}
-	}
+	box := newMortonBox(d, lower, upper)
 	for k := range n {
-		var q [3]uint32
+		var p [3]float64
 		for j := range d {
-			p := (float64(mix[k*s+1+j]) - lower[j]) * scale[j]
-			q[j] = uint32(min(max(p*(1<<mortonBits), 0), (1<<mortonBits)-1))
+			p[j] = float64(mix[k*s+1+j])
 		}
-		m := expandBits(q[0])<<2 | expandBits(q[1])<<1 | expandBits(q[2])
-		keys[k] = uint64(m)<<16 | uint64(k)
+		keys[k] = uint64(box.code(p))<<16 | uint64(k)
 	}
 	sortKeys(keys[:n], buf[:n])
+}
+
+// mortonBox maps positions in a bounding box to 30-bit Morton codes.
+type mortonBox struct {
+	d            int
+	lower, scale [3]float64
+}
+
+// newMortonBox returns the map for the box [lower, upper] in d dimensions.
+// An axis without extent maps to 0.
+func newMortonBox(d int, lower, upper [3]float64) mortonBox {
+	b := mortonBox{d: d, lower: lower}
+	for j := range d {
+		if ext := upper[j] - lower[j]; ext > 0 {
+			b.scale[j] = 1 / ext
+		}
+	}
+	return b
+}
+
+// code returns the Morton code of position p: every axis normalised to the
+// box, quantised to 10 bits and interleaved, x most significant; axes from
+// d on are 0.
+func (b *mortonBox) code(p [3]float64) uint32 {
+	var q [3]uint32
+	for j := range b.d {
+		v := (p[j] - b.lower[j]) * b.scale[j]
+		q[j] = uint32(min(max(v*(1<<mortonBits), 0), (1<<mortonBits)-1))
+	}
+	return expandBits(q[0])<<2 | expandBits(q[1])<<1 | expandBits(q[2])
 }
 
 // expandBits spreads the low 10 bits of v so that two zero bits follow each
@@ -59,10 +82,16 @@ func expandBits(v uint32) uint32 {
 }
 
 // sortKeys sorts keys ascending: an LSD radix sort over the 46 used bits
-// (30 Morton + 16 index) in four 12-bit passes through buf (len(keys)), or an
-// insertion sort for short inputs. Radix sort keeps the 65534-component case
-// linear.
-func sortKeys(keys, buf []uint64) {
+// (30 Morton + 16 index), or an insertion sort for short inputs. Radix sort
+// keeps the 65534-component case linear.
+func sortKeys(keys, buf []uint64) { sortKeyBits(keys, buf, 0, 48) }
+
+// sortKeyBits sorts keys ascending, given that the bits below lo are
+// already in ascending order for equal higher bits and the bits from hi up
+// are zero: an LSD radix sort in 12-bit passes over [lo, hi) through buf
+// (len(keys)), which is stable, or an insertion sort of the whole keys for
+// at most 64 of them.
+func sortKeyBits(keys, buf []uint64, lo, hi uint) {
 	if len(keys) <= 64 {
 		for i := 1; i < len(keys); i++ {
 			for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
@@ -73,7 +102,7 @@ func sortKeys(keys, buf []uint64) {
 	}
 	src, dst := keys, buf
 	var count [1 << 12]int
-	for shift := uint(0); shift < 48; shift += 12 {
+	for shift := lo; shift < hi; shift += 12 {
 		clear(count[:])
 		for _, k := range src {
 			count[(k>>shift)&0xFFF]++
@@ -90,5 +119,7 @@ func sortKeys(keys, buf []uint64) {
 		}
 		src, dst = dst, src
 	}
-	// Four passes (an even number) leave the result back in keys.
+	if &src[0] != &keys[0] {
+		copy(keys, src)
+	}
 }

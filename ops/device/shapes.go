@@ -23,3 +23,10 @@ func CovScaleFactor(d int, tau float64) (float64, bool) {
 	}
 	return math.Sqrt(float64(d) / tau), true
 }
+
+// ConvFitLayout returns the layout of the fused convolution-fitting of data
+// of layout lx with kernels of layout lk to n Gaussians per output mixture:
+// [B, Fo, n, ·].
+func ConvFitLayout(lx, lk mixture.Layout, n int) mixture.Layout {
+	return mixture.Layout{B: lx.B, C: lk.B, N: n, D: lx.D}
+}

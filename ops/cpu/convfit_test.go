@@ -1,0 +1,336 @@
+package cpu
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/gmcn-go/gmcn/ops/device"
+	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+)
+
+// convFitCases are the sizes of the ConvFit tests: every dimension differs,
+// and n ranges from one node to more than the Nv = Fi·Ni·Nk components.
+var convFitCases = []struct {
+	b, fi, ni, fo, nk int
+	n                 []int
+}{
+	{b: 2, fi: 3, ni: 4, fo: 2, nk: 3, n: []int{1, 2, 5, 17, 36, 40}},
+	{b: 1, fi: 1, ni: 1, fo: 3, nk: 1, n: []int{1, 3}}, // Nv = 1: a single leaf
+	{b: 3, fi: 2, ni: 7, fo: 2, nk: 5, n: []int{4, 32}},
+}
+
+func convFitRun(x, k []float64, lx, lk mixture.Layout, n int) []float64 {
+	y := make([]float64, device.ConvFitLayout(lx, lk, n).Len())
+	ConvFit(y, x, k, lx, lk, n)
+	return y
+}
+
+// convFitFrozen is ConvFit of x and k with the order, tree and selection
+// that ConvFit takes for x0 and k0: the function whose derivative
+// ConvFitBackward computes, evaluated away from x0, k0 by the gradient check.
+func convFitFrozen(x, k, x0, k0 []float64, lx, lk mixture.Layout, n int) []float64 {
+	ly := device.ConvFitLayout(lx, lk, n)
+	s := ly.Stride()
+	y := make([]float64, ly.Len())
+	at, ref := newConvFit(x, k, lx, lk), newConvFit(x0, k0, lx, lk)
+	for m := range ly.Mixtures() {
+		ref.selectNodes(m, n)
+		at.b, at.o, at.sel, at.perm, at.tree = ref.b, ref.o, ref.sel, ref.perm, ref.tree
+		out := mixture.Mixture(y, ly, m)
+		for i, node := range at.sel {
+			var mm convFitMoments
+			at.match(&mm, node)
+			writeMoments(out[i*s:(i+1)*s], &mm, ly.D)
+		}
+		padIdentity(ly.D, out[len(at.sel)*s:])
+	}
+	return y
+}
+
+// TestConvFitGradient checks ConvFitBackward against central differences of
+// L = Σ y·r with the decisions frozen at the unperturbed input, in float64,
+// 2D and 3D, for every n of the cases.
+func TestConvFitGradient(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		for ci, tc := range convFitCases {
+			rng := rand.New(rand.NewPCG(31, uint64(10*d+ci)))
+			lx, lk := convLayouts(d, tc.b, tc.fi, tc.ni, tc.fo, tc.nk)
+			x, k := convRandom(rng, lx), convRandom(rng, lk)
+			x0, k0 := slices.Clone(x), slices.Clone(k)
+			for _, n := range tc.n {
+				r := make([]float64, device.ConvFitLayout(lx, lk, n).Len())
+				for i := range r {
+					r[i] = rng.NormFloat64()
+				}
+				loss := func() float64 { return gradcheck.Dot(convFitFrozen(x, k, x0, k0, lx, lk, n), r) }
+				dx, dk := make([]float64, len(x)), make([]float64, len(k))
+				ConvFitBackward(dx, dk, r, x, k, lx, lk, n)
+				if e := gradcheck.RelErr(dx, gradcheck.Central(loss, x, gradcheck.Step)); e > 1e-6 {
+					t.Errorf("%dD case %d n=%d: data gradient relative error %.3g", d, ci, n, e)
+				}
+				if e := gradcheck.RelErr(dk, gradcheck.Central(loss, k, gradcheck.Step)); e > 1e-6 {
+					t.Errorf("%dD case %d n=%d: kernel gradient relative error %.3g", d, ci, n, e)
+				}
+				// One destination alone gives the same values.
+				dx1 := make([]float64, len(x))
+				ConvFitBackward(dx1, nil, r, x, k, lx, lk, n)
+				if !slices.Equal(dx1, dx) {
+					t.Errorf("%dD case %d n=%d: data gradient without the kernel gradient differs", d, ci, n)
+				}
+			}
+		}
+	}
+}
+
+// TestConvFitAllLeaves checks that with n ≥ Nv the output is Conv's output
+// up to component order, followed by {0, 0, I} padding.
+func TestConvFitAllLeaves(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		for ci, tc := range convFitCases {
+			rng := rand.New(rand.NewPCG(32, uint64(10*d+ci)))
+			lx, lk := convLayouts(d, tc.b, tc.fi, tc.ni, tc.fo, tc.nk)
+			x, k := convRandom(rng, lx), convRandom(rng, lk)
+			nv := tc.fi * tc.ni * tc.nk
+			conv := convRun(x, k, lx, lk)
+			ly := device.ConvLayout(lx, lk)
+			for _, n := range []int{nv, nv + 3} {
+				lf := device.ConvFitLayout(lx, lk, n)
+				y := convFitRun(x, k, lx, lk, n)
+				s := lf.Stride()
+				for m := range lf.Mixtures() {
+					got := mixture.Mixture(y, lf, m)
+					want := sortedGaussians(mixture.Mixture(conv, ly, m), s)
+					if g := sortedGaussians(got[:nv*s], s); !gaussiansClose(g, want, 1e-12) {
+						t.Fatalf("%dD case %d n=%d mixture %d: not Conv's components", d, ci, n, m)
+					}
+					pad := make([]float64, (n-nv)*s)
+					padIdentity(d, pad)
+					if !slices.Equal(got[nv*s:], pad) {
+						t.Fatalf("%dD case %d n=%d mixture %d: padding %v, want {0, 0, I}", d, ci, n, m, got[nv*s:])
+					}
+				}
+			}
+		}
+	}
+}
+
+// sortedGaussians returns the packed Gaussians of mx as a sorted list.
+func sortedGaussians(mx []float64, s int) [][]float64 {
+	var gs [][]float64
+	for g := 0; g < len(mx); g += s {
+		gs = append(gs, mx[g:g+s])
+	}
+	slices.SortFunc(gs, slices.Compare)
+	return gs
+}
+
+func gaussiansClose(a, b [][]float64, tol float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		for j := range a[i] {
+			if math.Abs(a[i][j]-b[i][j]) > tol*math.Max(1, math.Abs(b[i][j])) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// TestConvFitSignIntegrals checks that for n ≥ 2 every output Gaussian is
+// single-signed, so the positive and the negative integral of Conv's output
+// are each preserved.
+func TestConvFitSignIntegrals(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		for ci, tc := range convFitCases {
+			rng := rand.New(rand.NewPCG(33, uint64(10*d+ci)))
+			lx, lk := convLayouts(d, tc.b, tc.fi, tc.ni, tc.fo, tc.nk)
+			x, k := convRandom(rng, lx), convRandom(rng, lk)
+			conv, ly := convRun(x, k, lx, lk), device.ConvLayout(lx, lk)
+			for _, n := range tc.n {
+				if n < 2 {
+					continue
+				}
+				lf := device.ConvFitLayout(lx, lk, n)
+				y := convFitRun(x, k, lx, lk, n)
+				for m := range lf.Mixtures() {
+					wantPos, wantNeg := signSums(mixture.Mixture(conv, ly, m), ly.Stride())
+					gotPos, gotNeg := signSums(mixture.Mixture(y, lf, m), lf.Stride())
+					if math.Abs(gotPos-wantPos) > 1e-12*max(1, wantPos) || math.Abs(gotNeg-wantNeg) > 1e-12*max(1, -wantNeg) {
+						t.Errorf("%dD case %d n=%d mixture %d: sign integrals (%g, %g), want (%g, %g)", d, ci, n, m, gotPos, gotNeg, wantPos, wantNeg)
+					}
+				}
+			}
+		}
+	}
+}
+
+func signSums(mx []float64, s int) (pos, neg float64) {
+	for g := 0; g < len(mx); g += s {
+		if w := mx[g]; w > 0 {
+			pos += w
+		} else {
+			neg += w
+		}
+	}
+	return pos, neg
+}
+
+// TestConvFitSingleNode checks that n = 1 gives the moment match of the
+// whole of Conv's output mixture, computed here from Conv's output: for
+// same-signed weights the classic one (weights w), and with |w| for mixed
+// signs.
+func TestConvFitSingleNode(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		for _, positive := range []bool{true, false} {
+			rng := rand.New(rand.NewPCG(34, uint64(d)))
+			lx, lk := convLayouts(d, 2, 3, 4, 2, 3)
+			x, k := convRandom(rng, lx), convRandom(rng, lk)
+			if positive {
+				for _, a := range [][]float64{x, k} {
+					for g := 0; g < len(a); g += lx.Stride() {
+						a[g] = math.Abs(a[g])
+					}
+				}
+			}
+			conv, ly := convRun(x, k, lx, lk), device.ConvLayout(lx, lk)
+			lf := device.ConvFitLayout(lx, lk, 1)
+			y := convFitRun(x, k, lx, lk, 1)
+			for m := range ly.Mixtures() {
+				want := momentMatch(mixture.Mixture(conv, ly, m), d, positive)
+				got := mixture.Mixture(y, lf, m)
+				for i := range want {
+					if math.Abs(got[i]-want[i]) > 1e-12*math.Max(1, math.Abs(want[i])) {
+						t.Fatalf("%dD positive=%v mixture %d: %v, want the moment match %v", d, positive, m, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// momentMatch returns the packed moment match of mx, weighting by w
+// (signed) or by |w|, with the total signed weight.
+func momentMatch(mx []float64, d int, signed bool) []float64 {
+	s := 1 + d + d*d
+	out := make([]float64, s)
+	var a float64
+	share := func(w float64) float64 {
+		if signed {
+			return w
+		}
+		return math.Abs(w)
+	}
+	for g := 0; g < len(mx); g += s {
+		out[0] += mx[g]
+		a += share(mx[g])
+		for j := range d {
+			out[1+j] += share(mx[g]) * mx[g+1+j]
+		}
+	}
+	for j := range d {
+		out[1+j] /= a
+	}
+	for g := 0; g < len(mx); g += s {
+		for r := range d {
+			for c := range d {
+				dr, dc := mx[g+1+r]-out[1+r], mx[g+1+c]-out[1+c]
+				out[1+d+r*d+c] += share(mx[g]) * (mx[g+1+d+r*d+c] + dr*dc) / a
+			}
+		}
+	}
+	return out
+}
+
+// TestConvFitFloat32 runs forward and backward in float32 and float64 on
+// inputs that float32 represents exactly: the keys and masses are formed in
+// float64 from the same values, so both take the same decisions, and the
+// results agree to float32 rounding of sums over at most Nv terms.
+func TestConvFitFloat32(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		rng := rand.New(rand.NewPCG(35, uint64(d)))
+		lx, lk := convLayouts(d, 3, 4, 5, 6, 3)
+		x, k := convRandom(rng, lx), convRandom(rng, lk)
+		x32, k32 := convTo32(x), convTo32(k)
+		x, k = convTo64(x32), convTo64(k32)
+		for _, n := range []int{1, 7, 30} {
+			ly := device.ConvFitLayout(lx, lk, n)
+			g := make([]float64, ly.Len())
+			for i := range g {
+				g[i] = rng.NormFloat64()
+			}
+			g32 := convTo32(g)
+			g = convTo64(g32)
+			y, y32 := make([]float64, ly.Len()), make([]float32, ly.Len())
+			ConvFit(y, x, k, lx, lk, n)
+			ConvFit(y32, x32, k32, lx, lk, n)
+			convCompare32(t, fmt.Sprintf("%dD n=%d forward", d, n), y32, y)
+			dx, dk := make([]float64, len(x)), make([]float64, len(k))
+			dx32, dk32 := make([]float32, len(x)), make([]float32, len(k))
+			ConvFitBackward(dx, dk, g, x, k, lx, lk, n)
+			ConvFitBackward(dx32, dk32, g32, x32, k32, lx, lk, n)
+			convCompare32(t, fmt.Sprintf("%dD n=%d data gradient", d, n), dx32, dx)
+			convCompare32(t, fmt.Sprintf("%dD n=%d kernel gradient", d, n), dk32, dk)
+		}
+	}
+}
+
+func convTo64(a []float32) []float64 {
+	b := make([]float64, len(a))
+	for i, v := range a {
+		b[i] = float64(v)
+	}
+	return b
+}
+
+// TestConvFitSelection checks the greedy selection on a case small enough
+// to follow: the selected node masses never increase beyond those of
+// nodes left unsplit, and every output is single-signed for n ≥ 2.
+func TestConvFitSelection(t *testing.T) {
+	rng := rand.New(rand.NewPCG(36, 0))
+	lx, lk := convLayouts(2, 1, 2, 6, 1, 5)
+	x, k := convRandom(rng, lx), convRandom(rng, lk)
+	cf := newConvFit(x, k, lx, lk)
+	for n := 2; n <= cf.nv; n++ {
+		cf.selectNodes(0, n)
+		if len(cf.sel) != n {
+			t.Fatalf("n=%d: selected %d nodes", n, len(cf.sel))
+		}
+		// The leaves below the selected nodes partition the sorted
+		// components.
+		covered := make([]int, cf.nv)
+		for _, node := range cf.sel {
+			f, l := cf.leaves(node)
+			for j := f; j <= l; j++ {
+				covered[j]++
+			}
+			sf, sl := cf.keys[f]>>62, cf.keys[l]>>62
+			if sf != sl {
+				t.Errorf("n=%d: node %d covers both signs", n, node)
+			}
+		}
+		if slices.ContainsFunc(covered, func(c int) bool { return c != 1 }) {
+			t.Fatalf("n=%d: selection does not partition the components: %v", n, covered)
+		}
+	}
+	// The masses of the selection at n+1 come from splitting the heaviest
+	// internal node of the selection at n.
+	mass := func(node int32) float64 {
+		f, l := cf.leaves(node)
+		return math.Abs(cf.prefix[l+1] - cf.prefix[f])
+	}
+	cf.selectNodes(0, 6)
+	prev := slices.Clone(cf.sel)
+	cf.selectNodes(0, 7)
+	heaviest := slices.MaxFunc(slices.DeleteFunc(slices.Clone(prev), func(n int32) bool { return int(n) >= cf.nv-1 }),
+		func(a, b int32) int { return cmp.Compare(mass(a), mass(b)) })
+	if slices.Contains(cf.sel, heaviest) {
+		t.Errorf("the heaviest internal node %d of the 6-node selection was not split for 7", heaviest)
+	}
+}
