@@ -12,10 +12,31 @@ import (
 // already live on the host (every launcher uploads and downloads), so the
 // delegation costs no transfer.
 var fallbackComputations = []string{
+	"ConvFit", "ConvFitBackward", "KeepLargest", "KeepLargestBackward",
 	"TreeHEM", "TreeHEMBackward", "MEM", "MEMBackward",
 	"WeightDecay", "WeightDecayBackward",
 	"StandardiseScale", "Standardise", "StandardiseBackward",
 	"ScaleWeights",
+}
+
+// ConvFit is delegated.
+func (c Kernels[T]) ConvFit(y, x, k []T, lx, lk mixture.Layout, n int) error {
+	return c.cpu.ConvFit(y, x, k, lx, lk, n)
+}
+
+// ConvFitBackward is delegated.
+func (c Kernels[T]) ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, n int) error {
+	return c.cpu.ConvFitBackward(dx, dk, g, x, k, lx, lk, n)
+}
+
+// KeepLargest is delegated.
+func (c Kernels[T]) KeepLargest(y, x []T, l mixture.Layout, np int) error {
+	return c.cpu.KeepLargest(y, x, l, np)
+}
+
+// KeepLargestBackward is delegated.
+func (c Kernels[T]) KeepLargestBackward(dx, x, g []T, l mixture.Layout, np int) error {
+	return c.cpu.KeepLargestBackward(dx, x, g, l, np)
 }
 
 func (c Kernels[T]) TreeHEM(y, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) error {

@@ -82,6 +82,26 @@ func (r recorder[T]) ConvBackwardKernels(dk, g, x []T, lx, lk mixture.Layout) er
 	return r.k.ConvBackwardKernels(dk, g, x, lx, lk)
 }
 
+func (r recorder[T]) ConvFit(y, x, k []T, lx, lk mixture.Layout, n int) error {
+	r.log.add("ConvFit")
+	return r.k.ConvFit(y, x, k, lx, lk, n)
+}
+
+func (r recorder[T]) ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, n int) error {
+	r.log.add("ConvFitBackward")
+	return r.k.ConvFitBackward(dx, dk, g, x, k, lx, lk, n)
+}
+
+func (r recorder[T]) KeepLargest(y, x []T, l mixture.Layout, np int) error {
+	r.log.add("KeepLargest")
+	return r.k.KeepLargest(y, x, l, np)
+}
+
+func (r recorder[T]) KeepLargestBackward(dx, x, g []T, l mixture.Layout, np int) error {
+	r.log.add("KeepLargestBackward")
+	return r.k.KeepLargestBackward(dx, x, g, l, np)
+}
+
 func (r recorder[T]) Evaluate(y, x, pts []T, l mixture.Layout, pb, pc, m int) error {
 	r.log.add("Evaluate")
 	return r.k.Evaluate(y, x, pts, l, pb, pc, m)

@@ -51,6 +51,10 @@ var deviceCases = []deviceCase{
 	{"Conv", opOnly(NewConv), func(rng *rand.Rand, d int) []*tensor.Dense {
 		return []*tensor.Dense{randomMixture(rng, 2, 3, 4, d), randomMixture(rng, 2, 3, 2, d)}
 	}},
+	{"ConvFit", opOnly(func() G.Op { return NewConvFit(5) }), func(rng *rand.Rand, d int) []*tensor.Dense {
+		return []*tensor.Dense{randomMixture(rng, 2, 3, 4, d), randomMixture(rng, 2, 3, 2, d)}
+	}},
+	{"KeepLargest", opOnly(func() G.Op { return NewKeepLargest(3) }), oneMixture(2, 3, 5)},
 	{"Integrate", opOnly(NewIntegrate), oneMixture(2, 3, 4)},
 	{"Evaluate", opOnly(NewEvaluate), func(rng *rand.Rand, d int) []*tensor.Dense {
 		return []*tensor.Dense{randomMixture(rng, 2, 3, 4, d), evalPoints(rng, 1, 3, 5, d)}

@@ -50,6 +50,30 @@ func (Kernels[T]) ConvBackwardKernels(dk, g, x []T, lx, lk mixture.Layout) error
 	return nil
 }
 
+// ConvFit is ConvFit.
+func (Kernels[T]) ConvFit(y, x, k []T, lx, lk mixture.Layout, n int) error {
+	ConvFit(y, x, k, lx, lk, n)
+	return nil
+}
+
+// ConvFitBackward is ConvFitBackward.
+func (Kernels[T]) ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, n int) error {
+	ConvFitBackward(dx, dk, g, x, k, lx, lk, n)
+	return nil
+}
+
+// KeepLargest is KeepLargest.
+func (Kernels[T]) KeepLargest(y, x []T, l mixture.Layout, np int) error {
+	KeepLargest(y, x, l, np)
+	return nil
+}
+
+// KeepLargestBackward is KeepLargestBackward.
+func (Kernels[T]) KeepLargestBackward(dx, x, g []T, l mixture.Layout, np int) error {
+	KeepLargestBackward(dx, x, g, l, np)
+	return nil
+}
+
 // Evaluate is Evaluate.
 func (Kernels[T]) Evaluate(y, x, pts []T, l mixture.Layout, pb, pc, m int) error {
 	Evaluate(y, x, pts, l, pb, pc, m)

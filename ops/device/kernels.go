@@ -26,6 +26,15 @@ type Kernels[T Float] interface {
 	// ConvBackwardKernels writes ∂L/∂k of Conv.
 	ConvBackwardKernels(dk, g, x []T, lx, lk mixture.Layout) error
 
+	// ConvFit writes the fused convolution-fitting of data x (layout lx)
+	// with kernels k (layout lk) into y (layout ConvFitLayout(lx, lk, n)):
+	// n Gaussians per output mixture standing for Conv's output mixture.
+	ConvFit(y, x, k []T, lx, lk mixture.Layout, n int) error
+	// ConvFitBackward writes ∂L/∂x and ∂L/∂k of ConvFit, taking the same
+	// discrete decisions (tree, selection) as ConvFit does for x and k; a
+	// nil destination is not computed.
+	ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, n int) error
+
 	// Evaluate writes y[b,c,i] = Σ_k w_k N(p_i; μ_k, Σ_k) of the mixtures x
 	// at the point sets pts [pb, pc, m, D] (pb ∈ {1, B}, pc ∈ {1, C}).
 	Evaluate(y, x, pts []T, l mixture.Layout, pb, pc, m int) error
@@ -52,6 +61,12 @@ type Kernels[T Float] interface {
 	// MEMBackward writes ∂L/∂x of MEM, taking the same initial selection as
 	// MEM does for x; the likelihoods carry no gradient.
 	MEMBackward(dx, x, g []T, l mixture.Layout, np int) error
+
+	// KeepLargest writes the np ≤ N components of largest weight of every
+	// mixture of x, largest first, into y (layout l with N = np).
+	KeepLargest(y, x []T, l mixture.Layout, np int) error
+	// KeepLargestBackward writes ∂L/∂x of KeepLargest.
+	KeepLargestBackward(dx, x, g []T, l mixture.Layout, np int) error
 
 	// MeanTraces writes τ[m] = mean_k tr Σ_k of every mixture m of x.
 	MeanTraces(tau []float64, x []T, l mixture.Layout) error

@@ -1,0 +1,100 @@
+package ops
+
+import (
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/gmcn-go/gmcn/ops/device"
+	"github.com/pkg/errors"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// NewConvFit returns the fused convolution-fitting op: data
+// [B, Fi, Ni, 1+D+D·D] convolved with kernels [Fo, Fi, Nk, 1+D+D·D] and
+// fitted to n Gaussians per output channel, [B, Fo, n, 1+D+D·D], without
+// forming Conv's Fi·Ni·Nk components per channel (see cpu.ConvFit). Output
+// Gaussian i of a channel is the moment match of a group of Conv's
+// components chosen by a tree over their signs and positions; with
+// n ≥ Fi·Ni·Nk the output is Conv's (in another order) padded with
+// {0, 0, I}. Both inputs are differentiable, with the groups held fixed. An
+// n below 1 is reported when the op is applied.
+func NewConvFit(n int) G.Op {
+	s := convFitSpec{n: n}
+	return newOp(convFitKernel[float32]{s}, convFitKernel[float64]{s})
+}
+
+type convFitSpec struct{ n int }
+
+func (convFitSpec) name() string              { return "gm.ConvFit" }
+func (convFitSpec) inputNames() []string      { return []string{"data", "kernels"} }
+func (convFitSpec) ranks() []int              { return []int{4, 4, 4} }
+func (s convFitSpec) writeParams(w io.Writer) { fmt.Fprintf(w, "n=%d", s.n) }
+func (convFitSpec) diffWRT() []bool           { return []bool{true, true} }
+func (convFitSpec) computations() []string    { return []string{"ConvFit"} }
+
+func (s convFitSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
+	if s.n < 1 {
+		return nil, errors.Errorf("the number of output Gaussians n must be ≥ 1, got %d", s.n)
+	}
+	lx, lk, err := convLayouts(in[0], in[1])
+	if err != nil {
+		return nil, err
+	}
+	// The kernel keeps a component's index in 31 bits of its sort key.
+	if nv := lx.C * lx.N * lk.N; nv > math.MaxInt32 {
+		return nil, errors.Errorf("Fi·Ni·Nk = %d convolved Gaussians per channel exceed the limit 2³¹ − 1", nv)
+	}
+	return tensor.Shape(device.ConvFitLayout(lx, lk, s.n).Shape()), nil
+}
+
+type convFitKernel[T Float] struct{ convFitSpec }
+
+func (k convFitKernel[T]) gradKernel(i int) gradComputation[T] {
+	return convFitGradKernel[T]{convFitSpec: k.convFitSpec, wrt: i}
+}
+
+func (k convFitKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
+	lx, err := checkedMixture(in[0], "data")
+	if err != nil {
+		return err
+	}
+	lk, err := checkedMixture(in[1], "kernels")
+	if err != nil {
+		return err
+	}
+	return dev.ConvFit(out.data, in[0].data, in[1].data, lx, lk, k.n)
+}
+
+// convFitGradKernel computes ∂L/∂data (wrt = 0) or ∂L/∂kernels (wrt = 1)
+// from (data, kernels, output, grad); it rebuilds the tree and the
+// selection from the inputs.
+type convFitGradKernel[T Float] struct {
+	convFitSpec
+	wrt int
+}
+
+func (g convFitGradKernel[T]) name() string {
+	return [...]string{"gm.ConvFitGradData", "gm.ConvFitGradKernels"}[g.wrt]
+}
+
+func (g convFitGradKernel[T]) writeParams(w io.Writer) { fmt.Fprintf(w, "n=%d wrt=%d", g.n, g.wrt) }
+
+func (convFitGradKernel[T]) computations() []string { return []string{"ConvFitBackward"} }
+
+func (g convFitGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
+	lx, err := checkedMixture(in[0], "data")
+	if err != nil {
+		return err
+	}
+	lk, err := checkedMixture(in[1], "kernels")
+	if err != nil {
+		return err
+	}
+	dx, dk := out.data, []T(nil)
+	if g.wrt == 1 {
+		dx, dk = nil, out.data
+	}
+	return dev.ConvFitBackward(dx, dk, in[3].data, in[0].data, in[1].data, lx, lk, g.n)
+}
