@@ -19,3 +19,12 @@ func Conv(x, kernels *G.Node) (*G.Node, error) {
 func ScaleWeights(x *G.Node, s float64) (*G.Node, error) {
 	return G.ApplyOp(ops.NewScaleWeights(s), x)
 }
+
+// ConvFit returns the fused convolution-fitting of the data x [B, Fi, Ni, ·]
+// with kernels [Fo, Fi, Nk, ·] as a [B, Fo, n, ·] node: every output channel
+// is Conv's mixture of Fi·Ni·Nk components fitted to n Gaussians while it is
+// computed, without storing it (see ops.NewConvFit). With n ≥ Fi·Ni·Nk the
+// result is Conv's, reordered and padded.
+func ConvFit(x, kernels *G.Node, n int) (*G.Node, error) {
+	return G.ApplyOp(ops.NewConvFit(n), x, kernels)
+}

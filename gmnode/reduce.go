@@ -33,6 +33,18 @@ func (r Reduction) String() string {
 // UseMEM selects the modified EM reduction (the paper's "MEM" ablation).
 func UseMEM() Reduction { return Reduction{name: "MEM", reduce: MEM} }
 
+// KeepLargest reduces every mixture of x [B, C, N, ·] to its np ≤ N
+// components of largest weight, largest first (see ops.NewKeepLargest).
+func KeepLargest(x *G.Node, np int) (*G.Node, error) {
+	return G.ApplyOp(ops.NewKeepLargest(np), x)
+}
+
+// UseKeepLargest selects the reduction that keeps the np components of
+// largest weight of the dense fit: the reference's fixed_point_and_max,
+// which it pairs with the fused convolution-fitting. Unlike TreeHEM and MEM
+// it drops the other components' mass instead of merging it.
+func UseKeepLargest() Reduction { return Reduction{name: "KeepLargest", reduce: KeepLargest} }
+
 // UseTreeHEM selects TreeHEM with reduction factor t (the paper uses 2).
 // As in the reference (fitting.py fixed_point_and_tree_hem), an np below t
 // reduces to t components with TreeHEM first and then to np with MEM.

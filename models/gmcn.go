@@ -26,7 +26,14 @@ type Config struct {
 	// DenseHead > 0 adds a fully connected layer of that many hidden units
 	// (ReLU) and a linear classifier after the BatchNorm of the integrals.
 	DenseHead int
-	Dtype     tensor.Dtype // tensor.Float32 if nil
+	// Fused > 0 replaces each block's Conv, whose output has Fi·Ni·N_k
+	// Gaussians per channel, by the fused convolution-fitting to
+	// n = min(Fused·N_p, Fi·Ni·N_k) Gaussians (N_p: the block's reduced
+	// count, or its input count Ni in the last block); the dense ReLU fit
+	// and the reduction then work on n instead of Fi·Ni·N_k Gaussians.
+	// 0 keeps the reference's path.
+	Fused int
+	Dtype tensor.Dtype // tensor.Float32 if nil
 	Seed      uint64
 }
 
@@ -83,13 +90,21 @@ func Build(cfg Config) (*Model, error) {
 			return nil, errors.Wrap(err, name)
 		}
 		m.Kernels = append(m.Kernels, k)
-		if x, err = gmnode.Conv(x, k.Node()); err != nil {
+		stage := " (conv ÷ Fi)"
+		if cfg.Fused > 0 {
+			n := cfg.FusedGaussians(b, fi, x.Shape()[2])
+			x, err = gmnode.ConvFit(x, k.Node(), n)
+			stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi)", n)
+		} else {
+			x, err = gmnode.Conv(x, k.Node())
+		}
+		if err != nil {
 			return nil, errors.Wrap(err, name)
 		}
 		if x, err = gmnode.ScaleWeights(x, 1/float64(fi)); err != nil {
 			return nil, errors.Wrap(err, name)
 		}
-		m.row(name+" (conv ÷ Fi)", x)
+		m.row(name+stage, x)
 		if x, err = gmnode.ReLUFitReduce(x, b.Gaussians, cfg.Reduction); err != nil {
 			return nil, errors.Wrapf(err, "block %d fitting", i+1)
 		}
@@ -156,8 +171,23 @@ func (cfg *Config) normalise() error {
 		return errors.Errorf("model: the last block has %d channels but there are %d classes (add a dense head or change the layout)", l.Classes(), cfg.Classes)
 	case cfg.DenseHead < 0:
 		return errors.Errorf("model: dense head size must be ≥ 0, got %d", cfg.DenseHead)
+	case cfg.Fused < 0:
+		return errors.Errorf("model: the fused factor must be ≥ 0 (0: unfused), got %d", cfg.Fused)
 	}
 	return nil
+}
+
+// FusedGaussians returns the component count n of block b's fused
+// convolution-fitting for fi input channels of ni Gaussians: Fused times
+// the block's reduced count (its input count in the last block), at most
+// the Fi·Ni·N_k Gaussians of the unfused convolution, beyond which fusing
+// only pads.
+func (cfg Config) FusedGaussians(b Block, fi, ni int) int {
+	np := b.Gaussians
+	if np < 1 {
+		np = ni
+	}
+	return min(cfg.Fused*np, fi*ni*cfg.KernelGaussians)
 }
 
 // batchNorm applies Gorgonia's BatchNorm to the integrals [B, C] with
@@ -270,7 +300,11 @@ func (m *Model) row(name string, n *G.Node) {
 // the parameter counts.
 func (m *Model) Table() string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "GMCN %s  (D=%d, N_k=%d, %s, batch %d, %v)\n", m.Config.Layout, m.Config.D, m.Config.KernelGaussians, m.Config.Reduction, m.Config.Batch, m.Config.Dtype)
+	fused := "unfused"
+	if m.Config.Fused > 0 {
+		fused = fmt.Sprintf("fused ×%d", m.Config.Fused)
+	}
+	fmt.Fprintf(&sb, "GMCN %s  (D=%d, N_k=%d, %s, %s, batch %d, %v)\n", m.Config.Layout, m.Config.D, m.Config.KernelGaussians, fused, m.Config.Reduction, m.Config.Batch, m.Config.Dtype)
 	for _, r := range m.rows {
 		sb.WriteString("  " + r + "\n")
 	}

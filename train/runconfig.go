@@ -31,7 +31,8 @@ type RunConfig struct {
 	Layers     string    `json:"layers"`
 	Radii      []float64 `json:"radii"` // per block; empty = 2.5 each
 	Kernel     int       `json:"kernel_gaussians"`
-	Reduction  string    `json:"reduction"` // "treehem2", "treehem4", "treehem8" or "mem"
+	Reduction  string    `json:"reduction"` // "treehem2", "treehem4", "treehem8", "mem" or "max"
+	Fused      int       `json:"fused,omitempty"` // > 0: fused convolution-fitting to Fused·N_p Gaussians (models.Config.Fused)
 	DenseHead  int       `json:"dense_head"`
 	Batch      int       `json:"batch"`
 	Epochs     int       `json:"epochs"`
@@ -68,6 +69,16 @@ var Presets = map[string]RunConfig{
 	"paper": {Preset: "paper", Dataset: "mnist", FitEM: 1, FitInit: "kmeans",
 		Layers: "1/64 -> 8/32 -> 16/16 -> 32/8 -> 64/4 -> 10", Radii: []float64{1.5, 2.0, 2.5, 2.5, 2.5}, Kernel: 5,
 		Reduction: "treehem2", Batch: 100, Epochs: 80, LR: 1e-3, DecayRate: 0.05, Seed: 0},
+	// paper-fused is the paper's MNIST model with the fused
+	// convolution-fitting in every block (docs/fused.md).
+	"paper-fused": {Preset: "paper-fused", Dataset: "mnist", FitEM: 1, FitInit: "kmeans",
+		Layers: "1/64 -> 8/32 -> 16/16 -> 32/8 -> 64/4 -> 10", Radii: []float64{1.5, 2.0, 2.5, 2.5, 2.5}, Kernel: 5,
+		Reduction: "treehem2", Fused: 4, Batch: 100, Epochs: 80, LR: 1e-3, DecayRate: 0.05, Seed: 0},
+	// modelnet10-fused is modelnet10-paper with the fused
+	// convolution-fitting in every block.
+	"modelnet10-fused": {Preset: "modelnet10-fused", Dataset: "modelnet10", FitInit: "fps",
+		Layers: "1/128 -> 8/64 -> 16/32 -> 32/16 -> 64/8 -> 10", Kernel: 5, Reduction: "treehem2", Fused: 4,
+		Batch: 21, Epochs: 60, LR: 1e-3, DecayRate: 0.05, Seed: 0},
 }
 
 // ModelConfig returns the models.Config of c.
@@ -90,7 +101,7 @@ func (c RunConfig) ModelConfig() (models.Config, error) {
 		return models.Config{}, err
 	}
 	return models.Config{Layout: l, D: c.Dims(), Classes: l.Classes(), Batch: c.Batch, KernelGaussians: c.Kernel,
-		Reduction: red, DenseHead: c.DenseHead, Seed: c.Seed}, nil
+		Reduction: red, DenseHead: c.DenseHead, Fused: c.Fused, Seed: c.Seed}, nil
 }
 
 // Dims returns the spatial dimension of c's data set: 3 for ModelNet, 2
@@ -126,8 +137,8 @@ func (c RunConfig) FitConfig3D() (shapes.FitConfig, error) {
 	return f, f.Validate()
 }
 
-// ParseReduction maps "treehem2", "treehem4", "treehem8" and "mem" to a
-// reduction method.
+// ParseReduction maps "treehem2", "treehem4", "treehem8", "mem" and "max"
+// (keep the largest weights) to a reduction method.
 func ParseReduction(s string) (gmnode.Reduction, error) {
 	switch strings.ToLower(s) {
 	case "treehem2", "":
@@ -138,8 +149,10 @@ func ParseReduction(s string) (gmnode.Reduction, error) {
 		return gmnode.UseTreeHEM(8), nil
 	case "mem":
 		return gmnode.UseMEM(), nil
+	case "max":
+		return gmnode.UseKeepLargest(), nil
 	}
-	return gmnode.Reduction{}, errors.Errorf("unknown reduction %q (want treehem2, treehem4, treehem8 or mem)", s)
+	return gmnode.Reduction{}, errors.Errorf("unknown reduction %q (want treehem2, treehem4, treehem8, mem or max)", s)
 }
 
 // FitConfig returns the 2D input-fitting settings of c: K from the layer

@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 )
 
@@ -14,8 +15,8 @@ func BenchmarkTrainStep(b *testing.B) {
 	for _, c := range []struct {
 		preset string
 		batch  int
-	}{{"demo", 50}, {"paper", 8}} {
-		b.Run(fmt.Sprintf("%s_B%d", c.preset, c.batch), func(b *testing.B) {
+	}{{"demo", 50}, {"paper", 8}, {"paper-fused", 8}} {
+		b.Run(fmt.Sprintf("%s_B%d", strings.ReplaceAll(c.preset, "-", "_"), c.batch), func(b *testing.B) {
 			rc := Presets[c.preset]
 			mc, err := rc.ModelConfig()
 			if err != nil {

@@ -46,7 +46,8 @@ func runFlags(fs *flag.FlagSet) (apply func() (train.RunConfig, error)) {
 	cache := fs.String("cache", "cache", "directory for fitted input mixtures")
 	layers := fs.String("layers", "", `model in the paper's notation, e.g. "1/64 -> 8/32 -> 16/16 -> 10" (default: the preset's)`)
 	radii := fs.String("radii", "", "comma-separated kernel radius per block, e.g. 1.5,2,2.5 (default: the preset's)")
-	reduction := fs.String("reduction", "", "reduction: treehem2, treehem4, treehem8 or mem (default: the preset's)")
+	reduction := fs.String("reduction", "", "reduction: treehem2, treehem4, treehem8, mem or max (keep the largest weights) (default: the preset's)")
+	fused := fs.Int("fused", -1, "fused convolution-fitting to fused × N_p Gaussians per block; 0 = the unfused path (default: the preset's)")
 	dense := fs.Int("dense", -1, "hidden units of a dense head after integration; 0 = none (default: the preset's)")
 	batch := fs.Int("batch", 0, "batch size (default: the preset's)")
 	epochs := fs.Int("epochs", 0, "epochs (default: the preset's)")
@@ -78,6 +79,7 @@ func runFlags(fs *flag.FlagSet) (apply func() (train.RunConfig, error)) {
 		c.CacheDir = *cache
 		set(*layers != "", func() { c.Layers, c.Radii = *layers, nil })
 		set(*reduction != "", func() { c.Reduction = *reduction })
+		set(*fused >= 0, func() { c.Fused = *fused })
 		set(*dense >= 0, func() { c.DenseHead = *dense })
 		set(*batch > 0, func() { c.Batch = *batch })
 		set(*epochs > 0, func() { c.Epochs = *epochs })
@@ -120,6 +122,9 @@ func presetsCmd() error {
 	for _, n := range presetNames() {
 		p := train.Presets[n]
 		fmt.Printf("%s:\n  %s on %s, radii %v, %s, batch %d, %d epochs, lr %g", n, p.Layers, p.Dataset, p.Radii, p.Reduction, p.Batch, p.Epochs, p.LR)
+		if p.Fused > 0 {
+			fmt.Printf(", fused ×%d", p.Fused)
+		}
 		if p.TrainLimit > 0 {
 			fmt.Printf(", first %d training images", p.TrainLimit)
 		}

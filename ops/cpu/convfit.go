@@ -39,9 +39,9 @@ func ConvFit[T Float](y, x, k []T, lx, lk mixture.Layout, n int) {
 		cf := work[w]
 		cf.selectNodes(m, n)
 		out := mixture.Mixture(y, ly, m)
-		for i, node := range cf.sel {
+		for i, sp := range cf.sel {
 			var mm convFitMoments
-			cf.match(&mm, node)
+			cf.match(&mm, sp)
 			writeMoments(out[i*s:(i+1)*s], &mm, ly.D)
 		}
 		padIdentity(ly.D, out[len(cf.sel)*s:])
@@ -88,18 +88,18 @@ func convFitBackward[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, n, row
 			m := mix(r, i)
 			cf.selectNodes(m, n)
 			gm := mixture.Mixture(g, ly, m)
-			for j, node := range cf.sel {
+			for j, sp := range cf.sel {
 				var mm convFitMoments
-				cf.match(&mm, node)
-				cf.backward(&mm, node, gm[j*s:(j+1)*s])
+				cf.match(&mm, sp)
+				cf.backward(&mm, sp, gm[j*s:(j+1)*s])
 			}
 		}
 	})
 }
 
 // convFit is one worker's state for the fused convolution-fitting: the
-// operands and, for the current output mixture (b, o), the sorted keys, the
-// tree over them and the selected nodes.
+// operands and, for the current output mixture (b, o), its virtual
+// components in key order, the keys and the selected nodes.
 type convFit[T Float] struct {
 	x, k   []T
 	lx, lk mixture.Layout
@@ -107,59 +107,66 @@ type convFit[T Float] struct {
 	b, o   int
 
 	keys, buf []uint64
-	// perm[j] is the virtual component of the j-th sorted key.
-	perm []int32
+	// vg holds the virtual components {w, μ, Σ} in float64, packed, in
+	// index order, and sg the same in key order; perm[j] is the index of
+	// the j-th sorted component, whose factors sit at xo[perm[j]] in x and
+	// ko[perm[j]] in k.
+	vg, sg       []float64
+	perm, xo, ko []int32
 	// prefix[j] is the signed weight sum of the first j sorted components,
 	// so a node covering [f, l] has mass prefix[l+1] − prefix[f].
 	prefix []float64
-	tree   lbvh
-	sel    []int32
-
+	// sel holds the selected nodes as ranges of sorted components.
+	sel []span
 	// dx and dk receive the gradients (nil when not computed); the worker
 	// owns the rows it writes.
 	dx, dk []T
 }
 
+// span is a node of the radix tree over the sorted keys: the sorted
+// components [first, last] below it. A leaf has first == last.
+type span struct{ first, last int32 }
+
 func newConvFit[T Float](x, k []T, lx, lk mixture.Layout) *convFit[T] {
-	nv := lx.C * lx.N * lk.N
-	inner := max(nv-1, 0)
-	links := make([]int32, 4*inner)
+	nv, s := lx.C*lx.N*lk.N, lx.Stride()
 	return &convFit[T]{
 		x: x, k: k, lx: lx, lk: lk, nv: nv,
 		keys: make([]uint64, nv), buf: make([]uint64, nv),
-		perm: make([]int32, nv), prefix: make([]float64, nv+1),
-		tree: lbvh{
-			left: links[:inner], right: links[inner : 2*inner],
-			first: links[2*inner : 3*inner], last: links[3*inner:],
-		},
+		vg: make([]float64, nv*s), sg: make([]float64, nv*s),
+		perm: make([]int32, nv), xo: make([]int32, nv), ko: make([]int32, nv),
+		prefix: make([]float64, nv+1),
 	}
 }
 
-// component returns the offsets in x and k of the data and kernel Gaussian
-// of virtual component v of mixture (b, o): v = i + Ni·(c + Fi·j), as Conv
-// orders its output.
-func (cf *convFit[T]) component(v int) (xo, ko int) {
-	ni, fi := cf.lx.N, cf.lx.C
-	i, c, j := v%ni, (v/ni)%fi, v/(ni*fi)
-	return cf.lx.Offset(cf.b, c, i), cf.lk.Offset(cf.o, c, j)
-}
-
-// selectNodes builds the keys, the tree and the selection of output mixture
-// m = b·Fo + o for n output Gaussians.
+// selectNodes makes the virtual components of output mixture m = b·Fo + o,
+// sorts them by key and selects n nodes.
+//
+// The radix tree over the sorted keys is never built as a whole: a node
+// [f, l] splits where its keys' common prefix ends (karrasSplit), which is
+// the split of Karras' construction, so splitting only the selected nodes
+// walks the same tree in O(n log Nv) instead of building its Nv − 1 nodes.
 func (cf *convFit[T]) selectNodes(m, n int) {
 	fi, ni, nk, d := cf.lx.C, cf.lx.N, cf.lk.N, cf.lx.D
+	s := cf.lx.Stride()
 	cf.b, cf.o = m/cf.lk.B, m%cf.lk.B
 	box := cf.bounds()
 	v := 0
 	for j := range nk {
 		for c := range fi {
-			kg := cf.k[cf.lk.Offset(cf.o, c, j):]
-			xm := cf.x[cf.lx.Offset(cf.b, c, 0):]
+			ko := cf.lk.Offset(cf.o, c, j)
+			kg := cf.k[ko : ko+s]
+			xo := cf.lx.Offset(cf.b, c, 0)
 			for i := range ni {
-				xg := xm[i*cf.lx.Stride():]
+				xg := cf.x[xo+i*s : xo+(i+1)*s]
+				g := cf.vg[v*s : (v+1)*s]
+				g[0] = float64(xg[0]) * float64(kg[0])
 				var p [3]float64
 				for a := range d {
 					p[a] = float64(xg[1+a]) + float64(kg[1+a])
+					g[1+a] = p[a]
+				}
+				for e := 1 + d; e < s; e++ {
+					g[e] = float64(xg[e]) + float64(kg[e])
 				}
 				// The sign of the product, exactly: no underflow to 0.
 				var sign uint64
@@ -167,6 +174,7 @@ func (cf *convFit[T]) selectNodes(m, n int) {
 					sign = 1
 				}
 				cf.keys[v] = sign<<62 | uint64(box.code(p))<<32 | uint64(v)
+				cf.xo[v], cf.ko[v] = int32(xo+i*s), int32(ko)
 				v++
 			}
 		}
@@ -175,35 +183,46 @@ func (cf *convFit[T]) selectNodes(m, n int) {
 	// sign and Morton bits leaves equal codes in index order.
 	sortKeyBits(cf.keys, cf.buf, 32, 63)
 	for j, key := range cf.keys {
-		cf.perm[j] = int32(key)
+		cf.perm[j] = int32(uint32(key))
 		// The sorted position replaces the index in the low bits: keys stay
 		// unique, and runs of equal codes split in the middle.
 		cf.keys[j] = key&^0xFFFFFFFF | uint64(j)
-		xo, ko := cf.component(int(key & 0xFFFFFFFF))
-		cf.prefix[j+1] = cf.prefix[j] + float64(cf.x[xo])*float64(cf.k[ko])
 	}
-	if cf.nv > 1 {
-		cf.tree.build(cf.keys)
+	cf.gather()
+	cf.choose(n)
+}
+
+// gather puts the virtual components into key order (sg) and sums their
+// weights (prefix).
+func (cf *convFit[T]) gather() {
+	s := cf.lx.Stride()
+	for j, v := range cf.perm {
+		copy(cf.sg[j*s:(j+1)*s], cf.vg[int(v)*s:int(v+1)*s])
+		cf.prefix[j+1] = cf.prefix[j] + cf.sg[j*s]
 	}
-	// Node 0 is the root: the first internal node, or the only leaf.
-	cf.sel = append(cf.sel[:0], 0)
+}
+
+// choose selects n nodes greedily, starting from the root and splitting
+// the heaviest selected node until there are n or only leaves.
+func (cf *convFit[T]) choose(n int) {
+	cf.sel = append(cf.sel[:0], span{0, int32(cf.nv - 1)})
 	for len(cf.sel) < n {
 		best, bestMass := -1, -1.0
-		for i, node := range cf.sel {
-			if int(node) >= cf.nv-1 {
+		for i, sp := range cf.sel {
+			if sp.first == sp.last {
 				continue // a leaf cannot be split
 			}
-			f, l := cf.tree.first[node], cf.tree.last[node]
-			if mass := math.Abs(cf.prefix[l+1] - cf.prefix[f]); mass > bestMass {
+			if mass := math.Abs(cf.prefix[sp.last+1] - cf.prefix[sp.first]); mass > bestMass {
 				best, bestMass = i, mass
 			}
 		}
 		if best < 0 {
 			break
 		}
-		node := cf.sel[best]
-		cf.sel[best] = cf.tree.left[node]
-		cf.sel = append(cf.sel, cf.tree.right[node])
+		sp := cf.sel[best]
+		split := int32(karrasSplit(cf.keys, int(sp.first), int(sp.last)))
+		cf.sel[best] = span{sp.first, split}
+		cf.sel = append(cf.sel, span{split + 1, sp.last})
 	}
 }
 
@@ -243,15 +262,6 @@ func positionRange[T Float](data []T, l mixture.Layout, b, c int) (lower, upper 
 	return lower, upper
 }
 
-// leaves returns the sorted positions [first, last] below node.
-func (cf *convFit[T]) leaves(node int32) (first, last int) {
-	if int(node) >= cf.nv-1 {
-		j := int(node) - (cf.nv - 1)
-		return j, j
-	}
-	return int(cf.tree.first[node]), int(cf.tree.last[node])
-}
-
 // convFitMoments is the moment match of the components below one node:
 // their weight sum w, and the mean μ and covariance Σ of the mixture with
 // weights |w_v| (or equal weights if all are 0),
@@ -268,53 +278,39 @@ type convFitMoments struct {
 	cov     [9]float64
 }
 
-// gaussian returns the weight, position and covariance of virtual
-// component v in float64, and the offsets of its two factors.
-func (cf *convFit[T]) gaussian(v int) (w float64, mu [3]float64, cov [9]float64, xo, ko int) {
-	d := cf.lx.D
-	xo, ko = cf.component(v)
-	xg, kg := cf.x[xo:xo+cf.lx.Stride()], cf.k[ko:ko+cf.lx.Stride()]
-	w = float64(xg[0]) * float64(kg[0])
-	for a := range d {
-		mu[a] = float64(xg[1+a]) + float64(kg[1+a])
-	}
-	for e := range d * d {
-		cov[e] = float64(xg[1+d+e]) + float64(kg[1+d+e])
-	}
-	return w, mu, cov, xo, ko
-}
-
-// match computes the moments of node.
-func (cf *convFit[T]) match(mm *convFitMoments, node int32) {
-	d := cf.lx.D
-	first, last := cf.leaves(node)
+// match computes the moments of the sorted components of sp.
+func (cf *convFit[T]) match(mm *convFitMoments, sp span) {
+	d, s := cf.lx.D, cf.lx.Stride()
+	g := cf.sg[int(sp.first)*s : int(sp.last+1)*s]
 	*mm = convFitMoments{}
-	for j := first; j <= last; j++ {
-		w, mu, _, _, _ := cf.gaussian(int(cf.perm[j]))
+	for v := 0; v < len(g); v += s {
+		w := g[v]
 		mm.w += w
 		mm.a += math.Abs(w)
 		for a := range d {
-			mm.mu[a] += math.Abs(w) * mu[a]
+			mm.mu[a] += math.Abs(w) * g[v+1+a]
 		}
 	}
 	if mm.a == 0 {
-		mm.uniform, mm.a = true, float64(last-first+1)
-		for j := first; j <= last; j++ {
-			_, mu, _, _, _ := cf.gaussian(int(cf.perm[j]))
+		mm.uniform, mm.a = true, float64(sp.last-sp.first+1)
+		for v := 0; v < len(g); v += s {
 			for a := range d {
-				mm.mu[a] += mu[a]
+				mm.mu[a] += g[v+1+a]
 			}
 		}
 	}
 	for a := range d {
 		mm.mu[a] /= mm.a
 	}
-	for j := first; j <= last; j++ {
-		w, mu, cov, _, _ := cf.gaussian(int(cf.perm[j]))
-		av := mm.weight(w)
+	for v := 0; v < len(g); v += s {
+		av := mm.weight(g[v])
+		var dv [3]float64
+		for a := range d {
+			dv[a] = g[v+1+a] - mm.mu[a]
+		}
 		for r := range d {
 			for c := range d {
-				mm.cov[r*d+c] += av * (cov[r*d+c] + (mu[r]-mm.mu[r])*(mu[c]-mm.mu[c]))
+				mm.cov[r*d+c] += av * (g[v+1+d+r*d+c] + dv[r]*dv[c])
 			}
 		}
 	}
@@ -353,30 +349,28 @@ func writeMoments[T Float](out []T, mm *convFitMoments, d int) {
 // ∂w/∂w_v = 1, ∂a_v/∂w_v = sign(w_v) (0 for equal weights). The component's
 // gradient then flows to its factors as in ConvBackwardData and
 // ConvBackwardKernels.
-func (cf *convFit[T]) backward(mm *convFitMoments, node int32, g []T) {
-	d := cf.lx.D
+func (cf *convFit[T]) backward(mm *convFitMoments, sp span, g []T) {
+	d, s := cf.lx.D, cf.lx.Stride()
 	gw := float64(g[0])
 	var gmu [3]float64
 	var gcov, gsym [9]float64
 	for a := range d {
 		gmu[a] = float64(g[1+a])
 	}
-	for r := range d {
-		for c := range d {
-			gcov[r*d+c] = float64(g[1+d+r*d+c])
-		}
+	for e := range d * d {
+		gcov[e] = float64(g[1+d+e])
 	}
 	for r := range d {
 		for c := range d {
 			gsym[r*d+c] = gcov[r*d+c] + gcov[c*d+r]
 		}
 	}
-	first, last := cf.leaves(node)
-	for j := first; j <= last; j++ {
-		w, mu, cov, xo, ko := cf.gaussian(int(cf.perm[j]))
+	for j := sp.first; j <= sp.last; j++ {
+		v := cf.sg[int(j)*s : int(j+1)*s]
+		w := v[0]
 		var dv [3]float64
 		for a := range d {
-			dv[a] = mu[a] - mm.mu[a]
+			dv[a] = v[1+a] - mm.mu[a]
 		}
 		gv := gw
 		if !mm.uniform && w != 0 {
@@ -386,7 +380,7 @@ func (cf *convFit[T]) backward(mm *convFitMoments, node int32, g []T) {
 			}
 			for r := range d {
 				for c := range d {
-					ga += gcov[r*d+c] * (cov[r*d+c] + dv[r]*dv[c] - mm.cov[r*d+c])
+					ga += gcov[r*d+c] * (v[1+d+r*d+c] + dv[r]*dv[c] - mm.cov[r*d+c])
 				}
 			}
 			if w < 0 {
@@ -403,6 +397,7 @@ func (cf *convFit[T]) backward(mm *convFitMoments, node int32, g []T) {
 			}
 			gp[r] *= share
 		}
+		xo, ko := int(cf.xo[cf.perm[j]]), int(cf.ko[cf.perm[j]])
 		for _, f := range [2]struct {
 			dst   []T
 			at    int
@@ -411,7 +406,7 @@ func (cf *convFit[T]) backward(mm *convFitMoments, node int32, g []T) {
 			if f.dst == nil {
 				continue
 			}
-			dst := f.dst[f.at : f.at+1+d+d*d]
+			dst := f.dst[f.at : f.at+s]
 			dst[0] += T(gv * float64(f.other))
 			for a := range d {
 				dst[1+a] += T(gp[a])

@@ -40,11 +40,14 @@ func convFitFrozen(x, k, x0, k0 []float64, lx, lk mixture.Layout, n int) []float
 	at, ref := newConvFit(x, k, lx, lk), newConvFit(x0, k0, lx, lk)
 	for m := range ly.Mixtures() {
 		ref.selectNodes(m, n)
-		at.b, at.o, at.sel, at.perm, at.tree = ref.b, ref.o, ref.sel, ref.perm, ref.tree
+		at.selectNodes(m, n) // for the components at x, k; then ref's order
+		copy(at.perm, ref.perm)
+		at.gather()
+		at.sel = ref.sel
 		out := mixture.Mixture(y, ly, m)
-		for i, node := range at.sel {
+		for i, sp := range at.sel {
 			var mm convFitMoments
-			at.match(&mm, node)
+			at.match(&mm, sp)
 			writeMoments(out[i*s:(i+1)*s], &mm, ly.D)
 		}
 		padIdentity(ly.D, out[len(at.sel)*s:])
@@ -303,34 +306,29 @@ func TestConvFitSelection(t *testing.T) {
 			t.Fatalf("n=%d: selected %d nodes", n, len(cf.sel))
 		}
 		// The leaves below the selected nodes partition the sorted
-		// components.
+		// components, and no node mixes signs.
 		covered := make([]int, cf.nv)
-		for _, node := range cf.sel {
-			f, l := cf.leaves(node)
-			for j := f; j <= l; j++ {
+		for _, sp := range cf.sel {
+			for j := sp.first; j <= sp.last; j++ {
 				covered[j]++
 			}
-			sf, sl := cf.keys[f]>>62, cf.keys[l]>>62
-			if sf != sl {
-				t.Errorf("n=%d: node %d covers both signs", n, node)
+			if cf.keys[sp.first]>>62 != cf.keys[sp.last]>>62 {
+				t.Errorf("n=%d: node %v covers both signs", n, sp)
 			}
 		}
 		if slices.ContainsFunc(covered, func(c int) bool { return c != 1 }) {
 			t.Fatalf("n=%d: selection does not partition the components: %v", n, covered)
 		}
 	}
-	// The masses of the selection at n+1 come from splitting the heaviest
-	// internal node of the selection at n.
-	mass := func(node int32) float64 {
-		f, l := cf.leaves(node)
-		return math.Abs(cf.prefix[l+1] - cf.prefix[f])
-	}
+	// The selection at n+1 comes from splitting the heaviest internal node
+	// of the selection at n.
+	mass := func(sp span) float64 { return math.Abs(cf.prefix[sp.last+1] - cf.prefix[sp.first]) }
 	cf.selectNodes(0, 6)
 	prev := slices.Clone(cf.sel)
 	cf.selectNodes(0, 7)
-	heaviest := slices.MaxFunc(slices.DeleteFunc(slices.Clone(prev), func(n int32) bool { return int(n) >= cf.nv-1 }),
-		func(a, b int32) int { return cmp.Compare(mass(a), mass(b)) })
+	inner := slices.DeleteFunc(slices.Clone(prev), func(sp span) bool { return sp.first == sp.last })
+	heaviest := slices.MaxFunc(inner, func(a, b span) int { return cmp.Compare(mass(a), mass(b)) })
 	if slices.Contains(cf.sel, heaviest) {
-		t.Errorf("the heaviest internal node %d of the 6-node selection was not split for 7", heaviest)
+		t.Errorf("the heaviest internal node %v of the 6-node selection was not split for 7", heaviest)
 	}
 }

@@ -81,16 +81,16 @@ func expandBits(v uint32) uint32 {
 	return v
 }
 
-// sortKeys sorts keys ascending: an LSD radix sort over the 46 used bits
-// (30 Morton + 16 index), or an insertion sort for short inputs. Radix sort
-// keeps the 65534-component case linear.
+// sortKeys sorts keys ascending over the 46 used bits (30 Morton + 16
+// index). Radix sort keeps the 65534-component case linear.
 func sortKeys(keys, buf []uint64) { sortKeyBits(keys, buf, 0, 48) }
 
 // sortKeyBits sorts keys ascending, given that the bits below lo are
 // already in ascending order for equal higher bits and the bits from hi up
-// are zero: an LSD radix sort in 12-bit passes over [lo, hi) through buf
-// (len(keys)), which is stable, or an insertion sort of the whole keys for
-// at most 64 of them.
+// are zero: a stable LSD radix sort over [lo, hi) through buf (len(keys)),
+// or an insertion sort of the whole keys for at most 64 of them. Digits are
+// 8 bits below 4096 keys, where clearing and summing 4096 counters per pass
+// would cost more than the keys, and 12 bits above.
 func sortKeyBits(keys, buf []uint64, lo, hi uint) {
 	if len(keys) <= 64 {
 		for i := 1; i < len(keys); i++ {
@@ -100,20 +100,25 @@ func sortKeyBits(keys, buf []uint64, lo, hi uint) {
 		}
 		return
 	}
+	digit := uint(12)
+	if len(keys) < 1<<12 {
+		digit = 8
+	}
+	mask := uint64(1)<<digit - 1
 	src, dst := keys, buf
 	var count [1 << 12]int
-	for shift := lo; shift < hi; shift += 12 {
-		clear(count[:])
+	for shift := lo; shift < hi; shift += digit {
+		clear(count[:mask+1])
 		for _, k := range src {
-			count[(k>>shift)&0xFFF]++
+			count[(k>>shift)&mask]++
 		}
 		sum := 0
-		for i, c := range count {
+		for i, c := range count[:mask+1] {
 			count[i] = sum
 			sum += c
 		}
 		for _, k := range src {
-			b := (k >> shift) & 0xFFF
+			b := (k >> shift) & mask
 			dst[count[b]] = k
 			count[b]++
 		}
