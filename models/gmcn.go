@@ -34,7 +34,7 @@ type Config struct {
 	// 0 keeps the reference's path.
 	Fused int
 	Dtype tensor.Dtype // tensor.Float32 if nil
-	Seed      uint64
+	Seed  uint64
 }
 
 // Model is a GMCN as one Gorgonia graph.

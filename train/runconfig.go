@@ -31,7 +31,7 @@ type RunConfig struct {
 	Layers     string    `json:"layers"`
 	Radii      []float64 `json:"radii"` // per block; empty = 2.5 each
 	Kernel     int       `json:"kernel_gaussians"`
-	Reduction  string    `json:"reduction"` // "treehem2", "treehem4", "treehem8", "mem" or "max"
+	Reduction  string    `json:"reduction"`       // "treehem2", "treehem4", "treehem8", "mem" or "max"
 	Fused      int       `json:"fused,omitempty"` // > 0: fused convolution-fitting to Fused·N_p Gaussians (models.Config.Fused)
 	DenseHead  int       `json:"dense_head"`
 	Batch      int       `json:"batch"`
