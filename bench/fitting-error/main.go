@@ -13,6 +13,15 @@
 // (MEM, TreeHEM T=2, TreeHEM T=4) runs the whole pipeline with the same data
 // and kernels, so layer 2 sees that method's layer-1 output.
 //
+// The fused rows replace each layer's convolution by the fused
+// convolution-fitting to n = F·N_p Gaussians (cpu.ConvFit), then ÷ F_i, the
+// dense ReLU fit of those n and the reduction (TreeHEM T=2, or "max":
+// keep the N_p largest weights). Their ReLU and reduction columns compare
+// with the fused mixture; their "all" column compares the final mixture
+// with ReLU of the full convolution, like the unfused rows'. The time
+// column is one forward pass of the layer (convolution, fit, reduction) on
+// the batch, single-run wall time.
+//
 // Usage:
 //
 //	go run ./bench/fitting-error -batch 16 -samples 1000 -seed 1
@@ -25,6 +34,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"time"
 
 	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/device"
@@ -45,16 +55,27 @@ func main() {
 	}
 }
 
-// method is one reduction under test.
+// method is one layer pipeline under test: a reduction, after the full
+// convolution (fused = 0) or after the fused convolution-fitting to
+// fused·N_p Gaussians.
 type method struct {
 	name   string
+	fused  int
 	reduce func(y, x []float64, l mixture.Layout, np int) error
 }
 
+func keepLargest(y, x []float64, l mixture.Layout, np int) error { cpu.KeepLargest(y, x, l, np); return nil }
+
 var methods = []method{
-	{"MEM", func(y, x []float64, l mixture.Layout, np int) error { cpu.MEM(y, x, l, np); return nil }},
-	{"TreeHEM T=2", treeHEM(2)},
-	{"TreeHEM T=4", treeHEM(4)},
+	{"MEM", 0, func(y, x []float64, l mixture.Layout, np int) error { cpu.MEM(y, x, l, np); return nil }},
+	{"TreeHEM T=2", 0, treeHEM(2)},
+	{"TreeHEM T=4", 0, treeHEM(4)},
+	{"fused ×2 + TreeHEM T=2", 2, treeHEM(2)},
+	{"fused ×4 + TreeHEM T=2", 4, treeHEM(2)},
+	{"fused ×8 + TreeHEM T=2", 8, treeHEM(2)},
+	{"fused ×2 + max", 2, keepLargest},
+	{"fused ×4 + max", 4, keepLargest},
+	{"fused ×8 + max", 8, keepLargest},
 }
 
 func treeHEM(t int) func(y, x []float64, l mixture.Layout, np int) error {
@@ -68,8 +89,8 @@ func run(w *os.File, b, samples int, seed uint64, np1, np2 int, r1, r2 float64) 
 	x, lx := mnistLike(rng, b)
 	k1, lk1 := randomKernels(rng, 8, 1, r1)
 	k2, lk2 := randomKernels(rng, 16, 8, r2)
-	fmt.Fprintf(w, "| method | layer | N_o → N_p | ReLU RMSE (NRMSE) | reduction RMSE (NRMSE) | all RMSE (NRMSE) | ∫reduced / ∫dense |\n")
-	fmt.Fprintf(w, "|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| method | layer | N_o → N_p | ReLU RMSE (NRMSE) | reduction RMSE (NRMSE) | all RMSE (NRMSE) | ∫reduced / ∫dense | time |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|\n")
 	for _, m := range methods {
 		in, lin := x, lx
 		for li, layer := range []struct {
@@ -77,7 +98,14 @@ func run(w *os.File, b, samples int, seed uint64, np1, np2 int, r1, r2 float64) 
 			lk mixture.Layout
 			np int
 		}{{k1, lk1, np1}, {k2, lk2, np2}} {
-			conv, lc := convolve(in, layer.k, lin, layer.lk)
+			start := time.Now()
+			var conv []float64
+			var lc mixture.Layout
+			if m.fused > 0 {
+				conv, lc = convolveFused(in, layer.k, lin, layer.lk, m.fused*layer.np)
+			} else {
+				conv, lc = convolve(in, layer.k, lin, layer.lk)
+			}
 			dense := make([]float64, len(conv))
 			if err := cpu.ReLUFit(dense, conv, lc, device.ReLUFitOptions{}); err != nil {
 				return fmt.Errorf("%s layer %d ReLU fit: %w", m.name, li+1, err)
@@ -88,6 +116,7 @@ func run(w *os.File, b, samples int, seed uint64, np1, np2 int, r1, r2 float64) 
 			if err := m.reduce(red, dense, lc, layer.np); err != nil {
 				return fmt.Errorf("%s layer %d reduction: %w", m.name, li+1, err)
 			}
+			elapsed := time.Since(start)
 			if err := mixture.Validate(red, lr); err != nil {
 				return fmt.Errorf("%s layer %d reduction output: %w", m.name, li+1, err)
 			}
@@ -95,8 +124,17 @@ func run(w *os.File, b, samples int, seed uint64, np1, np2 int, r1, r2 float64) 
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(w, "| %s | %d (%d→%d ch) | %d → %d | %s | %s | %s | %.4f |\n", m.name, li+1, lin.C, lc.C, lc.N, lr.N,
-				cell(fe.ReLU), cell(fe.Reduction), cell(fe.All), weightSum(red, lr)/weightSum(dense, lc))
+			if m.fused > 0 {
+				// "all" against ReLU of the full convolution.
+				full, lf := convolve(in, layer.k, lin, layer.lk)
+				ff, err := cpu.FitErrorsOf(full, full, red, lf, lr, samples, seed+uint64(li))
+				if err != nil {
+					return err
+				}
+				fe.All = ff.All
+			}
+			fmt.Fprintf(w, "| %s | %d (%d→%d ch) | %d → %d | %s | %s | %s | %.4f | %.0f ms |\n", m.name, li+1, lin.C, lc.C, lc.N, lr.N,
+				cell(fe.ReLU), cell(fe.Reduction), cell(fe.All), weightSum(red, lr)/weightSum(dense, lc), float64(elapsed.Microseconds())/1000)
 			in, lin = batchCovScale(red, lr), lr
 		}
 	}
@@ -120,6 +158,18 @@ func convolve(x, k []float64, lx, lk mixture.Layout) ([]float64, mixture.Layout)
 	ly := device.ConvLayout(lx, lk)
 	y := make([]float64, ly.Len())
 	cpu.Conv(y, x, k, lx, lk)
+	for i := 0; i < len(y); i += ly.Stride() {
+		y[i] /= float64(lx.C)
+	}
+	return y, ly
+}
+
+// convolveFused applies cpu.ConvFit to n Gaussians per channel and divides
+// the weights by F_i.
+func convolveFused(x, k []float64, lx, lk mixture.Layout, n int) ([]float64, mixture.Layout) {
+	ly := device.ConvFitLayout(lx, lk, n)
+	y := make([]float64, ly.Len())
+	cpu.ConvFit(y, x, k, lx, lk, n)
 	for i := 0; i < len(y); i += ly.Stride() {
 		y[i] /= float64(lx.C)
 	}
