@@ -64,7 +64,10 @@ type method struct {
 	reduce func(y, x []float64, l mixture.Layout, np int) error
 }
 
-func keepLargest(y, x []float64, l mixture.Layout, np int) error { cpu.KeepLargest(y, x, l, np); return nil }
+func keepLargest(y, x []float64, l mixture.Layout, np int) error {
+	cpu.KeepLargest(y, x, l, np)
+	return nil
+}
 
 var methods = []method{
 	{"MEM", 0, func(y, x []float64, l mixture.Layout, np int) error { cpu.MEM(y, x, l, np); return nil }},
