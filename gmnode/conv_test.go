@@ -2,6 +2,7 @@ package gmnode
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/gmcn-go/gmcn/ops/mixture"
@@ -62,5 +63,37 @@ func TestConvScaleWeights(t *testing.T) {
 	// ∫ = (2·(0.5 − 1) + 3·(4 + 0.25)) / 2.
 	if got, want := in.Value().Data().([]float64)[0], (2*(0.5-1)+3*(4+0.25))/2; math.Abs(got-want) > 1e-14 {
 		t.Errorf("output integral %g, want %g", got, want)
+	}
+}
+
+// TestConvFitIntegral checks that the fused convolution-fitting keeps the
+// total integral of the convolution for every n, through a graph.
+func TestConvFitIntegral(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 0))
+	x, k := covscaleInput(rng, 2, 3, 4), covscaleInput(rng, 2, 3, 3)
+	gr := G.NewGraph()
+	xn := G.NewTensor(gr, tensor.Float32, 4, G.WithName("x"), G.WithValue(x))
+	kn := G.NewTensor(gr, tensor.Float32, 4, G.WithName("k"), G.WithValue(k))
+	full := G.Must(Integrate(G.Must(Conv(xn, kn))))
+	var fused []*G.Node
+	for _, n := range []int{1, 5, 36} {
+		y, err := ConvFit(xn, kn, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fused = append(fused, G.Must(Integrate(y)))
+	}
+	vm := G.NewTapeMachine(gr)
+	defer vm.Close()
+	if err := vm.RunAll(); err != nil {
+		t.Fatal(err)
+	}
+	want := full.Value().Data().([]float32)
+	for i, f := range fused {
+		for j, v := range f.Value().Data().([]float32) {
+			if math.Abs(float64(v-want[j])) > 1e-5*math.Max(1, math.Abs(float64(want[j]))) {
+				t.Errorf("case %d integral %d: %g, want Conv's %g", i, j, v, want[j])
+			}
+		}
 	}
 }

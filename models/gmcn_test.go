@@ -42,10 +42,39 @@ func TestBuildConfigErrors(t *testing.T) {
 		"classes mismatch":  {Layout: l, D: 2, Classes: 5, Batch: 2},
 		"one class":         {Layout: l, D: 2, Classes: 1, Batch: 2},
 		"negative head":     {Layout: l, D: 2, Classes: 10, Batch: 2, DenseHead: -1},
+		"negative fused":    {Layout: l, D: 2, Classes: 10, Batch: 2, Fused: -1},
 		"no blocks in spec": {D: 2, Classes: 10, Batch: 2},
 	} {
 		if _, err := Build(c); err == nil {
 			t.Errorf("%s: Build accepted an invalid config", name)
 		}
+	}
+}
+
+// TestBuildFused builds the paper's ModelNet10 network with the fused
+// convolution-fitting and checks each block's fused count n = min(F·N_p,
+// Fi·Ni·N_k) in the layer table: the first block is capped by its
+// 1·128·5 = 640 convolved Gaussians, the last uses F times its input count.
+func TestBuildFused(t *testing.T) {
+	l, err := ParseLayout("1/128 → 8/64 → 16/32 → 32/16 → 64/8 → 10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Build(Config{Layout: l, D: 3, Classes: 10, Batch: 2, Fused: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := m.Table()
+	for _, want := range []string{"fused ×8", "fused conv-fit to 512 ÷ Fi", "(2, 8, 512, 13)", "(2, 16, 256, 13)",
+		"(2, 8, 64, 13)", "(2, 10, 64, 13)", "(2, 10)"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("layer table lacks %q:\n%s", want, table)
+		}
+	}
+	if n := m.Config.FusedGaussians(l.Blocks[0], 1, 128); n != 512 {
+		t.Errorf("block 1: n = %d, want 8·64 = 512", n)
+	}
+	if n := (Config{Fused: 8, KernelGaussians: 5}).FusedGaussians(Block{Gaussians: 200}, 1, 128); n != 640 {
+		t.Errorf("n = %d, want the cap 1·128·5 = 640", n)
 	}
 }
