@@ -57,15 +57,21 @@ type convKernel[T Float] struct{ convSpec }
 func (convKernel[T]) gradKernel(i int) gradComputation[T] { return convGradKernel[T]{wrt: i} }
 
 func (convKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
-	lx, err := checkedMixture(in[0], "data")
-	if err != nil {
-		return err
-	}
-	lk, err := checkedMixture(in[1], "kernels")
+	lx, lk, err := checkedConvInputs(in)
 	if err != nil {
 		return err
 	}
 	return dev.Conv(out.data, in[0].data, in[1].data, lx, lk)
+}
+
+// checkedConvInputs returns the layouts of the inputs "data" and "kernels"
+// of a convolution after checking their values.
+func checkedConvInputs[T Float](in []operand[T]) (lx, lk mixture.Layout, err error) {
+	if lx, err = checkedMixture(in[0], "data"); err != nil {
+		return lx, lk, err
+	}
+	lk, err = checkedMixture(in[1], "kernels")
+	return lx, lk, err
 }
 
 // convGradKernel computes ∂L/∂data (wrt = 0) or ∂L/∂kernels (wrt = 1) from

@@ -56,11 +56,7 @@ func (k convFitKernel[T]) gradKernel(i int) gradComputation[T] {
 }
 
 func (k convFitKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
-	lx, err := checkedMixture(in[0], "data")
-	if err != nil {
-		return err
-	}
-	lk, err := checkedMixture(in[1], "kernels")
+	lx, lk, err := checkedConvInputs(in)
 	if err != nil {
 		return err
 	}
@@ -84,11 +80,7 @@ func (g convFitGradKernel[T]) writeParams(w io.Writer) { fmt.Fprintf(w, "n=%d wr
 func (convFitGradKernel[T]) computations() []string { return []string{"ConvFitBackward"} }
 
 func (g convFitGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
-	lx, err := checkedMixture(in[0], "data")
-	if err != nil {
-		return err
-	}
-	lk, err := checkedMixture(in[1], "kernels")
+	lx, lk, err := checkedConvInputs(in)
 	if err != nil {
 		return err
 	}
