@@ -79,6 +79,9 @@ func runFlags(fs *flag.FlagSet) (apply func() (train.RunConfig, error)) {
 		c.CacheDir = *cache
 		set(*layers != "", func() { c.Layers, c.Radii = *layers, nil })
 		set(*reduction != "", func() { c.Reduction = *reduction })
+		if *fused < -1 {
+			return c, errors.Errorf("--fused %d: want a factor ≥ 1, or 0 for the unfused path", *fused)
+		}
 		set(*fused >= 0, func() { c.Fused = *fused })
 		set(*dense >= 0, func() { c.DenseHead = *dense })
 		set(*batch > 0, func() { c.Batch = *batch })
