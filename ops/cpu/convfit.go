@@ -236,30 +236,14 @@ func (cf *convFit[T]) bounds() mortonBox {
 		lower[a], upper[a] = math.Inf(1), math.Inf(-1)
 	}
 	for c := range cf.lx.C {
-		xl, xu := positionRange(cf.x, cf.lx, cf.b, c)
-		kl, ku := positionRange(cf.k, cf.lk, cf.o, c)
+		xl, xu := positionBounds(mixture.Mixture(cf.x, cf.lx, cf.b*cf.lx.C+c), d)
+		kl, ku := positionBounds(mixture.Mixture(cf.k, cf.lk, cf.o*cf.lk.C+c), d)
 		for a := range d {
 			lower[a] = math.Min(lower[a], xl[a]+kl[a])
 			upper[a] = math.Max(upper[a], xu[a]+ku[a])
 		}
 	}
 	return newMortonBox(d, lower, upper)
-}
-
-// positionRange returns the per-axis extremes of the positions of mixture
-// (b, c) of data.
-func positionRange[T Float](data []T, l mixture.Layout, b, c int) (lower, upper [3]float64) {
-	for a := range l.D {
-		lower[a], upper[a] = math.Inf(1), math.Inf(-1)
-	}
-	mx := mixture.Mixture(data, l, b*l.C+c)
-	for g := 0; g < len(mx); g += l.Stride() {
-		for a := range l.D {
-			p := float64(mx[g+1+a])
-			lower[a], upper[a] = math.Min(lower[a], p), math.Max(upper[a], p)
-		}
-	}
-	return lower, upper
 }
 
 // convFitMoments is the moment match of the components below one node:

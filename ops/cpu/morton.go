@@ -19,17 +19,7 @@ const mortonBits = 10
 // are unique and the index breaks Morton ties: key = morton30·2¹⁶ + index.
 func mortonKeys[T Float](d int, mix []T, n int, keys, buf []uint64) {
 	s := 1 + d + d*d
-	var lower, upper [3]float64
-	for j := range d {
-		lower[j], upper[j] = math.Inf(1), math.Inf(-1)
-	}
-	for k := range n {
-		for j := range d {
-			v := float64(mix[k*s+1+j])
-			lower[j] = math.Min(lower[j], v)
-			upper[j] = math.Max(upper[j], v)
-		}
-	}
+	lower, upper := positionBounds(mix[:n*s], d)
 	box := newMortonBox(d, lower, upper)
 	for k := range n {
 		var p [3]float64
@@ -39,6 +29,21 @@ func mortonKeys[T Float](d int, mix []T, n int, keys, buf []uint64) {
 		keys[k] = uint64(box.code(p))<<16 | uint64(k)
 	}
 	sortKeys(keys[:n], buf[:n])
+}
+
+// positionBounds returns the per-axis extremes of the positions of the
+// packed d-dimensional Gaussians mx.
+func positionBounds[T Float](mx []T, d int) (lower, upper [3]float64) {
+	for a := range d {
+		lower[a], upper[a] = math.Inf(1), math.Inf(-1)
+	}
+	for g := 0; g < len(mx); g += 1 + d + d*d {
+		for a := range d {
+			p := float64(mx[g+1+a])
+			lower[a], upper[a] = math.Min(lower[a], p), math.Max(upper[a], p)
+		}
+	}
+	return lower, upper
 }
 
 // mortonBox maps positions in a bounding box to 30-bit Morton codes.
