@@ -39,3 +39,36 @@ func reluHsum8(v archsimd.Float32x8) float32 {
 	h = h.AddPairs(h)
 	return h.AddPairs(h).GetElem(0)
 }
+
+// expVec16 is expVec8 on sixteen AVX-512 lanes. AVX-512 rounds with
+// VRNDSCALEPS and applies 2ⁿ with VSCALEFPS, which replaces the four integer
+// operations that assemble 2ⁿ in expVec8 and also rounds subnormal results
+// correctly; the lower clamp is therefore −104, below which e^x rounds to 0
+// in float32, instead of −88.
+type expVec16 struct {
+	lo, hi, log2e, ln2Hi, ln2Lo, p0, p1, p2, p3, p4, p5, one archsimd.Float32x16
+}
+
+func newExpVec16() expVec16 {
+	b := archsimd.BroadcastFloat32x16
+	return expVec16{
+		lo: b(expMinArg16), hi: b(expMaxArg), log2e: b(expLog2e), ln2Hi: b(-expLn2Hi), ln2Lo: b(-expLn2Lo),
+		p0: b(expP0), p1: b(expP1), p2: b(expP2), p3: b(expP3), p4: b(expP4), p5: b(expP5), one: b(1),
+	}
+}
+
+// expMinArg16 is expVec16's lower clamp: e^−104 ≈ 6.8e−46 is below half the
+// smallest subnormal float32, so every smaller argument gives exactly 0.
+const expMinArg16 = -104.0
+
+// exp is expSlice32 on sixteen lanes (same reduction and polynomial).
+func (c *expVec16) exp(x archsimd.Float32x16) archsimd.Float32x16 {
+	x = x.Max(c.lo).Min(c.hi)
+	n := x.Mul(c.log2e).RoundToEvenScaled(0)
+	r := n.MulAdd(c.ln2Lo, n.MulAdd(c.ln2Hi, x))
+	p := c.p0.MulAdd(r, c.p1).MulAdd(r, c.p2).MulAdd(r, c.p3).MulAdd(r, c.p4).MulAdd(r, c.p5).MulAdd(r.Mul(r), r.Add(c.one))
+	return p.Scale(n)
+}
+
+// hsum16 returns the sum of the sixteen lanes.
+func hsum16(v archsimd.Float32x16) float32 { return reluHsum8(v.GetLo().Add(v.GetHi())) }
