@@ -2,23 +2,39 @@
 
 package cpu
 
-import "simd/archsimd"
+import (
+	"simd/archsimd"
+	"unsafe"
+)
 
 // reluSIMD reports whether the CPU runs the 8-lane float32 loops: they need
-// AVX2 (integer shifts of the exponent, masks) and FMA.
-var reluSIMD = archsimd.X86.AVX2() && archsimd.X86.FMA()
+// AVX2 (integer shifts of the exponent, masks) and FMA. reluSIMD16 reports
+// whether it runs the 16-lane AVX-512 loops instead. Both widths are kept:
+// on AVX-512 the wider loops issue half the instructions per term (and
+// VSCALEFPS shortens the exponential), while AVX2-only CPUs would otherwise
+// fall back to the scalar loops, several times slower.
+var (
+	reluSIMD   = archsimd.X86.AVX2() && archsimd.X86.FMA()
+	reluSIMD16 = archsimd.X86.AVX512()
+)
 
-// reluForwardFast runs the forward sums with AVX2 for float32 and reports
-// whether it did; other types and CPUs take the scalar loops.
+// reluForwardFast runs the forward sums with AVX-512 or AVX2 for float32 and
+// reports whether it did; other types and CPUs take the scalar loops.
 func reluForwardFast[T Float](s *reluWork[T]) bool {
 	f, ok := any(s).(*reluWork[float32])
-	if !ok || !reluSIMD {
+	switch {
+	case !ok:
 		return false
-	}
-	if f.d == 2 {
+	case reluSIMD16 && f.d == 2:
+		reluForward2x16(f)
+	case reluSIMD16:
+		reluForward3x16(f)
+	case reluSIMD && f.d == 2:
 		reluForward2x8(f)
-	} else {
+	case reluSIMD:
 		reluForward3x8(f)
+	default:
+		return false
 	}
 	return true
 }
@@ -26,33 +42,55 @@ func reluForwardFast[T Float](s *reluWork[T]) bool {
 // reluBackwardFast is reluForwardFast for the backward sums.
 func reluBackwardFast[T Float](s *reluWork[T]) bool {
 	f, ok := any(s).(*reluWork[float32])
-	if !ok || !reluSIMD {
+	switch {
+	case !ok:
 		return false
-	}
-	if f.d == 2 {
+	case reluSIMD16 && f.d == 2:
+		reluBackward2x16(f)
+	case reluSIMD16:
+		reluBackward3x16(f)
+	case reluSIMD && f.d == 2:
 		reluBackward2x8(f)
-	} else {
+	case reluSIMD:
 		reluBackward3x8(f)
+	default:
+		return false
 	}
 	return true
 }
 
-// reluBlocks interleaves the padded arrays fields into blocks of eight lanes,
-// block b holding lanes 8b…8b+7 of every field in order, so the vector loops
-// walk one pointer with constant offsets instead of one bounds-checked slice
-// per field. The blocks live in the worker's scratch s.vec.
-func reluBlocks(s *reluWork[float32], fields ...[]float32) [][8]float32 {
-	nf, nb := len(fields), len(s.row)/8
-	if cap(s.vec) < nf*nb {
-		s.vec = make([][8]float32, nf*nb)
+// reluBlocks interleaves the padded arrays fields into blocks of w lanes,
+// block b holding lanes wb…wb+w−1 of every field in order, so the vector
+// loops walk one pointer with constant offsets instead of one bounds-checked
+// slice per field. The blocks live in the worker's scratch s.vec; blocks8
+// and blocks16 view them as vectors.
+func reluBlocks(s *reluWork[float32], w int, fields ...[]float32) []float32 {
+	nf, nb := len(fields), len(s.row)/w
+	if cap(s.vec) < nf*nb*w {
+		s.vec = make([]float32, nf*nb*w)
 	}
-	v := s.vec[:nf*nb]
+	v := s.vec[:nf*nb*w]
 	for b := range nb {
 		for f, src := range fields {
-			v[b*nf+f] = [8]float32(src[8*b : 8*b+8])
+			copy(v[(b*nf+f)*w:], src[w*b:w*(b+1)])
 		}
 	}
 	return v
+}
+
+// reluUnblock copies field f of the nf-field blocks v of w lanes into dst.
+func reluUnblock(dst, v []float32, w, nf, f int) {
+	for b := range len(v) / (nf * w) {
+		copy(dst[w*b:], v[(b*nf+f)*w:(b*nf+f+1)*w])
+	}
+}
+
+func blocks8(v []float32) [][8]float32 {
+	return unsafe.Slice((*[8]float32)(unsafe.Pointer(unsafe.SliceData(v))), len(v)/8)
+}
+
+func blocks16(v []float32) [][16]float32 {
+	return unsafe.Slice((*[16]float32)(unsafe.Pointer(unsafe.SliceData(v))), len(v)/16)
 }
 
 // reluVec loads one field of a block.
@@ -62,7 +100,7 @@ func reluVec(p *[8]float32) archsimd.Float32x8 { return archsimd.LoadFloat32x8(p
 // padding Gaussians have an = xn = 0 and so add nothing.
 func reluForward2x8(s *reluWork[float32]) {
 	const nf = 7
-	v := reluBlocks(s, s.mu[0], s.mu[1], s.q[0], s.q[1], s.q[2], s.an, s.xn)
+	v := blocks8(reluBlocks(s, 8, s.mu[0], s.mu[1], s.q[0], s.q[1], s.q[2], s.an, s.xn))
 	c := newExpVec8()
 	for k := range s.n {
 		p0, p1 := archsimd.BroadcastFloat32x8(s.mu[0][k]), archsimd.BroadcastFloat32x8(s.mu[1][k])
@@ -83,7 +121,7 @@ func reluForward2x8(s *reluWork[float32]) {
 // reluForward3x8 is reluForward2x8 in 3D.
 func reluForward3x8(s *reluWork[float32]) {
 	const nf = 11
-	v := reluBlocks(s, s.mu[0], s.mu[1], s.mu[2], s.q[0], s.q[1], s.q[2], s.q[3], s.q[4], s.q[5], s.an, s.xn)
+	v := blocks8(reluBlocks(s, 8, s.mu[0], s.mu[1], s.mu[2], s.q[0], s.q[1], s.q[2], s.q[3], s.q[4], s.q[5], s.an, s.xn))
 	c := newExpVec8()
 	for k := range s.n {
 		p0, p1, p2 := archsimd.BroadcastFloat32x8(s.mu[0][k]), archsimd.BroadcastFloat32x8(s.mu[1][k]), archsimd.BroadcastFloat32x8(s.mu[2][k])
@@ -110,7 +148,8 @@ func reluBackward2x8(s *reluWork[float32]) {
 	const nf = 6
 	clear(s.kq[0])
 	clear(s.kq[1])
-	v := reluBlocks(s, s.mu[0], s.mu[1], s.gt, s.ge, s.kq[0], s.kq[1])
+	flat := reluBlocks(s, 8, s.mu[0], s.mu[1], s.gt, s.ge, s.kq[0], s.kq[1])
+	v := blocks8(flat)
 	c := newExpVec8()
 	negHalf := archsimd.BroadcastFloat32x8(-0.5)
 	for j := range s.n {
@@ -141,10 +180,8 @@ func reluBackward2x8(s *reluWork[float32]) {
 		s.u[0][j], s.u[1][j] = reluHsum8(u0), reluHsum8(u1)
 		s.uu[0][j], s.uu[1][j], s.uu[2][j] = reluHsum8(uu00), reluHsum8(uu01), reluHsum8(uu11)
 	}
-	for b := range len(v) / nf {
-		copy(s.kq[0][8*b:], v[b*nf+4][:])
-		copy(s.kq[1][8*b:], v[b*nf+5][:])
-	}
+	reluUnblock(s.kq[0], flat, 8, nf, 4)
+	reluUnblock(s.kq[1], flat, 8, nf, 5)
 }
 
 // reluBackward3x8 is reluBackward2x8 in 3D.
@@ -153,7 +190,8 @@ func reluBackward3x8(s *reluWork[float32]) {
 	clear(s.kq[0])
 	clear(s.kq[1])
 	clear(s.kq[2])
-	v := reluBlocks(s, s.mu[0], s.mu[1], s.mu[2], s.gt, s.ge, s.kq[0], s.kq[1], s.kq[2])
+	flat := reluBlocks(s, 8, s.mu[0], s.mu[1], s.mu[2], s.gt, s.ge, s.kq[0], s.kq[1], s.kq[2])
+	v := blocks8(flat)
 	c := newExpVec8()
 	negHalf := archsimd.BroadcastFloat32x8(-0.5)
 	for j := range s.n {
@@ -193,9 +231,7 @@ func reluBackward3x8(s *reluWork[float32]) {
 		s.uu[0][j], s.uu[1][j], s.uu[2][j] = reluHsum8(uu00), reluHsum8(uu01), reluHsum8(uu02)
 		s.uu[3][j], s.uu[4][j], s.uu[5][j] = reluHsum8(uu11), reluHsum8(uu12), reluHsum8(uu22)
 	}
-	for b := range len(v) / nf {
-		copy(s.kq[0][8*b:], v[b*nf+5][:])
-		copy(s.kq[1][8*b:], v[b*nf+6][:])
-		copy(s.kq[2][8*b:], v[b*nf+7][:])
-	}
+	reluUnblock(s.kq[0], flat, 8, nf, 5)
+	reluUnblock(s.kq[1], flat, 8, nf, 6)
+	reluUnblock(s.kq[2], flat, 8, nf, 7)
 }

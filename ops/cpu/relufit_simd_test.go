@@ -38,6 +38,48 @@ func TestReLUFitExpVec(t *testing.T) {
 	}
 }
 
+// TestExp2Vec16 compares exp2Vec16 with math.Exp2 over its range, the
+// subnormal results included, and checks the clamping at both ends.
+func TestExp2Vec16(t *testing.T) {
+	if !archsimd.X86.AVX512() {
+		t.Skip("CPU without AVX-512")
+	}
+	const (
+		maxRel = 2.4e-7 // 2 ulp
+		steps  = 1 << 20
+	)
+	c := newExp2Vec16()
+	var in, out [16]float32
+	var worst float64
+	for i := 0; i <= steps; i += 16 {
+		for l := range in {
+			in[l] = float32(-150 + 277*float64(min(i+l, steps))/steps)
+		}
+		c.exp2(archsimd.LoadFloat32x16(&in)).Store(&out)
+		for l, got := range out {
+			want := math.Exp2(float64(in[l]))
+			if want < 0x1p-126 {
+				if math.Abs(float64(got)-want) > 0x1p-149 {
+					t.Fatalf("2^%v = %g, want %g (subnormal range)", in[l], got, want)
+				}
+				continue
+			}
+			worst = max(worst, math.Abs(float64(got)-want)/want)
+		}
+	}
+	if worst > maxRel {
+		t.Errorf("worst relative error %.3g > %g", worst, maxRel)
+	}
+	in = [16]float32{-151, -1e4, float32(math.Inf(-1)), 0, 1, -1, 0.5, 10, 1e4, float32(math.Inf(1))}
+	c.exp2(archsimd.LoadFloat32x16(&in)).Store(&out)
+	want := [16]float32{0, 0, 0, 1, 2, 0.5, float32(math.Sqrt2), 1024, 0x1p127, 0x1p127, 1, 1, 1, 1, 1, 1}
+	for l := range out {
+		if math.Abs(float64(out[l]-want[l])) > 2.4e-7*float64(want[l]) {
+			t.Errorf("2^%v = %v, want %v", in[l], out[l], want[l])
+		}
+	}
+}
+
 // checkVecExp checks an exponential of w lanes on a grid of [lo, 88] and
 // at the edges.
 func checkVecExp(t *testing.T, lo float32, w int, exp func(in, out []float32)) {

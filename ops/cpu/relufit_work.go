@@ -9,9 +9,10 @@ import (
 )
 
 // reluLanes is the padding granularity of the structure-of-arrays buffers:
-// one AVX2 vector of float32. Padding entries have zero weights, so they add
-// nothing to any sum, and finite parameters, so they never produce NaN.
-const reluLanes = 8
+// one AVX-512 vector of float32 (two AVX2 vectors). Padding entries have zero
+// weights, so they add nothing to any sum, and finite parameters, so they
+// never produce NaN.
+const reluLanes = 16
 
 // reluWork is one worker's structure-of-arrays copy of a mixture, laid out so
 // that the O(N²) loops read contiguous arrays. Each term is
@@ -36,7 +37,7 @@ type reluWork[T Float] struct {
 	t, e []T          // target and approximation at the centroids
 	row  []T          // scratch: one row of exponents, then of their exponentials
 	rowU [3][]T       // scratch: one row of u = A_j δ (backward)
-	vec  [][8]float32 // scratch of the vectorised float32 loops (relufit_simd.go)
+	vec  []float32    // scratch of the vectorised float32 loops (relufit_simd.go)
 
 	// Backward state: per centroid k the sensitivities gt = ∂L/∂t_k,
 	// ge = ∂L/∂e_k, the direct ∂L/∂x_k and kq = Σ_j w_kj u_kj; per Gaussian j

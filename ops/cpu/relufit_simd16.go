@@ -1,0 +1,160 @@
+//go:build goexperiment.simd && amd64
+
+package cpu
+
+import "simd/archsimd"
+
+// The loops of relufit_simd.go on sixteen AVX-512 lanes, term for term,
+// except that the exponent is computed in base 2: log₂e is folded into the
+// quadratic form's coefficients once per mixture and exp2Vec16 replaces the
+// exponential. That adds one float32 rounding of the exponent, as large as
+// the ones the quadratic form already carries.
+
+// reluScaleFields multiplies fields [f0, f1) of the nf-field blocks v of w
+// lanes by c.
+func reluScaleFields(v []float32, w, nf, f0, f1 int, c float32) {
+	for b := 0; b < len(v); b += nf * w {
+		for i := range v[b+f0*w : b+f1*w] {
+			v[b+f0*w+i] *= c
+		}
+	}
+}
+
+func reluVec16(p *[16]float32) archsimd.Float32x16 { return archsimd.LoadFloat32x16(p) }
+
+func broadcast16(v float32) archsimd.Float32x16 { return archsimd.BroadcastFloat32x16(v) }
+
+// reluForward2x16 is reluForward2x8 with sixteen Gaussians j per vector.
+func reluForward2x16(s *reluWork[float32]) {
+	const nf = 7
+	flat := reluBlocks(s, 16, s.mu[0], s.mu[1], s.q[0], s.q[1], s.q[2], s.an, s.xn)
+	reluScaleFields(flat, 16, nf, 2, 5, expLog2e)
+	v := blocks16(flat)
+	c := newExp2Vec16()
+	for k := range s.n {
+		p0, p1 := broadcast16(s.mu[0][k]), broadcast16(s.mu[1][k])
+		var ta, te archsimd.Float32x16
+		for b := 0; b+nf <= len(v); b += nf {
+			g := (*[nf][16]float32)(v[b : b+nf])
+			d0, d1 := p0.Sub(reluVec16(&g[0])), p1.Sub(reluVec16(&g[1]))
+			h := reluVec16(&g[2]).MulAdd(d0, reluVec16(&g[3]).Mul(d1))
+			x := reluVec16(&g[4]).Mul(d1).MulAdd(d1, d0.Mul(h))
+			e := c.exp2(x)
+			ta = reluVec16(&g[5]).MulAdd(e, ta)
+			te = reluVec16(&g[6]).MulAdd(e, te)
+		}
+		s.t[k], s.e[k] = hsum16(ta), hsum16(te)
+	}
+}
+
+// reluForward3x16 is reluForward2x16 in 3D.
+func reluForward3x16(s *reluWork[float32]) {
+	const nf = 11
+	flat := reluBlocks(s, 16, s.mu[0], s.mu[1], s.mu[2], s.q[0], s.q[1], s.q[2], s.q[3], s.q[4], s.q[5], s.an, s.xn)
+	reluScaleFields(flat, 16, nf, 3, 9, expLog2e)
+	v := blocks16(flat)
+	c := newExp2Vec16()
+	for k := range s.n {
+		p0, p1, p2 := broadcast16(s.mu[0][k]), broadcast16(s.mu[1][k]), broadcast16(s.mu[2][k])
+		var ta, te archsimd.Float32x16
+		for b := 0; b+nf <= len(v); b += nf {
+			g := (*[nf][16]float32)(v[b : b+nf])
+			d0, d1, d2 := p0.Sub(reluVec16(&g[0])), p1.Sub(reluVec16(&g[1])), p2.Sub(reluVec16(&g[2]))
+			h := reluVec16(&g[3]).MulAdd(d0, reluVec16(&g[4]).MulAdd(d1, reluVec16(&g[5]).Mul(d2)))
+			x := d0.Mul(h)
+			h = reluVec16(&g[6]).MulAdd(d1, reluVec16(&g[7]).Mul(d2))
+			x = reluVec16(&g[8]).Mul(d2).MulAdd(d2, d1.MulAdd(h, x))
+			e := c.exp2(x)
+			ta = reluVec16(&g[9]).MulAdd(e, ta)
+			te = reluVec16(&g[10]).MulAdd(e, te)
+		}
+		s.t[k], s.e[k] = hsum16(ta), hsum16(te)
+	}
+}
+
+// reluBackward2x16 is reluBackward2x8 with sixteen centroids k per vector.
+func reluBackward2x16(s *reluWork[float32]) {
+	const nf = 6
+	clear(s.kq[0])
+	clear(s.kq[1])
+	flat := reluBlocks(s, 16, s.mu[0], s.mu[1], s.gt, s.ge, s.kq[0], s.kq[1])
+	v := blocks16(flat)
+	c := newExp2Vec16()
+	negHalf := broadcast16(-0.5 * expLog2e)
+	for j := range s.n {
+		p0, p1 := broadcast16(s.mu[0][j]), broadcast16(s.mu[1][j])
+		a00, a01, a11 := broadcast16(s.sym[0][j]), broadcast16(s.sym[1][j]), broadcast16(s.sym[2][j])
+		anj, xnj := broadcast16(s.an[j]), broadcast16(s.xn[j])
+		var ga, gx, u0, u1, uu00, uu01, uu11 archsimd.Float32x16
+		for b := 0; b+nf <= len(v); b += nf {
+			g := (*[nf][16]float32)(v[b : b+nf])
+			d0, d1 := reluVec16(&g[0]).Sub(p0), reluVec16(&g[1]).Sub(p1)
+			v0 := a00.MulAdd(d0, a01.Mul(d1))
+			v1 := a01.MulAdd(d0, a11.Mul(d1))
+			e := c.exp2(d0.MulAdd(v0, d1.Mul(v1)).Mul(negHalf))
+			et, ee := e.Mul(reluVec16(&g[2])), e.Mul(reluVec16(&g[3]))
+			ga, gx = ga.Add(et), gx.Add(ee)
+			w := et.MulAdd(anj, ee.Mul(xnj))
+			w0, w1 := w.Mul(v0), w.Mul(v1)
+			u0, u1 = u0.Add(w0), u1.Add(w1)
+			uu00 = w0.MulAdd(v0, uu00)
+			uu01 = w0.MulAdd(v1, uu01)
+			uu11 = w1.MulAdd(v1, uu11)
+			reluVec16(&g[4]).Add(w0).Store(&g[4])
+			reluVec16(&g[5]).Add(w1).Store(&g[5])
+		}
+		s.ga[j], s.gx[j] = hsum16(ga)*s.nrm[j], hsum16(gx)*s.nrm[j]
+		s.u[0][j], s.u[1][j] = hsum16(u0), hsum16(u1)
+		s.uu[0][j], s.uu[1][j], s.uu[2][j] = hsum16(uu00), hsum16(uu01), hsum16(uu11)
+	}
+	reluUnblock(s.kq[0], flat, 16, nf, 4)
+	reluUnblock(s.kq[1], flat, 16, nf, 5)
+}
+
+// reluBackward3x16 is reluBackward2x16 in 3D.
+func reluBackward3x16(s *reluWork[float32]) {
+	const nf = 8
+	clear(s.kq[0])
+	clear(s.kq[1])
+	clear(s.kq[2])
+	flat := reluBlocks(s, 16, s.mu[0], s.mu[1], s.mu[2], s.gt, s.ge, s.kq[0], s.kq[1], s.kq[2])
+	v := blocks16(flat)
+	c := newExp2Vec16()
+	negHalf := broadcast16(-0.5 * expLog2e)
+	for j := range s.n {
+		p0, p1, p2 := broadcast16(s.mu[0][j]), broadcast16(s.mu[1][j]), broadcast16(s.mu[2][j])
+		a00, a01, a02 := broadcast16(s.sym[0][j]), broadcast16(s.sym[1][j]), broadcast16(s.sym[2][j])
+		a11, a12, a22 := broadcast16(s.sym[3][j]), broadcast16(s.sym[4][j]), broadcast16(s.sym[5][j])
+		anj, xnj := broadcast16(s.an[j]), broadcast16(s.xn[j])
+		var ga, gx, u0, u1, u2, uu00, uu01, uu02, uu11, uu12, uu22 archsimd.Float32x16
+		for b := 0; b+nf <= len(v); b += nf {
+			g := (*[nf][16]float32)(v[b : b+nf])
+			d0, d1, d2 := reluVec16(&g[0]).Sub(p0), reluVec16(&g[1]).Sub(p1), reluVec16(&g[2]).Sub(p2)
+			v0 := a00.MulAdd(d0, a01.MulAdd(d1, a02.Mul(d2)))
+			v1 := a01.MulAdd(d0, a11.MulAdd(d1, a12.Mul(d2)))
+			v2 := a02.MulAdd(d0, a12.MulAdd(d1, a22.Mul(d2)))
+			e := c.exp2(d0.MulAdd(v0, d1.MulAdd(v1, d2.Mul(v2))).Mul(negHalf))
+			et, ee := e.Mul(reluVec16(&g[3])), e.Mul(reluVec16(&g[4]))
+			ga, gx = ga.Add(et), gx.Add(ee)
+			w := et.MulAdd(anj, ee.Mul(xnj))
+			w0, w1, w2 := w.Mul(v0), w.Mul(v1), w.Mul(v2)
+			u0, u1, u2 = u0.Add(w0), u1.Add(w1), u2.Add(w2)
+			uu00 = w0.MulAdd(v0, uu00)
+			uu01 = w0.MulAdd(v1, uu01)
+			uu02 = w0.MulAdd(v2, uu02)
+			uu11 = w1.MulAdd(v1, uu11)
+			uu12 = w1.MulAdd(v2, uu12)
+			uu22 = w2.MulAdd(v2, uu22)
+			reluVec16(&g[5]).Add(w0).Store(&g[5])
+			reluVec16(&g[6]).Add(w1).Store(&g[6])
+			reluVec16(&g[7]).Add(w2).Store(&g[7])
+		}
+		s.ga[j], s.gx[j] = hsum16(ga)*s.nrm[j], hsum16(gx)*s.nrm[j]
+		s.u[0][j], s.u[1][j], s.u[2][j] = hsum16(u0), hsum16(u1), hsum16(u2)
+		s.uu[0][j], s.uu[1][j], s.uu[2][j] = hsum16(uu00), hsum16(uu01), hsum16(uu02)
+		s.uu[3][j], s.uu[4][j], s.uu[5][j] = hsum16(uu11), hsum16(uu12), hsum16(uu22)
+	}
+	reluUnblock(s.kq[0], flat, 16, nf, 5)
+	reluUnblock(s.kq[1], flat, 16, nf, 6)
+	reluUnblock(s.kq[2], flat, 16, nf, 7)
+}
