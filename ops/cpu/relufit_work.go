@@ -27,17 +27,17 @@ const reluLanes = 16
 // backward pass needs u = A δ and reads the symmetrised entries of A from sym.
 type reluWork[T Float] struct {
 	n, d int
-	mu   [3][]T       // positions μ_j
-	q    [6][]T       // exponent coefficients, order 00 01 11 (2D) or 00 01 02 11 12 22 (3D)
-	sym  [6][]T       // symmetrised Σ_j⁻¹ entries in the same order
-	nrm  []T          // normalisation N(μ_j; μ_j, Σ_j)
-	an   []T          // a_j·nrm_j
-	xn   []T          // x_j·nrm_j
-	a, x []T          // input and coarse weights
-	t, e []T          // target and approximation at the centroids
-	row  []T          // scratch: one row of exponents, then of their exponentials
-	rowU [3][]T       // scratch: one row of u = A_j δ (backward)
-	vec  []float32    // scratch of the vectorised float32 loops (relufit_simd.go)
+	mu   [3][]T    // positions μ_j
+	q    [6][]T    // exponent coefficients, order 00 01 11 (2D) or 00 01 02 11 12 22 (3D)
+	sym  [6][]T    // symmetrised Σ_j⁻¹ entries in the same order
+	nrm  []T       // normalisation N(μ_j; μ_j, Σ_j)
+	an   []T       // a_j·nrm_j
+	xn   []T       // x_j·nrm_j
+	a, x []T       // input and coarse weights
+	t, e []T       // target and approximation at the centroids
+	row  []T       // scratch: one row of exponents, then of their exponentials
+	rowU [3][]T    // scratch: one row of u = A_j δ (backward)
+	vec  []float32 // scratch of the vectorised float32 loops (relufit_simd.go)
 
 	// Backward state: per centroid k the sensitivities gt = ∂L/∂t_k,
 	// ge = ∂L/∂e_k, the direct ∂L/∂x_k and kq = Σ_j w_kj u_kj; per Gaussian j
