@@ -237,7 +237,7 @@ func testReLUFit[T Float](t *testing.T) {
 			must(t, cpu.ReLUFit(want, x, l, opts))
 			compare(t, name+" y", y, want, tolerance[T](false))
 			dx, wdx := make([]T, l.Len()), make([]T, l.Len())
-			must(t, gpu[T]().ReLUFitBackward(dx, x, g, l, opts))
+			must(t, gpu[T]().ReLUFitBackward(dx, x, g, l, opts, nil))
 			must(t, cpu.ReLUFitBackward(wdx, x, g, l, opts))
 			compare(t, name+" dx", dx, wdx, tolerance[T](true))
 		}
@@ -338,7 +338,7 @@ func BenchmarkReLUFit(b *testing.B) {
 		benchKernels(b, func() error { return gpu[float32]().ReLUFit(y, x, l, device.ReLUFitOptions{}) })
 	})
 	b.Run("Backward/2D_B800_N256", func(b *testing.B) {
-		benchKernels(b, func() error { return gpu[float32]().ReLUFitBackward(y, x, g, l, device.ReLUFitOptions{}) })
+		benchKernels(b, func() error { return gpu[float32]().ReLUFitBackward(y, x, g, l, device.ReLUFitOptions{}, nil) })
 	})
 }
 

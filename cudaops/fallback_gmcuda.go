@@ -13,7 +13,7 @@ import (
 // delegation costs no transfer.
 var fallbackComputations = []string{
 	"ConvFit", "ConvFitBackward", "KeepLargest", "KeepLargestBackward",
-	"TreeHEM", "TreeHEMBackward", "MEM", "MEMBackward",
+	"TreeHEM", "TreeHEMSaving", "TreeHEMBackward", "MEM", "MEMBackward",
 	"WeightDecay", "WeightDecayBackward",
 	"StandardiseScale", "Standardise", "StandardiseBackward",
 	"ScaleWeights",
@@ -43,8 +43,12 @@ func (c Kernels[T]) TreeHEM(y, x []T, l mixture.Layout, np int, o device.TreeHEM
 	return c.cpu.TreeHEM(y, x, l, np, o)
 }
 
-func (c Kernels[T]) TreeHEMBackward(dx, x, g []T, l mixture.Layout, np int, o device.TreeHEMOptions) error {
-	return c.cpu.TreeHEMBackward(dx, x, g, l, np, o)
+func (c Kernels[T]) TreeHEMSaving(y, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) (device.Saved, error) {
+	return c.cpu.TreeHEMSaving(y, x, l, np, o)
+}
+
+func (c Kernels[T]) TreeHEMBackward(dx, x, g []T, l mixture.Layout, np int, o device.TreeHEMOptions, saved device.Saved) error {
+	return c.cpu.TreeHEMBackward(dx, x, g, l, np, o, saved)
 }
 
 func (c Kernels[T]) MEM(y, x []T, l mixture.Layout, np int) error {

@@ -213,11 +213,17 @@ func (c Kernels[T]) ReLUFit(y, x []T, l mixture.Layout, opts device.ReLUFitOptio
 	return finite(y, l, "ReLU fit output")
 }
 
+// ReLUFitSaving is ReLUFit: the GPU kernels keep nothing between the passes,
+// since the backward recomputes the sums at the price of one more launch.
+func (c Kernels[T]) ReLUFitSaving(y, x []T, l mixture.Layout, opts device.ReLUFitOptions) (device.Saved, error) {
+	return nil, c.ReLUFit(y, x, l, opts)
+}
+
 // ReLUFitBackward is device.Kernels.ReLUFitBackward on the GPU: a pass over the
 // centroids computes ∂L/∂t, ∂L/∂e and the direct ∂L/∂x into device scratch,
 // which a pass over the components then reads; the scratch never leaves
-// the device.
-func (c Kernels[T]) ReLUFitBackward(dx, x, g []T, l mixture.Layout, opts device.ReLUFitOptions) error {
+// the device. ReLUFitSaving saves nothing, so saved is always nil.
+func (c Kernels[T]) ReLUFitBackward(dx, x, g []T, l mixture.Layout, opts device.ReLUFitOptions, _ device.Saved) error {
 	paper, coarse, floor, off, err := reluArgs(opts)
 	if err != nil {
 		return err

@@ -122,9 +122,14 @@ func (r recorder[T]) ReLUFit(y, x []T, l mixture.Layout, opts device.ReLUFitOpti
 	return r.k.ReLUFit(y, x, l, opts)
 }
 
-func (r recorder[T]) ReLUFitBackward(dx, x, g []T, l mixture.Layout, opts device.ReLUFitOptions) error {
-	r.log.add("ReLUFitBackward")
-	return r.k.ReLUFitBackward(dx, x, g, l, opts)
+func (r recorder[T]) ReLUFitSaving(y, x []T, l mixture.Layout, opts device.ReLUFitOptions) (device.Saved, error) {
+	r.log.add("ReLUFitSaving")
+	return r.k.ReLUFitSaving(y, x, l, opts)
+}
+
+func (r recorder[T]) ReLUFitBackward(dx, x, g []T, l mixture.Layout, opts device.ReLUFitOptions, saved device.Saved) error {
+	r.log.add(savedName("ReLUFitBackward", saved))
+	return r.k.ReLUFitBackward(dx, x, g, l, opts, saved)
 }
 
 func (r recorder[T]) TreeHEM(y, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) error {
@@ -132,9 +137,23 @@ func (r recorder[T]) TreeHEM(y, x []T, l mixture.Layout, np int, o device.TreeHE
 	return r.k.TreeHEM(y, x, l, np, o)
 }
 
-func (r recorder[T]) TreeHEMBackward(dx, x, g []T, l mixture.Layout, np int, o device.TreeHEMOptions) error {
-	r.log.add("TreeHEMBackward")
-	return r.k.TreeHEMBackward(dx, x, g, l, np, o)
+func (r recorder[T]) TreeHEMSaving(y, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) (device.Saved, error) {
+	r.log.add("TreeHEMSaving")
+	return r.k.TreeHEMSaving(y, x, l, np, o)
+}
+
+func (r recorder[T]) TreeHEMBackward(dx, x, g []T, l mixture.Layout, np int, o device.TreeHEMOptions, saved device.Saved) error {
+	r.log.add(savedName("TreeHEMBackward", saved))
+	return r.k.TreeHEMBackward(dx, x, g, l, np, o, saved)
+}
+
+// savedName logs a backward computation that received saved state as
+// "name(saved)", so tests see whether the forward's state reached it.
+func savedName(name string, saved device.Saved) string {
+	if saved != nil {
+		return name + "(saved)"
+	}
+	return name
 }
 
 func (r recorder[T]) MEM(y, x []T, l mixture.Layout, np int) error {

@@ -109,6 +109,14 @@ func (g gradKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]
 	return g.gradComputation.do(dev, out, in)
 }
 
+// doSaved is do for a resuming computation with its forward's saved state.
+func (g gradKernel[T]) doSaved(dev device.Kernels[T], out operand[T], in []operand[T], saved device.Saved) error {
+	if err := checkedFinite(in[len(in)-1], "grad"); err != nil {
+		return err
+	}
+	return g.gradComputation.(resuming[T]).doSaved(dev, out, in, saved)
+}
+
 func newGrad[T Float](fwd kernel[T], i int) gradKernel[T] {
 	return gradKernel[T]{gradComputation: fwd.(differentiable[T]).gradKernel(i), fwd: fwd, wrt: i}
 }
@@ -120,10 +128,11 @@ var opIDs atomic.Uint64
 // kernel by the inputs' dtype, the only dtype dispatch of the package. Each
 // op carries a unique id so Gorgonia's hash-consing never merges two ops.
 type op struct {
-	k32 kernel[float32]
-	k64 kernel[float64]
-	dev *device.Device
-	id  uint64
+	k32  kernel[float32]
+	k64  kernel[float64]
+	dev  *device.Device
+	id   uint64
+	memo *memo // shared by a saving forward op and its grad ops; nil otherwise
 }
 
 // newOp returns the op of a kernel on the device that UseDevice selected.
@@ -213,13 +222,15 @@ func (o *op) Do(vals ...G.Value) (G.Value, error) {
 		in[i] = d
 	}
 	if dt == tensor.Float32 {
-		return run(o.k32, o.dev.F32, in)
+		return run(o.k32, o.dev.F32, in, o.memo)
 	}
-	return run(o.k64, o.dev.F64, in)
+	return run(o.k64, o.dev.F64, in, o.memo)
 }
 
 // run checks the shapes of in and runs k on dev into a new output tensor.
-func run[T Float](k kernel[T], dev device.Kernels[T], in []*tensor.Dense) (*tensor.Dense, error) {
+// With a memo, a saving forward kernel records its saved state in it and a
+// resuming grad kernel uses the state if in holds the same forward inputs.
+func run[T Float](k kernel[T], dev device.Kernels[T], in []*tensor.Dense, m *memo) (*tensor.Dense, error) {
 	shapes := make([]tensor.Shape, len(in))
 	for i, d := range in {
 		shapes[i] = d.Shape()
@@ -238,10 +249,32 @@ func run[T Float](k kernel[T], dev device.Kernels[T], in []*tensor.Dense) (*tens
 		args[i] = operand[T]{shape: shapes[i], data: d.Data().([]T)}
 	}
 	out := operand[T]{shape: s, data: make([]T, s.TotalSize())}
-	if err := k.do(dev, out, args); err != nil {
+	if err := runWith(k, dev, out, args, m); err != nil {
 		return nil, errors.Wrap(err, k.name())
 	}
 	return tensor.New(tensor.WithShape(s...), tensor.WithBacking(out.data)), nil
+}
+
+// runWith runs k with the memo m (see run).
+func runWith[T Float](k kernel[T], dev device.Kernels[T], out operand[T], args []operand[T], m *memo) error {
+	if m == nil {
+		return k.do(dev, out, args)
+	}
+	if sk, ok := k.(saving[T]); ok {
+		saved, err := sk.doSaving(dev, out, args)
+		if err == nil {
+			keep(m, args, saved)
+		}
+		return err
+	}
+	if g, ok := k.(gradKernel[T]); ok {
+		if _, ok := g.gradComputation.(resuming[T]); ok {
+			if saved := recall(m, args[:len(args)-2]); saved != nil {
+				return g.doSaved(dev, out, args, saved)
+			}
+		}
+	}
+	return k.do(dev, out, args)
 }
 
 // ReturnsPtr reports false: the output is always a new tensor.
@@ -281,11 +314,16 @@ func (o *op) DiffWRT(n int) []bool {
 }
 
 // SymDiff returns one grad node per differentiable input (nil elsewhere);
-// the grad ops run on the forward op's device.
+// the grad ops run on the forward op's device. An op whose forward can save
+// state for its grad ops (the ReLU fit, TreeHEM) gets a memo here, which it
+// shares with them.
 func (o *op) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
 	d, ok := o.k64.(differentiable[float64])
 	if !ok {
 		return nil, errors.Errorf("%s is not differentiable", o.spec().name())
+	}
+	if _, ok := o.k64.(saving[float64]); ok && o.memo == nil {
+		o.memo = &memo{}
 	}
 	args := append(append(G.Nodes{}, inputs...), output, grad)
 	out := make(G.Nodes, len(inputs))
@@ -304,7 +342,9 @@ func (o *op) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
 
 // gradOp returns the op computing ∂L/∂input[i].
 func (o *op) gradOp(i int) *op {
-	return newOpOn(o.dev, newGrad(o.k32, i), newGrad(o.k64, i))
+	g := newOpOn(o.dev, newGrad(o.k32, i), newGrad(o.k64, i))
+	g.memo = o.memo
+	return g
 }
 
 var (

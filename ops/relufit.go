@@ -38,7 +38,7 @@ func (reluFitSpec) inputNames() []string      { return []string{"mixture"} }
 func (reluFitSpec) ranks() []int              { return []int{4, 4} }
 func (k reluFitSpec) writeParams(w io.Writer) { fmt.Fprintf(w, "%+v", k.opts) }
 func (reluFitSpec) diffWRT() []bool           { return []bool{true} }
-func (reluFitSpec) computations() []string    { return []string{"ReLUFit"} }
+func (reluFitSpec) computations() []string    { return []string{"ReLUFit", "ReLUFitSaving"} }
 
 func (k reluFitSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	if _, err := k.opts.Resolve(); err != nil {
@@ -64,9 +64,18 @@ func (k reluFitKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand
 	return dev.ReLUFit(out.data, in[0].data, l, k.opts)
 }
 
-// reluFitGradKernel computes ∂L/∂mixture from (mixture, output, grad); the
-// forward sums are recomputed from the mixture, as the output alone does not
-// determine them.
+func (k reluFitKernel[T]) doSaving(dev device.Kernels[T], out operand[T], in []operand[T]) (device.Saved, error) {
+	l, err := checkedMixture(in[0], "mixture")
+	if err != nil {
+		return nil, err
+	}
+	return dev.ReLUFitSaving(out.data, in[0].data, l, k.opts)
+}
+
+// reluFitGradKernel computes ∂L/∂mixture from (mixture, output, grad). The
+// output alone does not determine the forward sums: they come from the
+// forward run when it saved them for this mixture and are recomputed
+// otherwise.
 type reluFitGradKernel[T Float] struct{ reluFitSpec }
 
 func (reluFitGradKernel[T]) name() string           { return "gm.ReLUFitGrad" }
@@ -77,5 +86,13 @@ func (k reluFitGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []ope
 	if err != nil {
 		return err
 	}
-	return dev.ReLUFitBackward(out.data, in[0].data, in[2].data, l, k.opts)
+	return dev.ReLUFitBackward(out.data, in[0].data, in[2].data, l, k.opts, nil)
+}
+
+func (k reluFitGradKernel[T]) doSaved(dev device.Kernels[T], out operand[T], in []operand[T], saved device.Saved) error {
+	l, err := mixture.LayoutOf(in[0].shape)
+	if err != nil {
+		return err
+	}
+	return dev.ReLUFitBackward(out.data, in[0].data, in[2].data, l, k.opts, saved)
 }

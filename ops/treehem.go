@@ -20,9 +20,11 @@ type TreeHEMOptions = device.TreeHEMOptions
 // [B, C, N, ·] to np components [B, C, np, ·] with TreeHEM (hierarchical EM
 // over a Morton-ordered LBVH, Celarek et al. 2022; docs/treehem.md).
 // Parameters are checked when the op is applied: T ∈ {2, 4, 8},
-// T ≤ np ≤ 1024 and N ≤ 65534. The gradient op recomputes the discrete
-// decisions (tree, initial EM components, KL masks, filters, selection) from
-// the same input, so forward and backward share no state.
+// T ≤ np ≤ 1024 and N ≤ 65534. The gradient op takes the discrete decisions
+// (tree, initial EM components, KL masks, filters, selection) of the forward
+// run on the same input when the forward saved them (in a graph with the
+// op's gradient) and recomputes them otherwise: they are a function of the
+// input, so both give the same gradient.
 func NewTreeHEM(np int, o TreeHEMOptions) G.Op {
 	s := treehemSpec{np: np, o: o}
 	return newOp(treehemKernel[float32]{s}, treehemKernel[float64]{s})
@@ -37,7 +39,7 @@ func (treehemSpec) name() string           { return "gm.TreeHEM" }
 func (treehemSpec) inputNames() []string   { return []string{"mixture"} }
 func (treehemSpec) ranks() []int           { return []int{4, 4} }
 func (treehemSpec) diffWRT() []bool        { return []bool{true} }
-func (treehemSpec) computations() []string { return []string{"TreeHEM"} }
+func (treehemSpec) computations() []string { return []string{"TreeHEM", "TreeHEMSaving"} }
 
 func (k treehemSpec) writeParams(w io.Writer) {
 	fmt.Fprintf(w, "np=%d T=%d under=%v", k.np, k.o.Reduction, k.o.UnderFill)
@@ -72,6 +74,14 @@ func (k treehemKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand
 	return dev.TreeHEM(out.data, in[0].data, l, k.np, k.o)
 }
 
+func (k treehemKernel[T]) doSaving(dev device.Kernels[T], out operand[T], in []operand[T]) (device.Saved, error) {
+	l, err := checkedMixture(in[0], "mixture")
+	if err != nil {
+		return nil, err
+	}
+	return dev.TreeHEMSaving(out.data, in[0].data, l, k.np, k.o)
+}
+
 // treehemGradKernel computes ∂L/∂mixture from (mixture, output, grad).
 type treehemGradKernel[T Float] struct{ treehemSpec }
 
@@ -83,5 +93,13 @@ func (k treehemGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []ope
 	if err != nil {
 		return err
 	}
-	return dev.TreeHEMBackward(out.data, in[0].data, in[2].data, l, k.np, k.o)
+	return dev.TreeHEMBackward(out.data, in[0].data, in[2].data, l, k.np, k.o, nil)
+}
+
+func (k treehemGradKernel[T]) doSaved(dev device.Kernels[T], out operand[T], in []operand[T], saved device.Saved) error {
+	l, err := mixture.LayoutOf(in[0].shape)
+	if err != nil {
+		return err
+	}
+	return dev.TreeHEMBackward(out.data, in[0].data, in[2].data, l, k.np, k.o, saved)
 }

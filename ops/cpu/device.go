@@ -3,6 +3,7 @@ package cpu
 import (
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
+	"github.com/pkg/errors"
 )
 
 // Kernels implements device.Kernels[T] with the functions of this package.
@@ -97,9 +98,18 @@ func (Kernels[T]) ReLUFit(y, x []T, l mixture.Layout, opts device.ReLUFitOptions
 	return ReLUFit(y, x, l, opts)
 }
 
-// ReLUFitBackward is ReLUFitBackward.
-func (Kernels[T]) ReLUFitBackward(dx, x, g []T, l mixture.Layout, opts device.ReLUFitOptions) error {
-	return ReLUFitBackward(dx, x, g, l, opts)
+// ReLUFitSaving is ReLUFitSaving; the saved state is the *ReLUFitSums.
+func (Kernels[T]) ReLUFitSaving(y, x []T, l mixture.Layout, opts device.ReLUFitOptions) (device.Saved, error) {
+	return saved(ReLUFitSaving(y, x, l, opts))
+}
+
+// ReLUFitBackward is ReLUFitBackwardSaved.
+func (Kernels[T]) ReLUFitBackward(dx, x, g []T, l mixture.Layout, opts device.ReLUFitOptions, saved device.Saved) error {
+	sums, err := savedAs[*ReLUFitSums[T]](saved, "ReLUFitBackward")
+	if err != nil {
+		return err
+	}
+	return ReLUFitBackwardSaved(dx, x, g, l, opts, sums)
 }
 
 // TreeHEM is TreeHEMForward.
@@ -107,9 +117,47 @@ func (Kernels[T]) TreeHEM(y, x []T, l mixture.Layout, np int, o device.TreeHEMOp
 	return TreeHEMForward(y, x, l, np, o)
 }
 
-// TreeHEMBackward is TreeHEMGrad: it recomputes the decisions from x.
-func (Kernels[T]) TreeHEMBackward(dx, x, g []T, l mixture.Layout, np int, o device.TreeHEMOptions) error {
-	return TreeHEMGrad(dx, x, g, l, np, o)
+// TreeHEMSaving is TreeHEM; the saved state is the *Decisions.
+func (Kernels[T]) TreeHEMSaving(y, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) (device.Saved, error) {
+	return saved(TreeHEM(y, x, l, np, o))
+}
+
+// TreeHEMBackward is TreeHEMBackward with the saved decisions, or TreeHEMGrad,
+// which recomputes them from x, without.
+func (Kernels[T]) TreeHEMBackward(dx, x, g []T, l mixture.Layout, np int, o device.TreeHEMOptions, saved device.Saved) error {
+	dec, err := savedAs[*Decisions](saved, "TreeHEMBackward")
+	switch {
+	case err != nil:
+		return err
+	case dec == nil:
+		return TreeHEMGrad(dx, x, g, l, np, o)
+	case dec.l != l || dec.np != np || dec.o != o:
+		return errors.Errorf("TreeHEMBackward: decisions made for %v → %d with %+v, used for %v → %d with %+v", dec.l.Shape(), dec.np, dec.o, l.Shape(), np, o)
+	}
+	return TreeHEMBackward(dx, x, g, dec)
+}
+
+// saved returns s as device.Saved, or nil (not a nil *S) after an error.
+func saved[S any](s S, err error) (device.Saved, error) {
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// savedAs returns saved as the state type S of computation name, the zero S
+// for nil, and an error for state of another type (another device's or
+// another computation's).
+func savedAs[S any](saved device.Saved, name string) (S, error) {
+	var zero S
+	if saved == nil {
+		return zero, nil
+	}
+	s, ok := saved.(S)
+	if !ok {
+		return zero, errors.Errorf("%s: saved state %T is not the CPU's %T", name, saved, zero)
+	}
+	return s, nil
 }
 
 // MEM is MEM.

@@ -23,13 +23,46 @@ import (
 // a non-finite result, which only extreme covariances can produce, is
 // reported as an error naming the component.
 func ReLUFit[T Float](y, x []T, l mixture.Layout, opts device.ReLUFitOptions) error {
+	return reluFit(y, x, l, opts, nil)
+}
+
+// ReLUFitSums holds the target t_k and the approximation e_k at every
+// centroid of one ReLUFit call, which ReLUFitBackward needs and the output
+// does not determine: 2·B·C·N values.
+type ReLUFitSums[T Float] struct {
+	l    mixture.Layout
+	t, e []T
+}
+
+// ReLUFitSaving is ReLUFit that also returns the sums, so that
+// ReLUFitBackwardSaved can skip the O(N²) forward pass.
+func ReLUFitSaving[T Float](y, x []T, l mixture.Layout, opts device.ReLUFitOptions) (*ReLUFitSums[T], error) {
+	n := l.Mixtures() * l.N
+	s := &ReLUFitSums[T]{l: l, t: make([]T, n), e: make([]T, n)}
+	if err := reluFit(y, x, l, opts, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// mixture returns the sums of mixture m; nil for a nil receiver.
+func (s *ReLUFitSums[T]) mixture(m int) (t, e []T) {
+	if s == nil {
+		return nil, nil
+	}
+	n := s.l.N
+	return s.t[m*n : (m+1)*n], s.e[m*n : (m+1)*n]
+}
+
+// reluFit is ReLUFit, saving the sums into sums unless it is nil.
+func reluFit[T Float](y, x []T, l mixture.Layout, opts device.ReLUFitOptions, sums *ReLUFitSums[T]) error {
 	p, err := opts.Resolve()
 	if err != nil {
 		return err
 	}
 	copy(y, x)
 	off := T(p.Off)
-	err = reluEach(x, l, p, false, func(s *reluWork[T], m int) {
+	err = reluEach(x, l, p, false, sums, func(s *reluWork[T], m int) {
 		out := mixture.Mixture(y, l, m)
 		for k := range l.N {
 			out[k*l.Stride()] = s.x[k] * (max(s.t[k], 0) + off) / (s.e[k] + off)
@@ -60,12 +93,23 @@ func ReLUFit[T Float](y, x []T, l mixture.Layout, opts device.ReLUFitOptions) er
 // covariances. The derivative of max at t_k = 0 and of the coarse rule at
 // a_j = 0 is taken as 0.
 func ReLUFitBackward[T Float](dx, x, g []T, l mixture.Layout, opts device.ReLUFitOptions) error {
+	return ReLUFitBackwardSaved(dx, x, g, l, opts, nil)
+}
+
+// ReLUFitBackwardSaved is ReLUFitBackward reading the forward sums from
+// sums, which ReLUFitSaving returned for this x, l and opts, instead of
+// recomputing them; with sums nil it recomputes them. It reports sums saved
+// for another layout as an error.
+func ReLUFitBackwardSaved[T Float](dx, x, g []T, l mixture.Layout, opts device.ReLUFitOptions, sums *ReLUFitSums[T]) error {
 	p, err := opts.Resolve()
 	if err != nil {
 		return err
 	}
+	if sums != nil && sums.l != l {
+		return errors.Errorf("ReLU fit sums saved for layout %v, used for %v", sums.l.Shape(), l.Shape())
+	}
 	copy(dx, g)
-	err = reluEach(x, l, p, true, func(s *reluWork[T], m int) {
+	err = reluEach(x, l, p, true, sums, func(s *reluWork[T], m int) {
 		s.backward(mixture.Mixture(dx, l, m), p)
 	})
 	if err != nil {
@@ -75,9 +119,11 @@ func ReLUFitBackward[T Float](dx, x, g []T, l mixture.Layout, opts device.ReLUFi
 }
 
 // reluEach loads every mixture of x into a per-worker reluWork (with the
-// backward buffers if backward is set), runs the forward sums and hands the
-// work to f; it returns the first load error.
-func reluEach[T Float](x []T, l mixture.Layout, p device.ReLUFitParams, backward bool, f func(s *reluWork[T], m int)) error {
+// backward buffers if backward is set) and hands the work to f with the
+// forward sums in place; it returns the first load error. The sums come from
+// sums in the backward pass and are computed, and stored into sums, in the
+// forward pass or when sums is nil.
+func reluEach[T Float](x []T, l mixture.Layout, p device.ReLUFitParams, backward bool, sums *ReLUFitSums[T], f func(s *reluWork[T], m int)) error {
 	ws := make([]*reluWork[T], parallel.Workers(l.Mixtures()))
 	for i := range ws {
 		ws[i] = newReLUWork[T](l.N, l.D, backward)
@@ -89,7 +135,15 @@ func reluEach[T Float](x []T, l mixture.Layout, p device.ReLUFitParams, backward
 			errs[w] = cmp.Or(errs[w], mixtureError(err, l, m))
 			return
 		}
-		s.forward()
+		t, e := sums.mixture(m)
+		if backward && sums != nil {
+			copy(s.t, t)
+			copy(s.e, e)
+		} else {
+			s.forward()
+			copy(t, s.t)
+			copy(e, s.e)
+		}
 		f(s, m)
 	})
 	return cmp.Or(errs...)

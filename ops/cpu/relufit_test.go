@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -461,5 +462,60 @@ func TestReLUFitErrors(t *testing.T) {
 				t.Errorf("%s: Resolve accepted the options", c.name)
 			}
 		}
+	}
+}
+
+// TestReLUFitSaved checks that the backward pass with the sums saved by
+// ReLUFitSaving returns bitwise what the recomputing one does, in 2D and 3D
+// and both float types, that ReLUFitSaving's output is ReLUFit's, and that
+// sums of another layout, or saved state of another kind through Kernels,
+// are errors.
+func TestReLUFitSaved(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		l := mixture.Layout{B: 2, C: 3, N: 21, D: d}
+		rng := rand.New(rand.NewPCG(3, uint64(d)))
+		x, g := relufitRandom(rng, l, 0, 2), relufitRandom(rng, l, 0, 1)
+		checkReLUFitSaved(t, x, g, l)
+		checkReLUFitSaved(t, relufitTo32(x), relufitTo32(g), l)
+	}
+	l := mixture.Layout{B: 1, C: 2, N: 5, D: 2}
+	x := relufitRandom(rand.New(rand.NewPCG(1, 1)), l, 0, 2)
+	y, dx := make([]float64, len(x)), make([]float64, len(x))
+	sums, err := ReLUFitSaving(y, x, l, device.ReLUFitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := mixture.Layout{B: 2, C: 1, N: 5, D: 2}
+	if err := ReLUFitBackwardSaved(dx, x, x, other, device.ReLUFitOptions{}, sums); err == nil || !strings.Contains(err.Error(), "layout") {
+		t.Errorf("sums of another layout: error %v, want one naming the layouts", err)
+	}
+	err = Kernels[float64]{}.ReLUFitBackward(dx, x, x, l, device.ReLUFitOptions{}, &Decisions{})
+	if err == nil || !strings.Contains(err.Error(), "*cpu.Decisions") {
+		t.Errorf("TreeHEM decisions as ReLU sums: error %v, want one naming the type", err)
+	}
+}
+
+func checkReLUFitSaved[T Float](t *testing.T, x, g []T, l mixture.Layout) {
+	t.Helper()
+	y, want := make([]T, len(x)), make([]T, len(x))
+	if err := ReLUFit(want, x, l, device.ReLUFitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sums, err := ReLUFitSaving(y, x, l, device.ReLUFitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(y, want) {
+		t.Errorf("%dD %T: ReLUFitSaving's output differs from ReLUFit's", l.D, y[0])
+	}
+	dx, dxSaved := make([]T, len(x)), make([]T, len(x))
+	if err := ReLUFitBackward(dx, x, g, l, device.ReLUFitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ReLUFitBackwardSaved(dxSaved, x, g, l, device.ReLUFitOptions{}, sums); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(dx, dxSaved) {
+		t.Errorf("%dD %T: the backward pass with saved sums differs from the recomputing one", l.D, y[0])
 	}
 }

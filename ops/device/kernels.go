@@ -46,15 +46,23 @@ type Kernels[T Float] interface {
 	// ReLUFit writes the dense fit of the positive part of every mixture of
 	// x into y (same layout). opts are resolved with ReLUFitOptions.Resolve.
 	ReLUFit(y, x []T, l mixture.Layout, opts ReLUFitOptions) error
-	// ReLUFitBackward writes ∂L/∂x of ReLUFit.
-	ReLUFitBackward(dx, x, g []T, l mixture.Layout, opts ReLUFitOptions) error
+	// ReLUFitSaving is ReLUFit that also returns what ReLUFitBackward can
+	// reuse for the same x (see Saved).
+	ReLUFitSaving(y, x []T, l mixture.Layout, opts ReLUFitOptions) (Saved, error)
+	// ReLUFitBackward writes ∂L/∂x of ReLUFit; saved is nil or what
+	// ReLUFitSaving returned for this x, l and opts.
+	ReLUFitBackward(dx, x, g []T, l mixture.Layout, opts ReLUFitOptions, saved Saved) error
 
 	// TreeHEM reduces every mixture of x to np components into y (layout l
 	// with N = np); o has passed o.Check(l, np).
 	TreeHEM(y, x []T, l mixture.Layout, np int, o TreeHEMOptions) error
+	// TreeHEMSaving is TreeHEM that also returns what TreeHEMBackward can
+	// reuse for the same x (see Saved).
+	TreeHEMSaving(y, x []T, l mixture.Layout, np int, o TreeHEMOptions) (Saved, error)
 	// TreeHEMBackward writes ∂L/∂x of TreeHEM, taking the same discrete
-	// decisions (tree, selections) as TreeHEM does for x.
-	TreeHEMBackward(dx, x, g []T, l mixture.Layout, np int, o TreeHEMOptions) error
+	// decisions (tree, selections) as TreeHEM does for x; saved is nil or
+	// what TreeHEMSaving returned for this x, l, np and o.
+	TreeHEMBackward(dx, x, g []T, l mixture.Layout, np int, o TreeHEMOptions, saved Saved) error
 	// MEM reduces every mixture of x to np ≥ 1 components with the
 	// modified EM into y (layout l with N = np).
 	MEM(y, x []T, l mixture.Layout, np int) error
@@ -108,6 +116,16 @@ type Kernels[T Float] interface {
 	// covariances; with the incoming gradient as x it is its own backward.
 	ScaleWeights(y, x []T, l mixture.Layout, s T) error
 }
+
+// Saved is what a forward computation (a Kernels method named …Saving)
+// leaves for the backward computation of the same op: intermediate results
+// the output does not determine, such as the ReLU fit's sums or TreeHEM's
+// decisions, so that the backward need not recompute them. It is opaque to
+// the ops and nil when a device keeps nothing. The ops hand it back only to
+// the same device and element type, with the same parameters and inputs
+// bitwise equal to the forward's; a backward given nil recomputes what it
+// needs, and one given state it does not recognise reports an error.
+type Saved any
 
 // Device is one place the ops can run on: its float32 and float64 kernels
 // and which of their computations leave the Go runtime.

@@ -1,0 +1,77 @@
+package ops
+
+import (
+	"slices"
+	"sync"
+	"unsafe"
+
+	"github.com/gmcn-go/gmcn/ops/device"
+)
+
+// memo carries what a forward run saved on its device (device.Saved: the
+// ReLU fit's sums, TreeHEM's decisions) to the grad ops of the same op, so
+// the backward pass does not repeat the forward's work or re-validate the
+// forward's inputs.
+//
+// SymDiff creates it, so an op in a graph without its gradient never saves.
+// It holds the last forward run only: the saved state and a copy of that
+// run's inputs, which bounds its memory by one run. A grad op receives the
+// state only for inputs bitwise equal to the copy; for any other inputs (the
+// graph's inputs changed between the passes, or two machines run one graph
+// concurrently) it recomputes as it would without a memo, so a memo can make
+// the backward faster but never different.
+type memo struct {
+	mu     sync.Mutex
+	inputs any // [][]T: copies of the forward run's inputs
+	saved  device.Saved
+}
+
+// saving is a kernel whose forward computation can save state for its grad
+// kernels.
+type saving[T Float] interface {
+	kernel[T]
+	// doSaving is do, also returning the device's saved state.
+	doSaving(dev device.Kernels[T], out operand[T], in []operand[T]) (device.Saved, error)
+}
+
+// resuming is a grad computation that can use its forward's saved state.
+type resuming[T Float] interface {
+	// doSaved is do with the state saved by the forward run on the same
+	// inputs, which that run has checked: doSaved need not check them again.
+	doSaved(dev device.Kernels[T], out operand[T], in []operand[T], saved device.Saved) error
+}
+
+// keep records the state saved by a forward run on in.
+func keep[T Float](m *memo, in []operand[T], saved device.Saved) {
+	inputs := make([][]T, len(in))
+	for i, a := range in {
+		inputs[i] = slices.Clone(a.data)
+	}
+	m.mu.Lock()
+	m.inputs, m.saved = inputs, saved
+	m.mu.Unlock()
+}
+
+// recall returns the state saved by the last forward run if in are bitwise
+// its inputs, and nil otherwise.
+func recall[T Float](m *memo, in []operand[T]) device.Saved {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	inputs, ok := m.inputs.([][]T)
+	if !ok || m.saved == nil || len(inputs) != len(in) {
+		return nil
+	}
+	for i, a := range in {
+		if !slices.Equal(bitsOf(inputs[i]), bitsOf(a.data)) {
+			return nil
+		}
+	}
+	return m.saved
+}
+
+// bitsOf views v as raw bytes, so that equality is bitwise: −0 differs from
+// +0, and the comparison runs at memory speed.
+func bitsOf[T Float](v []T) []byte {
+	var z T
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*int(unsafe.Sizeof(z)))
+}
