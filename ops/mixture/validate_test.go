@@ -1,6 +1,7 @@
 package mixture
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -73,12 +74,35 @@ func TestPositiveDefinite3D(t *testing.T) {
 	}
 }
 
+// TestCheckFinite puts NaN, ±Inf and extreme finite values at every
+// position of slices of every length up to 9 (the vector sums run in groups
+// of four), in both float types.
 func TestCheckFinite(t *testing.T) {
-	if err := CheckFinite([]float32{1, 2, 3}); err != nil {
-		t.Fatal(err)
-	}
-	err := CheckFinite([]float32{1, float32(math.Inf(1)), 3})
-	if err == nil || !strings.Contains(err.Error(), "flat index 1") {
-		t.Errorf("error %v, want one naming flat index 1", err)
+	checkFinite[float32](t)
+	checkFinite[float64](t)
+}
+
+func checkFinite[T Float](t *testing.T) {
+	t.Helper()
+	big := T(math.MaxFloat32)
+	for n := 1; n <= 9; n++ {
+		ok := make([]T, n)
+		for i := range ok {
+			ok[i] = big * T(1-2*(i%2))
+		}
+		ok[0] = T(math.Copysign(0, -1))
+		if err := CheckFinite(ok); err != nil {
+			t.Errorf("%T %v: %v", ok[0], ok, err)
+		}
+		for i := range n {
+			for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+				v := append([]T(nil), ok...)
+				v[i] = T(bad)
+				err := CheckFinite(v)
+				if want := fmt.Sprintf("flat index %d", i); err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("%T %v: error %v, want one naming %s", v[0], v, err, want)
+				}
+			}
+		}
 	}
 }
