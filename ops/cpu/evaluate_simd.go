@@ -1,4 +1,4 @@
-//go:build goexperiment.simd
+//go:build goexperiment.simd && amd64
 
 package cpu
 
@@ -184,5 +184,439 @@ func expDot8(coef, row []archsimd.Float32x8, out []float32) {
 		s := acc.GetLo().Add(acc.GetHi())
 		s = s.AddPairs(s)
 		out[i] = s.AddPairs(s).GetElem(0)
+	}
+}
+
+// evalBackward holds the float32 backward kernels of one lane width w, each
+// indexed by dimension − 2: mix sums one component over blocks of points
+// (lanes over the points, so the sums over them are vertical until one
+// horizontal sum per component), point adds the gradients of one mixture's
+// components to vectors of points (lanes over the points again, so the sum
+// over components needs no horizontal sum at all).
+type evalBackward struct {
+	w     int
+	mix   [2]func(c *evalComp, v []float32) mixSums
+	point [2]func(cs []evalComp, xt, g, acc []float32)
+}
+
+var (
+	evalBackward8  = evalBackward{8, [2]func(*evalComp, []float32) mixSums{mixSums2x8, mixSums3x8}, [2]func([]evalComp, []float32, []float32, []float32){pointGrads2x8, pointGrads3x8}}
+	evalBackward16 = evalBackward{16, [2]func(*evalComp, []float32) mixSums{mixSums2x16, mixSums3x16}, [2]func([]evalComp, []float32, []float32, []float32){pointGrads2x16, pointGrads3x16}}
+)
+
+// evalBackwardWide reports whether the backward kernels use sixteen AVX-512
+// lanes; tests clear it to run the eight-lane kernels on AVX-512 machines.
+var evalBackwardWide = archsimd.X86.AVX512()
+
+// evalBackwardKernels returns the backward kernels for dtype T on this CPU,
+// or nil where the generic code runs (float64, no AVX2 and FMA).
+func evalBackwardKernels[T Float]() *evalBackward {
+	var z T
+	if _, ok := any(z).(float32); !ok || !archsimd.X86.AVX2() || !archsimd.X86.FMA() {
+		return nil
+	}
+	if evalBackwardWide {
+		return &evalBackward16
+	}
+	return &evalBackward8
+}
+
+// evalComp is one component prepared for the backward kernels: position,
+// coef = w·norm and the upper triangle of H = −½ Σ⁻¹ (h00 h01 h11 in 2D,
+// h00 h01 h02 h11 h12 h22 in 3D). With t = p − μ and v = H t the exponent is
+// t·v and Σ⁻¹ t = −2v, so one matrix-vector product serves both the exp and
+// the gradient.
+type evalComp struct {
+	mu   [3]float32
+	h    [6]float32
+	coef float32
+}
+
+// newEvalComp returns pk as an evalComp. H is the symmetric part of −½ Σ⁻¹,
+// as the forward's q is, which changes nothing for a symmetric covariance.
+func newEvalComp(d int, pk *Prepared[float32]) evalComp {
+	c := evalComp{mu: pk.Mu, coef: pk.Coef}
+	j := 0
+	for r := range d {
+		for cc := r; cc < d; cc++ {
+			c.h[j] = -0.25 * (pk.Inv[r*d+cc] + pk.Inv[cc*d+r])
+			j++
+		}
+	}
+	return c
+}
+
+// evalSym maps entry r·d+c of a d×d matrix to its place in an upper
+// triangle stored as evalComp.h is, by d − 2.
+var evalSym = [2][9]int{{0, 1, 1, 2}, {0, 1, 2, 1, 3, 4, 2, 4, 5}}
+
+// mixSums are one component's sums over the points of its mixture, with
+// e = exp(t·v) and v = H t as in evalComp: Σ gᵢe, Σ gᵢe·v and the upper
+// triangle of Σ gᵢe·v vᵀ.
+type mixSums struct {
+	e  float32
+	v  [3]float32
+	vv [6]float32
+}
+
+// grad writes the packed gradient of the component prepared as pk into dg.
+// With u = Σ⁻¹ t = −2v the sums of evaluateBackwardMixtureGeneric are
+// Σ gᵢf·u = −2 coef Σ gᵢe·v and Σ gᵢf·u uᵀ = 4 coef Σ gᵢe·v vᵀ.
+func (s *mixSums) grad(d int, pk *Prepared[float32], dg []float32) {
+	dg[0] = pk.Norm * s.e
+	for j := range d {
+		dg[1+j] = -2 * pk.Coef * s.v[j]
+	}
+	sym := evalSym[d-2]
+	for j := range d * d {
+		dg[1+d+j] = pk.Coef * (2*s.vv[sym[j]] - 0.5*s.e*pk.Inv[j])
+	}
+}
+
+// evaluateBackwardMixtureFast runs EvaluateBackwardMixture with the SIMD
+// kernels where evalBackwardKernels has them and reports whether it did.
+func evaluateBackwardMixtureFast[T Float](dx, x, pts, g []T, l mixture.Layout, pb, pc, m int) bool {
+	k := evalBackwardKernels[T]()
+	if k == nil {
+		return false
+	}
+	k.backwardMixture(any(dx).([]float32), any(x).([]float32), any(pts).([]float32), any(g).([]float32), l, pb, pc, m)
+	return true
+}
+
+// backwardMixture is EvaluateBackwardMixture for float32: per mixture the
+// points and gradients are interleaved into blocks of w lanes, then each
+// component sweeps them once.
+func (k *evalBackward) backwardMixture(dx, x, pts, g []float32, l mixture.Layout, pb, pc, m int) {
+	d, s, w := l.D, l.Stride(), k.w
+	sums := k.mix[d-2]
+	bufs := make([][]float32, parallel.Workers(l.Mixtures()))
+	for i := range bufs {
+		bufs[i] = make([]float32, (m+w-1)/w*(d+1)*w)
+	}
+	parallel.ForWorker(l.Mixtures(), func(wk, mi int) {
+		v := bufs[wk]
+		evalInterleave(v, w, d, pts[pointSet(mi/l.C, mi%l.C, pb, pc)*m*d:][:m*d], g[mi*m:(mi+1)*m])
+		mx, dmx := mixture.Mixture(x, l, mi), mixture.Mixture(dx, l, mi)
+		for c := range l.N {
+			pk := Prepare(d, mx[c*s:(c+1)*s])
+			ec := newEvalComp(d, &pk)
+			r := sums(&ec, v)
+			r.grad(d, &pk, dmx[c*s:(c+1)*s])
+		}
+	})
+}
+
+// evalInterleave writes the points p (rows of d) and the gradients g into v
+// as blocks of d+1 rows of w lanes (x₀, …, x_{d−1}, g). Padding lanes are
+// zero, so they have g = 0 and a finite exp and add nothing to any sum.
+func evalInterleave(v []float32, w, d int, p, g []float32) {
+	nf := d + 1
+	for i0 := 0; i0 < len(g); i0 += w {
+		b, n := v[i0*nf:(i0+w)*nf], min(w, len(g)-i0)
+		if n < w {
+			clear(b)
+		}
+		for i := range n {
+			for j := range d {
+				b[j*w+i] = p[(i0+i)*d+j]
+			}
+			b[d*w+i] = g[i0+i]
+		}
+	}
+}
+
+// evaluateBackwardPointsFast runs EvaluateBackwardPoints with the SIMD
+// kernels where evalBackwardKernels has them and reports whether it did.
+func evaluateBackwardPointsFast[T Float](dp, x, pts, g []T, l mixture.Layout, pb, pc, m int) bool {
+	k := evalBackwardKernels[T]()
+	if k == nil {
+		return false
+	}
+	k.backwardPoints(any(dp).([]float32), any(x).([]float32), any(pts).([]float32), any(g).([]float32), l, pb, pc, m)
+	return true
+}
+
+// backwardPoints is EvaluateBackwardPoints for float32 with the work split
+// as in evaluateBackwardPointsGeneric. Every component is prepared once up
+// front, not once per block of rows that reads it. An item transposes its
+// rows into vectors of w points, adds g·Σ_k f_k v_k over each mixture that
+// reads them, and writes 2× the sums (Σ⁻¹ t = −2v) into its rows of dp.
+func (k *evalBackward) backwardPoints(dp, x, pts, g []float32, l mixture.Layout, pb, pc, m int) {
+	d, s, w := l.D, l.Stride(), k.w
+	grads := k.point[d-2]
+	cs := make([]evalComp, l.Mixtures()*l.N)
+	parallel.For(l.Mixtures(), func(mi int) {
+		mx := mixture.Mixture(x, l, mi)
+		for c := range l.N {
+			pk := Prepare(d, mx[c*s:(c+1)*s])
+			cs[mi*l.N+c] = newEvalComp(d, &pk)
+		}
+	})
+	blocks := (m + evaluatePointRows - 1) / evaluatePointRows
+	items := pb * pc * blocks
+	type scratch struct{ xt, acc []float32 }
+	ws := make([]scratch, parallel.Workers(items))
+	for i := range ws {
+		ws[i] = scratch{make([]float32, evaluatePointRows*d), make([]float32, evaluatePointRows*d)}
+	}
+	bs, cn := l.B/pb, l.C/pc
+	parallel.ForWorker(items, func(wk, it int) {
+		set, blk := it/blocks, it%blocks
+		lo, hi := blk*evaluatePointRows, min((blk+1)*evaluatePointRows, m)
+		n := (hi - lo + w - 1) / w * w * d
+		xt, acc := ws[wk].xt[:n], ws[wk].acc[:n]
+		p := pts[(set*m+lo)*d : (set*m+hi)*d]
+		clear(xt)
+		clear(acc)
+		for i := range hi - lo {
+			for j := range d {
+				xt[(i/w*d+j)*w+i%w] = p[i*d+j]
+			}
+		}
+		b0, c0 := (set/pc)*bs, (set%pc)*cn
+		for b := b0; b < b0+bs; b++ {
+			for c := c0; c < c0+cn; c++ {
+				mi := b*l.C + c
+				grads(cs[mi*l.N:(mi+1)*l.N], xt, g[mi*m+lo:mi*m+hi], acc)
+			}
+		}
+		out := dp[(set*m+lo)*d : (set*m+hi)*d]
+		for i := range hi - lo {
+			for j := range d {
+				out[i*d+j] = 2 * acc[(i/w*d+j)*w+i%w]
+			}
+		}
+	})
+}
+
+// mixSums2x16 returns the sums of c over the blocks v of evalInterleave with
+// sixteen lanes in 2D.
+func mixSums2x16(c *evalComp, v []float32) mixSums {
+	const w, nf = 16, 3
+	ex := newExpVec16()
+	bc := archsimd.BroadcastFloat32x16
+	m0, m1 := bc(c.mu[0]), bc(c.mu[1])
+	h00, h01, h11 := bc(c.h[0]), bc(c.h[1]), bc(c.h[2])
+	var se, s0, s1, s00, s01, s11 archsimd.Float32x16
+	for ; len(v) >= nf*w; v = v[nf*w:] {
+		b := (*[nf * w]float32)(v)
+		t0 := archsimd.LoadFloat32x16Slice(b[0:w]).Sub(m0)
+		t1 := archsimd.LoadFloat32x16Slice(b[w : 2*w]).Sub(m1)
+		v0 := h00.MulAdd(t0, h01.Mul(t1))
+		v1 := h01.MulAdd(t0, h11.Mul(t1))
+		e := ex.exp(t0.MulAdd(v0, t1.Mul(v1))).Mul(archsimd.LoadFloat32x16Slice(b[2*w : 3*w]))
+		se = se.Add(e)
+		e0, e1 := e.Mul(v0), e.Mul(v1)
+		s0, s1 = s0.Add(e0), s1.Add(e1)
+		s00 = e0.MulAdd(v0, s00)
+		s01 = e0.MulAdd(v1, s01)
+		s11 = e1.MulAdd(v1, s11)
+	}
+	return mixSums{
+		e:  hsum16(se),
+		v:  [3]float32{hsum16(s0), hsum16(s1)},
+		vv: [6]float32{hsum16(s00), hsum16(s01), hsum16(s11)},
+	}
+}
+
+// mixSums3x16 is mixSums2x16 in 3D.
+func mixSums3x16(c *evalComp, v []float32) mixSums {
+	const w, nf = 16, 4
+	ex := newExpVec16()
+	bc := archsimd.BroadcastFloat32x16
+	m0, m1, m2 := bc(c.mu[0]), bc(c.mu[1]), bc(c.mu[2])
+	h00, h01, h02 := bc(c.h[0]), bc(c.h[1]), bc(c.h[2])
+	h11, h12, h22 := bc(c.h[3]), bc(c.h[4]), bc(c.h[5])
+	var se, s0, s1, s2, s00, s01, s02, s11, s12, s22 archsimd.Float32x16
+	for ; len(v) >= nf*w; v = v[nf*w:] {
+		b := (*[nf * w]float32)(v)
+		t0 := archsimd.LoadFloat32x16Slice(b[0:w]).Sub(m0)
+		t1 := archsimd.LoadFloat32x16Slice(b[w : 2*w]).Sub(m1)
+		t2 := archsimd.LoadFloat32x16Slice(b[2*w : 3*w]).Sub(m2)
+		v0 := h00.MulAdd(t0, h01.MulAdd(t1, h02.Mul(t2)))
+		v1 := h01.MulAdd(t0, h11.MulAdd(t1, h12.Mul(t2)))
+		v2 := h02.MulAdd(t0, h12.MulAdd(t1, h22.Mul(t2)))
+		e := ex.exp(t0.MulAdd(v0, t1.MulAdd(v1, t2.Mul(v2)))).Mul(archsimd.LoadFloat32x16Slice(b[3*w : 4*w]))
+		se = se.Add(e)
+		e0, e1, e2 := e.Mul(v0), e.Mul(v1), e.Mul(v2)
+		s0, s1, s2 = s0.Add(e0), s1.Add(e1), s2.Add(e2)
+		s00 = e0.MulAdd(v0, s00)
+		s01 = e0.MulAdd(v1, s01)
+		s02 = e0.MulAdd(v2, s02)
+		s11 = e1.MulAdd(v1, s11)
+		s12 = e1.MulAdd(v2, s12)
+		s22 = e2.MulAdd(v2, s22)
+	}
+	return mixSums{
+		e:  hsum16(se),
+		v:  [3]float32{hsum16(s0), hsum16(s1), hsum16(s2)},
+		vv: [6]float32{hsum16(s00), hsum16(s01), hsum16(s02), hsum16(s11), hsum16(s12), hsum16(s22)},
+	}
+}
+
+// pointGrads2x16 adds g·Σ_k f_k v_k over the components cs of one mixture
+// to acc, for the points xt transposed into vectors of sixteen (x₀ then x₁
+// per vector) with incoming gradients g, in 2D.
+func pointGrads2x16(cs []evalComp, xt, g, acc []float32) {
+	const w, nf = 16, 2
+	ex := newExpVec16()
+	bc := archsimd.BroadcastFloat32x16
+	for i := 0; len(xt) >= nf*w; i += w {
+		x0, x1 := archsimd.LoadFloat32x16Slice(xt[0:w]), archsimd.LoadFloat32x16Slice(xt[w:2*w])
+		var s0, s1 archsimd.Float32x16
+		for k := range cs {
+			c := &cs[k]
+			t0, t1 := x0.Sub(bc(c.mu[0])), x1.Sub(bc(c.mu[1]))
+			v0 := bc(c.h[0]).MulAdd(t0, bc(c.h[1]).Mul(t1))
+			v1 := bc(c.h[1]).MulAdd(t0, bc(c.h[2]).Mul(t1))
+			f := ex.exp(t0.MulAdd(v0, t1.Mul(v1))).Mul(bc(c.coef))
+			s0, s1 = f.MulAdd(v0, s0), f.MulAdd(v1, s1)
+		}
+		gi := archsimd.LoadFloat32x16SlicePart(g[i:])
+		a := acc[0 : nf*w]
+		gi.MulAdd(s0, archsimd.LoadFloat32x16Slice(a[0:w])).StoreSlice(a[0:w])
+		gi.MulAdd(s1, archsimd.LoadFloat32x16Slice(a[w:2*w])).StoreSlice(a[w : 2*w])
+		xt, acc = xt[nf*w:], acc[nf*w:]
+	}
+}
+
+// pointGrads3x16 is pointGrads2x16 in 3D.
+func pointGrads3x16(cs []evalComp, xt, g, acc []float32) {
+	const w, nf = 16, 3
+	ex := newExpVec16()
+	bc := archsimd.BroadcastFloat32x16
+	for i := 0; len(xt) >= nf*w; i += w {
+		x0, x1, x2 := archsimd.LoadFloat32x16Slice(xt[0:w]), archsimd.LoadFloat32x16Slice(xt[w:2*w]), archsimd.LoadFloat32x16Slice(xt[2*w:3*w])
+		var s0, s1, s2 archsimd.Float32x16
+		for k := range cs {
+			c := &cs[k]
+			t0, t1, t2 := x0.Sub(bc(c.mu[0])), x1.Sub(bc(c.mu[1])), x2.Sub(bc(c.mu[2]))
+			v0 := bc(c.h[0]).MulAdd(t0, bc(c.h[1]).MulAdd(t1, bc(c.h[2]).Mul(t2)))
+			v1 := bc(c.h[1]).MulAdd(t0, bc(c.h[3]).MulAdd(t1, bc(c.h[4]).Mul(t2)))
+			v2 := bc(c.h[2]).MulAdd(t0, bc(c.h[4]).MulAdd(t1, bc(c.h[5]).Mul(t2)))
+			f := ex.exp(t0.MulAdd(v0, t1.MulAdd(v1, t2.Mul(v2)))).Mul(bc(c.coef))
+			s0, s1, s2 = f.MulAdd(v0, s0), f.MulAdd(v1, s1), f.MulAdd(v2, s2)
+		}
+		gi := archsimd.LoadFloat32x16SlicePart(g[i:])
+		a := acc[0 : nf*w]
+		gi.MulAdd(s0, archsimd.LoadFloat32x16Slice(a[0:w])).StoreSlice(a[0:w])
+		gi.MulAdd(s1, archsimd.LoadFloat32x16Slice(a[w:2*w])).StoreSlice(a[w : 2*w])
+		gi.MulAdd(s2, archsimd.LoadFloat32x16Slice(a[2*w:3*w])).StoreSlice(a[2*w : 3*w])
+		xt, acc = xt[nf*w:], acc[nf*w:]
+	}
+}
+
+// mixSums2x8 is mixSums2x16 with eight AVX2 lanes.
+func mixSums2x8(c *evalComp, v []float32) mixSums {
+	const w, nf = 8, 3
+	ex := newExpVec8()
+	bc := archsimd.BroadcastFloat32x8
+	m0, m1 := bc(c.mu[0]), bc(c.mu[1])
+	h00, h01, h11 := bc(c.h[0]), bc(c.h[1]), bc(c.h[2])
+	var se, s0, s1, s00, s01, s11 archsimd.Float32x8
+	for ; len(v) >= nf*w; v = v[nf*w:] {
+		b := (*[nf * w]float32)(v)
+		t0 := archsimd.LoadFloat32x8Slice(b[0:w]).Sub(m0)
+		t1 := archsimd.LoadFloat32x8Slice(b[w : 2*w]).Sub(m1)
+		v0 := h00.MulAdd(t0, h01.Mul(t1))
+		v1 := h01.MulAdd(t0, h11.Mul(t1))
+		e := ex.exp(t0.MulAdd(v0, t1.Mul(v1))).Mul(archsimd.LoadFloat32x8Slice(b[2*w : 3*w]))
+		se = se.Add(e)
+		e0, e1 := e.Mul(v0), e.Mul(v1)
+		s0, s1 = s0.Add(e0), s1.Add(e1)
+		s00 = e0.MulAdd(v0, s00)
+		s01 = e0.MulAdd(v1, s01)
+		s11 = e1.MulAdd(v1, s11)
+	}
+	return mixSums{
+		e:  reluHsum8(se),
+		v:  [3]float32{reluHsum8(s0), reluHsum8(s1)},
+		vv: [6]float32{reluHsum8(s00), reluHsum8(s01), reluHsum8(s11)},
+	}
+}
+
+// mixSums3x8 is mixSums3x16 with eight AVX2 lanes.
+func mixSums3x8(c *evalComp, v []float32) mixSums {
+	const w, nf = 8, 4
+	ex := newExpVec8()
+	bc := archsimd.BroadcastFloat32x8
+	m0, m1, m2 := bc(c.mu[0]), bc(c.mu[1]), bc(c.mu[2])
+	h00, h01, h02 := bc(c.h[0]), bc(c.h[1]), bc(c.h[2])
+	h11, h12, h22 := bc(c.h[3]), bc(c.h[4]), bc(c.h[5])
+	var se, s0, s1, s2, s00, s01, s02, s11, s12, s22 archsimd.Float32x8
+	for ; len(v) >= nf*w; v = v[nf*w:] {
+		b := (*[nf * w]float32)(v)
+		t0 := archsimd.LoadFloat32x8Slice(b[0:w]).Sub(m0)
+		t1 := archsimd.LoadFloat32x8Slice(b[w : 2*w]).Sub(m1)
+		t2 := archsimd.LoadFloat32x8Slice(b[2*w : 3*w]).Sub(m2)
+		v0 := h00.MulAdd(t0, h01.MulAdd(t1, h02.Mul(t2)))
+		v1 := h01.MulAdd(t0, h11.MulAdd(t1, h12.Mul(t2)))
+		v2 := h02.MulAdd(t0, h12.MulAdd(t1, h22.Mul(t2)))
+		e := ex.exp(t0.MulAdd(v0, t1.MulAdd(v1, t2.Mul(v2)))).Mul(archsimd.LoadFloat32x8Slice(b[3*w : 4*w]))
+		se = se.Add(e)
+		e0, e1, e2 := e.Mul(v0), e.Mul(v1), e.Mul(v2)
+		s0, s1, s2 = s0.Add(e0), s1.Add(e1), s2.Add(e2)
+		s00 = e0.MulAdd(v0, s00)
+		s01 = e0.MulAdd(v1, s01)
+		s02 = e0.MulAdd(v2, s02)
+		s11 = e1.MulAdd(v1, s11)
+		s12 = e1.MulAdd(v2, s12)
+		s22 = e2.MulAdd(v2, s22)
+	}
+	return mixSums{
+		e:  reluHsum8(se),
+		v:  [3]float32{reluHsum8(s0), reluHsum8(s1), reluHsum8(s2)},
+		vv: [6]float32{reluHsum8(s00), reluHsum8(s01), reluHsum8(s02), reluHsum8(s11), reluHsum8(s12), reluHsum8(s22)},
+	}
+}
+
+// pointGrads2x8 is pointGrads2x16 with eight AVX2 lanes.
+func pointGrads2x8(cs []evalComp, xt, g, acc []float32) {
+	const w, nf = 8, 2
+	ex := newExpVec8()
+	bc := archsimd.BroadcastFloat32x8
+	for i := 0; len(xt) >= nf*w; i += w {
+		x0, x1 := archsimd.LoadFloat32x8Slice(xt[0:w]), archsimd.LoadFloat32x8Slice(xt[w:2*w])
+		var s0, s1 archsimd.Float32x8
+		for k := range cs {
+			c := &cs[k]
+			t0, t1 := x0.Sub(bc(c.mu[0])), x1.Sub(bc(c.mu[1]))
+			v0 := bc(c.h[0]).MulAdd(t0, bc(c.h[1]).Mul(t1))
+			v1 := bc(c.h[1]).MulAdd(t0, bc(c.h[2]).Mul(t1))
+			f := ex.exp(t0.MulAdd(v0, t1.Mul(v1))).Mul(bc(c.coef))
+			s0, s1 = f.MulAdd(v0, s0), f.MulAdd(v1, s1)
+		}
+		gi := archsimd.LoadFloat32x8SlicePart(g[i:])
+		a := acc[0 : nf*w]
+		gi.MulAdd(s0, archsimd.LoadFloat32x8Slice(a[0:w])).StoreSlice(a[0:w])
+		gi.MulAdd(s1, archsimd.LoadFloat32x8Slice(a[w:2*w])).StoreSlice(a[w : 2*w])
+		xt, acc = xt[nf*w:], acc[nf*w:]
+	}
+}
+
+// pointGrads3x8 is pointGrads3x16 with eight AVX2 lanes.
+func pointGrads3x8(cs []evalComp, xt, g, acc []float32) {
+	const w, nf = 8, 3
+	ex := newExpVec8()
+	bc := archsimd.BroadcastFloat32x8
+	for i := 0; len(xt) >= nf*w; i += w {
+		x0, x1, x2 := archsimd.LoadFloat32x8Slice(xt[0:w]), archsimd.LoadFloat32x8Slice(xt[w:2*w]), archsimd.LoadFloat32x8Slice(xt[2*w:3*w])
+		var s0, s1, s2 archsimd.Float32x8
+		for k := range cs {
+			c := &cs[k]
+			t0, t1, t2 := x0.Sub(bc(c.mu[0])), x1.Sub(bc(c.mu[1])), x2.Sub(bc(c.mu[2]))
+			v0 := bc(c.h[0]).MulAdd(t0, bc(c.h[1]).MulAdd(t1, bc(c.h[2]).Mul(t2)))
+			v1 := bc(c.h[1]).MulAdd(t0, bc(c.h[3]).MulAdd(t1, bc(c.h[4]).Mul(t2)))
+			v2 := bc(c.h[2]).MulAdd(t0, bc(c.h[4]).MulAdd(t1, bc(c.h[5]).Mul(t2)))
+			f := ex.exp(t0.MulAdd(v0, t1.MulAdd(v1, t2.Mul(v2)))).Mul(bc(c.coef))
+			s0, s1, s2 = f.MulAdd(v0, s0), f.MulAdd(v1, s1), f.MulAdd(v2, s2)
+		}
+		gi := archsimd.LoadFloat32x8SlicePart(g[i:])
+		a := acc[0 : nf*w]
+		gi.MulAdd(s0, archsimd.LoadFloat32x8Slice(a[0:w])).StoreSlice(a[0:w])
+		gi.MulAdd(s1, archsimd.LoadFloat32x8Slice(a[w:2*w])).StoreSlice(a[w : 2*w])
+		gi.MulAdd(s2, archsimd.LoadFloat32x8Slice(a[2*w:3*w])).StoreSlice(a[2*w : 3*w])
+		xt, acc = xt[nf*w:], acc[nf*w:]
 	}
 }
