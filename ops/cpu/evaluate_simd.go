@@ -188,20 +188,25 @@ func expDot8(coef, row []archsimd.Float32x8, out []float32) {
 }
 
 // evalBackward holds the float32 backward kernels of one lane width w, each
-// indexed by dimension − 2: mix sums one component over blocks of points
-// (lanes over the points, so the sums over them are vertical until one
-// horizontal sum per component), point adds the gradients of one mixture's
-// components to vectors of points (lanes over the points again, so the sum
-// over components needs no horizontal sum at all).
+// indexed by dimension − 2. Both put the points in the lanes, read from the
+// blocks of evalTranspose with their incoming gradients g: mix sums one
+// component over all points of a mixture, so its sums are vertical until
+// one horizontal sum per component; point adds the gradients of one
+// mixture's components to a run of points, so the sum over components needs
+// no horizontal sum at all.
 type evalBackward struct {
 	w     int
-	mix   [2]func(c *evalComp, v []float32) mixSums
+	mix   [2]func(c *evalComp, xt, g []float32) mixSums
 	point [2]func(cs []evalComp, xt, g, acc []float32)
 }
 
 var (
-	evalBackward8  = evalBackward{8, [2]func(*evalComp, []float32) mixSums{mixSums2x8, mixSums3x8}, [2]func([]evalComp, []float32, []float32, []float32){pointGrads2x8, pointGrads3x8}}
-	evalBackward16 = evalBackward{16, [2]func(*evalComp, []float32) mixSums{mixSums2x16, mixSums3x16}, [2]func([]evalComp, []float32, []float32, []float32){pointGrads2x16, pointGrads3x16}}
+	evalBackward8 = evalBackward{8,
+		[2]func(*evalComp, []float32, []float32) mixSums{mixSums2x8, mixSums3x8},
+		[2]func([]evalComp, []float32, []float32, []float32){pointGrads2x8, pointGrads3x8}}
+	evalBackward16 = evalBackward{16,
+		[2]func(*evalComp, []float32, []float32) mixSums{mixSums2x16, mixSums3x16},
+		[2]func([]evalComp, []float32, []float32, []float32){pointGrads2x16, pointGrads3x16}}
 )
 
 // evalBackwardWide reports whether the backward kernels use sixteen AVX-512
@@ -221,14 +226,35 @@ func evalBackwardKernels[T Float]() *evalBackward {
 	return &evalBackward8
 }
 
+// evalTranspose returns the point sets pts [sets, m, d] in blocks of w
+// points, d rows of w lanes each (x₀ of the w points, then x₁, …), and the
+// length of one set's blocks. Padding lanes are zero: their exp is finite,
+// and the kernels give them g = 0.
+func evalTranspose(pts []float32, sets, m, d, w int) ([]float32, int) {
+	n := (m + w - 1) / w * w * d
+	xt := make([]float32, sets*n)
+	parallel.For(sets, func(set int) {
+		p, t := pts[set*m*d:(set+1)*m*d], xt[set*n:(set+1)*n]
+		for i := range m {
+			b := t[i/w*w*d+i%w:]
+			for j := range d {
+				b[j*w] = p[i*d+j]
+			}
+		}
+	})
+	return xt, n
+}
+
 // evalComp is one component prepared for the backward kernels: position,
-// coef = w·norm and the upper triangle of H = −½ Σ⁻¹ (h00 h01 h11 in 2D,
-// h00 h01 h02 h11 h12 h22 in 3D). With t = p − μ and v = H t the exponent is
-// t·v and Σ⁻¹ t = −2v, so one matrix-vector product serves both the exp and
-// the gradient.
+// coef = w·norm, the upper triangle of H = −½ Σ⁻¹ (h00 h01 h11 in 2D,
+// h00 h01 h02 h11 h12 h22 in 3D) and the same with the off-diagonal entries
+// doubled, q, the coefficients of the exponent t·H t = Σ_{r≤c} q_rc t_r t_c
+// (as in evalBlock3). The quadratic form is the cheaper exponent where only
+// t is needed afterwards; where H t is needed, v = H t gives both the
+// exponent t·v and Σ⁻¹ t = −2v.
 type evalComp struct {
 	mu   [3]float32
-	h    [6]float32
+	h, q [6]float32
 	coef float32
 }
 
@@ -240,6 +266,10 @@ func newEvalComp(d int, pk *Prepared[float32]) evalComp {
 	for r := range d {
 		for cc := r; cc < d; cc++ {
 			c.h[j] = -0.25 * (pk.Inv[r*d+cc] + pk.Inv[cc*d+r])
+			c.q[j] = 2 * c.h[j]
+			if cc == r {
+				c.q[j] = c.h[j]
+			}
 			j++
 		}
 	}
@@ -251,25 +281,41 @@ func newEvalComp(d int, pk *Prepared[float32]) evalComp {
 var evalSym = [2][9]int{{0, 1, 1, 2}, {0, 1, 2, 1, 3, 4, 2, 4, 5}}
 
 // mixSums are one component's sums over the points of its mixture, with
-// e = exp(t·v) and v = H t as in evalComp: Σ gᵢe, Σ gᵢe·v and the upper
-// triangle of Σ gᵢe·v vᵀ.
+// t = p − μ and e = exp(t·H t): Σ gᵢe, Σ gᵢe·t and the upper triangle of
+// Σ gᵢe·t tᵀ. Summing t rather than Σ⁻¹ t leaves the matrix products to
+// grad, once per component, and keeps the loop to one accumulator per sum.
 type mixSums struct {
 	e  float32
-	v  [3]float32
-	vv [6]float32
+	t  [3]float32
+	tt [6]float32
 }
 
-// grad writes the packed gradient of the component prepared as pk into dg.
-// With u = Σ⁻¹ t = −2v the sums of evaluateBackwardMixtureGeneric are
-// Σ gᵢf·u = −2 coef Σ gᵢe·v and Σ gᵢf·u uᵀ = 4 coef Σ gᵢe·v vᵀ.
+// grad writes the packed gradient of the component prepared as pk into dg:
+// with A = Σ⁻¹ and f = coef·e, Σ gᵢf·A t = coef·A (Σ gᵢe·t) and
+// Σ gᵢf·A t tᵀ A = coef·A (Σ gᵢe·t tᵀ) A.
 func (s *mixSums) grad(d int, pk *Prepared[float32], dg []float32) {
-	dg[0] = pk.Norm * s.e
-	for j := range d {
-		dg[1+j] = -2 * pk.Coef * s.v[j]
+	a, sym := pk.Inv[:d*d], evalSym[d-2]
+	var at [9]float32 // A (Σ gᵢe·t tᵀ)
+	for r := range d {
+		for c := range d {
+			var v float32
+			for k := range d {
+				v += a[r*d+k] * s.tt[sym[k*d+c]]
+			}
+			at[r*d+c] = v
+		}
 	}
-	sym := evalSym[d-2]
-	for j := range d * d {
-		dg[1+d+j] = pk.Coef * (2*s.vv[sym[j]] - 0.5*s.e*pk.Inv[j])
+	dg[0] = pk.Norm * s.e
+	matVec(d, a, s.t[:d], dg[1:1+d])
+	for r := range d {
+		dg[1+r] *= pk.Coef
+		for c := range d {
+			var v float32
+			for k := range d {
+				v += at[r*d+k] * a[k*d+c]
+			}
+			dg[1+d+r*d+c] = 0.5 * pk.Coef * (v - s.e*a[r*d+c])
+		}
 	}
 }
 
@@ -284,46 +330,22 @@ func evaluateBackwardMixtureFast[T Float](dx, x, pts, g []T, l mixture.Layout, p
 	return true
 }
 
-// backwardMixture is EvaluateBackwardMixture for float32: per mixture the
-// points and gradients are interleaved into blocks of w lanes, then each
-// component sweeps them once.
+// backwardMixture is EvaluateBackwardMixture for float32: each component
+// sweeps the transposed points of its mixture once.
 func (k *evalBackward) backwardMixture(dx, x, pts, g []float32, l mixture.Layout, pb, pc, m int) {
-	d, s, w := l.D, l.Stride(), k.w
+	d, s := l.D, l.Stride()
 	sums := k.mix[d-2]
-	bufs := make([][]float32, parallel.Workers(l.Mixtures()))
-	for i := range bufs {
-		bufs[i] = make([]float32, (m+w-1)/w*(d+1)*w)
-	}
-	parallel.ForWorker(l.Mixtures(), func(wk, mi int) {
-		v := bufs[wk]
-		evalInterleave(v, w, d, pts[pointSet(mi/l.C, mi%l.C, pb, pc)*m*d:][:m*d], g[mi*m:(mi+1)*m])
+	xt, n := evalTranspose(pts, pb*pc, m, d, k.w)
+	parallel.For(l.Mixtures(), func(mi int) {
+		set := pointSet(mi/l.C, mi%l.C, pb, pc)
 		mx, dmx := mixture.Mixture(x, l, mi), mixture.Mixture(dx, l, mi)
 		for c := range l.N {
 			pk := Prepare(d, mx[c*s:(c+1)*s])
 			ec := newEvalComp(d, &pk)
-			r := sums(&ec, v)
+			r := sums(&ec, xt[set*n:(set+1)*n], g[mi*m:(mi+1)*m])
 			r.grad(d, &pk, dmx[c*s:(c+1)*s])
 		}
 	})
-}
-
-// evalInterleave writes the points p (rows of d) and the gradients g into v
-// as blocks of d+1 rows of w lanes (x₀, …, x_{d−1}, g). Padding lanes are
-// zero, so they have g = 0 and a finite exp and add nothing to any sum.
-func evalInterleave(v []float32, w, d int, p, g []float32) {
-	nf := d + 1
-	for i0 := 0; i0 < len(g); i0 += w {
-		b, n := v[i0*nf:(i0+w)*nf], min(w, len(g)-i0)
-		if n < w {
-			clear(b)
-		}
-		for i := range n {
-			for j := range d {
-				b[j*w+i] = p[(i0+i)*d+j]
-			}
-			b[d*w+i] = g[i0+i]
-		}
-	}
 }
 
 // evaluateBackwardPointsFast runs EvaluateBackwardPoints with the SIMD
@@ -339,9 +361,9 @@ func evaluateBackwardPointsFast[T Float](dp, x, pts, g []T, l mixture.Layout, pb
 
 // backwardPoints is EvaluateBackwardPoints for float32 with the work split
 // as in evaluateBackwardPointsGeneric. Every component is prepared once up
-// front, not once per block of rows that reads it. An item transposes its
-// rows into vectors of w points, adds g·Σ_k f_k v_k over each mixture that
-// reads them, and writes 2× the sums (Σ⁻¹ t = −2v) into its rows of dp.
+// front, not once per block of rows that reads it. An item adds g·Σ_k f_k v_k
+// over each mixture that reads its rows, then writes 2× the sums
+// (Σ⁻¹ t = −2v) into its rows of dp.
 func (k *evalBackward) backwardPoints(dp, x, pts, g []float32, l mixture.Layout, pb, pc, m int) {
 	d, s, w := l.D, l.Stride(), k.w
 	grads := k.point[d-2]
@@ -353,116 +375,123 @@ func (k *evalBackward) backwardPoints(dp, x, pts, g []float32, l mixture.Layout,
 			cs[mi*l.N+c] = newEvalComp(d, &pk)
 		}
 	})
+	xt, n := evalTranspose(pts, pb*pc, m, d, w)
 	blocks := (m + evaluatePointRows - 1) / evaluatePointRows
 	items := pb * pc * blocks
-	type scratch struct{ xt, acc []float32 }
-	ws := make([]scratch, parallel.Workers(items))
-	for i := range ws {
-		ws[i] = scratch{make([]float32, evaluatePointRows*d), make([]float32, evaluatePointRows*d)}
+	accs := make([][]float32, parallel.Workers(items))
+	for i := range accs {
+		accs[i] = make([]float32, evaluatePointRows*d)
 	}
 	bs, cn := l.B/pb, l.C/pc
 	parallel.ForWorker(items, func(wk, it int) {
 		set, blk := it/blocks, it%blocks
+		// evaluatePointRows is a multiple of w, so the rows start a block.
 		lo, hi := blk*evaluatePointRows, min((blk+1)*evaluatePointRows, m)
-		n := (hi - lo + w - 1) / w * w * d
-		xt, acc := ws[wk].xt[:n], ws[wk].acc[:n]
-		p := pts[(set*m+lo)*d : (set*m+hi)*d]
-		clear(xt)
+		nt := (hi - lo + w - 1) / w * w * d
+		rows, acc := xt[set*n+lo*d:][:nt], accs[wk][:nt]
 		clear(acc)
-		for i := range hi - lo {
-			for j := range d {
-				xt[(i/w*d+j)*w+i%w] = p[i*d+j]
-			}
-		}
 		b0, c0 := (set/pc)*bs, (set%pc)*cn
 		for b := b0; b < b0+bs; b++ {
 			for c := c0; c < c0+cn; c++ {
 				mi := b*l.C + c
-				grads(cs[mi*l.N:(mi+1)*l.N], xt, g[mi*m+lo:mi*m+hi], acc)
+				grads(cs[mi*l.N:(mi+1)*l.N], rows, g[mi*m+lo:mi*m+hi], acc)
 			}
 		}
 		out := dp[(set*m+lo)*d : (set*m+hi)*d]
 		for i := range hi - lo {
 			for j := range d {
-				out[i*d+j] = 2 * acc[(i/w*d+j)*w+i%w]
+				out[i*d+j] = 2 * acc[i/w*w*d+j*w+i%w]
 			}
 		}
 	})
 }
 
-// mixSums2x16 returns the sums of c over the blocks v of evalInterleave with
-// sixteen lanes in 2D.
-func mixSums2x16(c *evalComp, v []float32) mixSums {
-	const w, nf = 16, 3
+// mixParams16 are one component's position and exponent coefficients q
+// broadcast to sixteen lanes. The mixSums kernels read them from memory, as
+// operands: held in registers they crowd out the accumulators (the compiler
+// allocates fifteen vector registers), and the spills and reloads that
+// follow inside the loop cost up to half the speed.
+type mixParams16 struct {
+	mu [3]archsimd.Float32x16
+	q  [6]archsimd.Float32x16
+}
+
+func newMixParams16(d int, c *evalComp) mixParams16 {
+	var p mixParams16
+	for j := range d {
+		p.mu[j] = archsimd.BroadcastFloat32x16(c.mu[j])
+	}
+	for j := range d * (d + 1) / 2 {
+		p.q[j] = archsimd.BroadcastFloat32x16(c.q[j])
+	}
+	return p
+}
+
+// mixSums2x16 returns the sums of c over the points xt of its mixture,
+// transposed by evalTranspose, with incoming gradients g, on sixteen lanes
+// in 2D.
+func mixSums2x16(c *evalComp, xt, g []float32) mixSums {
+	const w, d = 16, 2
 	ex := newExpVec16()
-	bc := archsimd.BroadcastFloat32x16
-	m0, m1 := bc(c.mu[0]), bc(c.mu[1])
-	h00, h01, h11 := bc(c.h[0]), bc(c.h[1]), bc(c.h[2])
+	p := newMixParams16(d, c)
 	var se, s0, s1, s00, s01, s11 archsimd.Float32x16
-	for ; len(v) >= nf*w; v = v[nf*w:] {
-		b := (*[nf * w]float32)(v)
-		t0 := archsimd.LoadFloat32x16Slice(b[0:w]).Sub(m0)
-		t1 := archsimd.LoadFloat32x16Slice(b[w : 2*w]).Sub(m1)
-		v0 := h00.MulAdd(t0, h01.Mul(t1))
-		v1 := h01.MulAdd(t0, h11.Mul(t1))
-		e := ex.exp(t0.MulAdd(v0, t1.Mul(v1))).Mul(archsimd.LoadFloat32x16Slice(b[2*w : 3*w]))
+	for i := 0; len(xt) >= d*w; xt, i = xt[d*w:], i+w {
+		t0 := archsimd.LoadFloat32x16Slice(xt[0:w]).Sub(p.mu[0])
+		t1 := archsimd.LoadFloat32x16Slice(xt[w : 2*w]).Sub(p.mu[1])
+		x := p.q[2].Mul(t1).MulAdd(t1, p.q[0].MulAdd(t0, p.q[1].Mul(t1)).Mul(t0))
+		e := ex.exp(x).Mul(archsimd.LoadFloat32x16SlicePart(g[i:]))
 		se = se.Add(e)
-		e0, e1 := e.Mul(v0), e.Mul(v1)
+		e0, e1 := e.Mul(t0), e.Mul(t1)
 		s0, s1 = s0.Add(e0), s1.Add(e1)
-		s00 = e0.MulAdd(v0, s00)
-		s01 = e0.MulAdd(v1, s01)
-		s11 = e1.MulAdd(v1, s11)
+		s00 = e0.MulAdd(t0, s00)
+		s01 = e0.MulAdd(t1, s01)
+		s11 = e1.MulAdd(t1, s11)
 	}
 	return mixSums{
 		e:  hsum16(se),
-		v:  [3]float32{hsum16(s0), hsum16(s1)},
-		vv: [6]float32{hsum16(s00), hsum16(s01), hsum16(s11)},
+		t:  [3]float32{hsum16(s0), hsum16(s1)},
+		tt: [6]float32{hsum16(s00), hsum16(s01), hsum16(s11)},
 	}
 }
 
 // mixSums3x16 is mixSums2x16 in 3D.
-func mixSums3x16(c *evalComp, v []float32) mixSums {
-	const w, nf = 16, 4
+func mixSums3x16(c *evalComp, xt, g []float32) mixSums {
+	const w, d = 16, 3
 	ex := newExpVec16()
-	bc := archsimd.BroadcastFloat32x16
-	m0, m1, m2 := bc(c.mu[0]), bc(c.mu[1]), bc(c.mu[2])
-	h00, h01, h02 := bc(c.h[0]), bc(c.h[1]), bc(c.h[2])
-	h11, h12, h22 := bc(c.h[3]), bc(c.h[4]), bc(c.h[5])
+	p := newMixParams16(d, c)
 	var se, s0, s1, s2, s00, s01, s02, s11, s12, s22 archsimd.Float32x16
-	for ; len(v) >= nf*w; v = v[nf*w:] {
-		b := (*[nf * w]float32)(v)
-		t0 := archsimd.LoadFloat32x16Slice(b[0:w]).Sub(m0)
-		t1 := archsimd.LoadFloat32x16Slice(b[w : 2*w]).Sub(m1)
-		t2 := archsimd.LoadFloat32x16Slice(b[2*w : 3*w]).Sub(m2)
-		v0 := h00.MulAdd(t0, h01.MulAdd(t1, h02.Mul(t2)))
-		v1 := h01.MulAdd(t0, h11.MulAdd(t1, h12.Mul(t2)))
-		v2 := h02.MulAdd(t0, h12.MulAdd(t1, h22.Mul(t2)))
-		e := ex.exp(t0.MulAdd(v0, t1.MulAdd(v1, t2.Mul(v2)))).Mul(archsimd.LoadFloat32x16Slice(b[3*w : 4*w]))
+	for i := 0; len(xt) >= d*w; xt, i = xt[d*w:], i+w {
+		t0 := archsimd.LoadFloat32x16Slice(xt[0:w]).Sub(p.mu[0])
+		t1 := archsimd.LoadFloat32x16Slice(xt[w : 2*w]).Sub(p.mu[1])
+		t2 := archsimd.LoadFloat32x16Slice(xt[2*w : 3*w]).Sub(p.mu[2])
+		a := p.q[0].MulAdd(t0, p.q[1].MulAdd(t1, p.q[2].Mul(t2)))
+		x := p.q[5].Mul(t2).MulAdd(t2, p.q[3].MulAdd(t1, p.q[4].Mul(t2)).MulAdd(t1, a.Mul(t0)))
+		e := ex.exp(x).Mul(archsimd.LoadFloat32x16SlicePart(g[i:]))
 		se = se.Add(e)
-		e0, e1, e2 := e.Mul(v0), e.Mul(v1), e.Mul(v2)
+		e0, e1, e2 := e.Mul(t0), e.Mul(t1), e.Mul(t2)
 		s0, s1, s2 = s0.Add(e0), s1.Add(e1), s2.Add(e2)
-		s00 = e0.MulAdd(v0, s00)
-		s01 = e0.MulAdd(v1, s01)
-		s02 = e0.MulAdd(v2, s02)
-		s11 = e1.MulAdd(v1, s11)
-		s12 = e1.MulAdd(v2, s12)
-		s22 = e2.MulAdd(v2, s22)
+		s00 = e0.MulAdd(t0, s00)
+		s01 = e0.MulAdd(t1, s01)
+		s02 = e0.MulAdd(t2, s02)
+		s11 = e1.MulAdd(t1, s11)
+		s12 = e1.MulAdd(t2, s12)
+		s22 = e2.MulAdd(t2, s22)
 	}
 	return mixSums{
 		e:  hsum16(se),
-		v:  [3]float32{hsum16(s0), hsum16(s1), hsum16(s2)},
-		vv: [6]float32{hsum16(s00), hsum16(s01), hsum16(s02), hsum16(s11), hsum16(s12), hsum16(s22)},
+		t:  [3]float32{hsum16(s0), hsum16(s1), hsum16(s2)},
+		tt: [6]float32{hsum16(s00), hsum16(s01), hsum16(s02), hsum16(s11), hsum16(s12), hsum16(s22)},
 	}
 }
 
 // pointGrads2x16 adds g·Σ_k f_k v_k over the components cs of one mixture
-// to acc, for the points xt transposed into vectors of sixteen (x₀ then x₁
-// per vector) with incoming gradients g, in 2D.
+// to acc, laid out as xt, for the points xt (blocks of evalTranspose) with
+// incoming gradients g, on sixteen lanes in 2D.
 func pointGrads2x16(cs []evalComp, xt, g, acc []float32) {
-	const w, nf = 16, 2
+	const w, d = 16, 2
 	ex := newExpVec16()
 	bc := archsimd.BroadcastFloat32x16
-	for i := 0; len(xt) >= nf*w; i += w {
+	for i := 0; len(xt) >= d*w; i += w {
 		x0, x1 := archsimd.LoadFloat32x16Slice(xt[0:w]), archsimd.LoadFloat32x16Slice(xt[w:2*w])
 		var s0, s1 archsimd.Float32x16
 		for k := range cs {
@@ -474,19 +503,19 @@ func pointGrads2x16(cs []evalComp, xt, g, acc []float32) {
 			s0, s1 = f.MulAdd(v0, s0), f.MulAdd(v1, s1)
 		}
 		gi := archsimd.LoadFloat32x16SlicePart(g[i:])
-		a := acc[0 : nf*w]
+		a := acc[0 : d*w]
 		gi.MulAdd(s0, archsimd.LoadFloat32x16Slice(a[0:w])).StoreSlice(a[0:w])
 		gi.MulAdd(s1, archsimd.LoadFloat32x16Slice(a[w:2*w])).StoreSlice(a[w : 2*w])
-		xt, acc = xt[nf*w:], acc[nf*w:]
+		xt, acc = xt[d*w:], acc[d*w:]
 	}
 }
 
 // pointGrads3x16 is pointGrads2x16 in 3D.
 func pointGrads3x16(cs []evalComp, xt, g, acc []float32) {
-	const w, nf = 16, 3
+	const w, d = 16, 3
 	ex := newExpVec16()
 	bc := archsimd.BroadcastFloat32x16
-	for i := 0; len(xt) >= nf*w; i += w {
+	for i := 0; len(xt) >= d*w; i += w {
 		x0, x1, x2 := archsimd.LoadFloat32x16Slice(xt[0:w]), archsimd.LoadFloat32x16Slice(xt[w:2*w]), archsimd.LoadFloat32x16Slice(xt[2*w:3*w])
 		var s0, s1, s2 archsimd.Float32x16
 		for k := range cs {
@@ -499,84 +528,92 @@ func pointGrads3x16(cs []evalComp, xt, g, acc []float32) {
 			s0, s1, s2 = f.MulAdd(v0, s0), f.MulAdd(v1, s1), f.MulAdd(v2, s2)
 		}
 		gi := archsimd.LoadFloat32x16SlicePart(g[i:])
-		a := acc[0 : nf*w]
+		a := acc[0 : d*w]
 		gi.MulAdd(s0, archsimd.LoadFloat32x16Slice(a[0:w])).StoreSlice(a[0:w])
 		gi.MulAdd(s1, archsimd.LoadFloat32x16Slice(a[w:2*w])).StoreSlice(a[w : 2*w])
 		gi.MulAdd(s2, archsimd.LoadFloat32x16Slice(a[2*w:3*w])).StoreSlice(a[2*w : 3*w])
-		xt, acc = xt[nf*w:], acc[nf*w:]
+		xt, acc = xt[d*w:], acc[d*w:]
 	}
 }
 
+// mixParams8 is mixParams16 on eight lanes.
+type mixParams8 struct {
+	mu [3]archsimd.Float32x8
+	q  [6]archsimd.Float32x8
+}
+
+func newMixParams8(d int, c *evalComp) mixParams8 {
+	var p mixParams8
+	for j := range d {
+		p.mu[j] = archsimd.BroadcastFloat32x8(c.mu[j])
+	}
+	for j := range d * (d + 1) / 2 {
+		p.q[j] = archsimd.BroadcastFloat32x8(c.q[j])
+	}
+	return p
+}
+
 // mixSums2x8 is mixSums2x16 with eight AVX2 lanes.
-func mixSums2x8(c *evalComp, v []float32) mixSums {
-	const w, nf = 8, 3
+func mixSums2x8(c *evalComp, xt, g []float32) mixSums {
+	const w, d = 8, 2
 	ex := newExpVec8()
-	bc := archsimd.BroadcastFloat32x8
-	m0, m1 := bc(c.mu[0]), bc(c.mu[1])
-	h00, h01, h11 := bc(c.h[0]), bc(c.h[1]), bc(c.h[2])
+	p := newMixParams8(d, c)
 	var se, s0, s1, s00, s01, s11 archsimd.Float32x8
-	for ; len(v) >= nf*w; v = v[nf*w:] {
-		b := (*[nf * w]float32)(v)
-		t0 := archsimd.LoadFloat32x8Slice(b[0:w]).Sub(m0)
-		t1 := archsimd.LoadFloat32x8Slice(b[w : 2*w]).Sub(m1)
-		v0 := h00.MulAdd(t0, h01.Mul(t1))
-		v1 := h01.MulAdd(t0, h11.Mul(t1))
-		e := ex.exp(t0.MulAdd(v0, t1.Mul(v1))).Mul(archsimd.LoadFloat32x8Slice(b[2*w : 3*w]))
+	for i := 0; len(xt) >= d*w; xt, i = xt[d*w:], i+w {
+		t0 := archsimd.LoadFloat32x8Slice(xt[0:w]).Sub(p.mu[0])
+		t1 := archsimd.LoadFloat32x8Slice(xt[w : 2*w]).Sub(p.mu[1])
+		x := p.q[2].Mul(t1).MulAdd(t1, p.q[0].MulAdd(t0, p.q[1].Mul(t1)).Mul(t0))
+		e := ex.exp(x).Mul(archsimd.LoadFloat32x8SlicePart(g[i:]))
 		se = se.Add(e)
-		e0, e1 := e.Mul(v0), e.Mul(v1)
+		e0, e1 := e.Mul(t0), e.Mul(t1)
 		s0, s1 = s0.Add(e0), s1.Add(e1)
-		s00 = e0.MulAdd(v0, s00)
-		s01 = e0.MulAdd(v1, s01)
-		s11 = e1.MulAdd(v1, s11)
+		s00 = e0.MulAdd(t0, s00)
+		s01 = e0.MulAdd(t1, s01)
+		s11 = e1.MulAdd(t1, s11)
 	}
 	return mixSums{
 		e:  reluHsum8(se),
-		v:  [3]float32{reluHsum8(s0), reluHsum8(s1)},
-		vv: [6]float32{reluHsum8(s00), reluHsum8(s01), reluHsum8(s11)},
+		t:  [3]float32{reluHsum8(s0), reluHsum8(s1)},
+		tt: [6]float32{reluHsum8(s00), reluHsum8(s01), reluHsum8(s11)},
 	}
 }
 
 // mixSums3x8 is mixSums3x16 with eight AVX2 lanes.
-func mixSums3x8(c *evalComp, v []float32) mixSums {
-	const w, nf = 8, 4
+func mixSums3x8(c *evalComp, xt, g []float32) mixSums {
+	const w, d = 8, 3
 	ex := newExpVec8()
-	bc := archsimd.BroadcastFloat32x8
-	m0, m1, m2 := bc(c.mu[0]), bc(c.mu[1]), bc(c.mu[2])
-	h00, h01, h02 := bc(c.h[0]), bc(c.h[1]), bc(c.h[2])
-	h11, h12, h22 := bc(c.h[3]), bc(c.h[4]), bc(c.h[5])
+	p := newMixParams8(d, c)
 	var se, s0, s1, s2, s00, s01, s02, s11, s12, s22 archsimd.Float32x8
-	for ; len(v) >= nf*w; v = v[nf*w:] {
-		b := (*[nf * w]float32)(v)
-		t0 := archsimd.LoadFloat32x8Slice(b[0:w]).Sub(m0)
-		t1 := archsimd.LoadFloat32x8Slice(b[w : 2*w]).Sub(m1)
-		t2 := archsimd.LoadFloat32x8Slice(b[2*w : 3*w]).Sub(m2)
-		v0 := h00.MulAdd(t0, h01.MulAdd(t1, h02.Mul(t2)))
-		v1 := h01.MulAdd(t0, h11.MulAdd(t1, h12.Mul(t2)))
-		v2 := h02.MulAdd(t0, h12.MulAdd(t1, h22.Mul(t2)))
-		e := ex.exp(t0.MulAdd(v0, t1.MulAdd(v1, t2.Mul(v2)))).Mul(archsimd.LoadFloat32x8Slice(b[3*w : 4*w]))
+	for i := 0; len(xt) >= d*w; xt, i = xt[d*w:], i+w {
+		t0 := archsimd.LoadFloat32x8Slice(xt[0:w]).Sub(p.mu[0])
+		t1 := archsimd.LoadFloat32x8Slice(xt[w : 2*w]).Sub(p.mu[1])
+		t2 := archsimd.LoadFloat32x8Slice(xt[2*w : 3*w]).Sub(p.mu[2])
+		a := p.q[0].MulAdd(t0, p.q[1].MulAdd(t1, p.q[2].Mul(t2)))
+		x := p.q[5].Mul(t2).MulAdd(t2, p.q[3].MulAdd(t1, p.q[4].Mul(t2)).MulAdd(t1, a.Mul(t0)))
+		e := ex.exp(x).Mul(archsimd.LoadFloat32x8SlicePart(g[i:]))
 		se = se.Add(e)
-		e0, e1, e2 := e.Mul(v0), e.Mul(v1), e.Mul(v2)
+		e0, e1, e2 := e.Mul(t0), e.Mul(t1), e.Mul(t2)
 		s0, s1, s2 = s0.Add(e0), s1.Add(e1), s2.Add(e2)
-		s00 = e0.MulAdd(v0, s00)
-		s01 = e0.MulAdd(v1, s01)
-		s02 = e0.MulAdd(v2, s02)
-		s11 = e1.MulAdd(v1, s11)
-		s12 = e1.MulAdd(v2, s12)
-		s22 = e2.MulAdd(v2, s22)
+		s00 = e0.MulAdd(t0, s00)
+		s01 = e0.MulAdd(t1, s01)
+		s02 = e0.MulAdd(t2, s02)
+		s11 = e1.MulAdd(t1, s11)
+		s12 = e1.MulAdd(t2, s12)
+		s22 = e2.MulAdd(t2, s22)
 	}
 	return mixSums{
 		e:  reluHsum8(se),
-		v:  [3]float32{reluHsum8(s0), reluHsum8(s1), reluHsum8(s2)},
-		vv: [6]float32{reluHsum8(s00), reluHsum8(s01), reluHsum8(s02), reluHsum8(s11), reluHsum8(s12), reluHsum8(s22)},
+		t:  [3]float32{reluHsum8(s0), reluHsum8(s1), reluHsum8(s2)},
+		tt: [6]float32{reluHsum8(s00), reluHsum8(s01), reluHsum8(s02), reluHsum8(s11), reluHsum8(s12), reluHsum8(s22)},
 	}
 }
 
 // pointGrads2x8 is pointGrads2x16 with eight AVX2 lanes.
 func pointGrads2x8(cs []evalComp, xt, g, acc []float32) {
-	const w, nf = 8, 2
+	const w, d = 8, 2
 	ex := newExpVec8()
 	bc := archsimd.BroadcastFloat32x8
-	for i := 0; len(xt) >= nf*w; i += w {
+	for i := 0; len(xt) >= d*w; i += w {
 		x0, x1 := archsimd.LoadFloat32x8Slice(xt[0:w]), archsimd.LoadFloat32x8Slice(xt[w:2*w])
 		var s0, s1 archsimd.Float32x8
 		for k := range cs {
@@ -588,19 +625,19 @@ func pointGrads2x8(cs []evalComp, xt, g, acc []float32) {
 			s0, s1 = f.MulAdd(v0, s0), f.MulAdd(v1, s1)
 		}
 		gi := archsimd.LoadFloat32x8SlicePart(g[i:])
-		a := acc[0 : nf*w]
+		a := acc[0 : d*w]
 		gi.MulAdd(s0, archsimd.LoadFloat32x8Slice(a[0:w])).StoreSlice(a[0:w])
 		gi.MulAdd(s1, archsimd.LoadFloat32x8Slice(a[w:2*w])).StoreSlice(a[w : 2*w])
-		xt, acc = xt[nf*w:], acc[nf*w:]
+		xt, acc = xt[d*w:], acc[d*w:]
 	}
 }
 
 // pointGrads3x8 is pointGrads3x16 with eight AVX2 lanes.
 func pointGrads3x8(cs []evalComp, xt, g, acc []float32) {
-	const w, nf = 8, 3
+	const w, d = 8, 3
 	ex := newExpVec8()
 	bc := archsimd.BroadcastFloat32x8
-	for i := 0; len(xt) >= nf*w; i += w {
+	for i := 0; len(xt) >= d*w; i += w {
 		x0, x1, x2 := archsimd.LoadFloat32x8Slice(xt[0:w]), archsimd.LoadFloat32x8Slice(xt[w:2*w]), archsimd.LoadFloat32x8Slice(xt[2*w:3*w])
 		var s0, s1, s2 archsimd.Float32x8
 		for k := range cs {
@@ -613,10 +650,10 @@ func pointGrads3x8(cs []evalComp, xt, g, acc []float32) {
 			s0, s1, s2 = f.MulAdd(v0, s0), f.MulAdd(v1, s1), f.MulAdd(v2, s2)
 		}
 		gi := archsimd.LoadFloat32x8SlicePart(g[i:])
-		a := acc[0 : nf*w]
+		a := acc[0 : d*w]
 		gi.MulAdd(s0, archsimd.LoadFloat32x8Slice(a[0:w])).StoreSlice(a[0:w])
 		gi.MulAdd(s1, archsimd.LoadFloat32x8Slice(a[w:2*w])).StoreSlice(a[w : 2*w])
 		gi.MulAdd(s2, archsimd.LoadFloat32x8Slice(a[2*w:3*w])).StoreSlice(a[2*w : 3*w])
-		xt, acc = xt[nf*w:], acc[nf*w:]
+		xt, acc = xt[d*w:], acc[d*w:]
 	}
 }
