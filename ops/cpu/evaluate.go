@@ -98,9 +98,9 @@ func newEvalScratch[T Float](workers, nPrep, nRow int) []evalScratch[T] {
 // reference's gradient for the inverse chained through Σ ↦ Σ⁻¹; it treats
 // the covariance entries as independent. Mixtures are independent, so the
 // kernel runs in parallel over them without sharing any output. With
-// GOEXPERIMENT=simd on an AVX2 machine, float32 inputs take a vectorised path
-// (lanes over the points); its sums differ from evaluateBackwardMixtureGeneric
-// only by rounding.
+// GOEXPERIMENT=simd on amd64 with AVX2 and FMA (sixteen lanes with AVX-512),
+// float32 inputs take a vectorised path, lanes over the points, that agrees
+// with evaluateBackwardMixtureGeneric up to rounding.
 func EvaluateBackwardMixture[T Float](dx, x, pts, g []T, l mixture.Layout, pb, pc, m int) {
 	if evaluateBackwardMixtureFast(dx, x, pts, g, l, pb, pc, m) {
 		return
@@ -176,10 +176,9 @@ const evaluatePointRows = 64
 //
 // summed over every mixture that reads the point set (the broadcast
 // dimensions). The work is split over (point set, block of rows), and each
-// item owns its rows of dp, so the sums need no locks or atomics. With
-// GOEXPERIMENT=simd on an AVX2 machine, float32 inputs take a vectorised path
-// (lanes over the points) whose sums differ from
-// evaluateBackwardPointsGeneric only by rounding.
+// item owns its rows of dp, so the sums need no locks or atomics. Float32
+// inputs take a vectorised path as in EvaluateBackwardMixture, which agrees
+// with evaluateBackwardPointsGeneric up to rounding.
 func EvaluateBackwardPoints[T Float](dp, x, pts, g []T, l mixture.Layout, pb, pc, m int) {
 	if evaluateBackwardPointsFast(dp, x, pts, g, l, pb, pc, m) {
 		return

@@ -536,6 +536,10 @@ func pointGrads3x16(cs []evalComp, xt, g, acc []float32) {
 	}
 }
 
+// The eight-lane kernels below are the sixteen-lane ones with the vector
+// type, exp and horizontal sum swapped: Go has no generics over vector
+// types, so the two sets are kept in step by hand.
+
 // mixParams8 is mixParams16 on eight lanes.
 type mixParams8 struct {
 	mu [3]archsimd.Float32x8
