@@ -1,4 +1,4 @@
-//go:build goexperiment.simd
+//go:build goexperiment.simd && amd64
 
 package cpu
 
@@ -184,5 +184,480 @@ func expDot8(coef, row []archsimd.Float32x8, out []float32) {
 		s := acc.GetLo().Add(acc.GetHi())
 		s = s.AddPairs(s)
 		out[i] = s.AddPairs(s).GetElem(0)
+	}
+}
+
+// evalBackward holds the float32 backward kernels of one lane width w, each
+// indexed by dimension − 2. Both put the points in the lanes, read from the
+// blocks of evalTranspose with their incoming gradients g: mix sums one
+// component over all points of a mixture, so its sums are vertical until
+// one horizontal sum per component; point adds the gradients of one
+// mixture's components to a run of points, so the sum over components needs
+// no horizontal sum at all.
+type evalBackward struct {
+	w     int
+	mix   [2]func(c *evalComp, xt, g []float32) mixSums
+	point [2]func(cs []evalComp, xt, g, acc []float32)
+}
+
+var (
+	evalBackward8 = evalBackward{8,
+		[2]func(*evalComp, []float32, []float32) mixSums{mixSums2x8, mixSums3x8},
+		[2]func([]evalComp, []float32, []float32, []float32){pointGrads2x8, pointGrads3x8}}
+	evalBackward16 = evalBackward{16,
+		[2]func(*evalComp, []float32, []float32) mixSums{mixSums2x16, mixSums3x16},
+		[2]func([]evalComp, []float32, []float32, []float32){pointGrads2x16, pointGrads3x16}}
+)
+
+// evalBackwardWide reports whether the backward kernels use sixteen AVX-512
+// lanes; tests clear it to run the eight-lane kernels on AVX-512 machines.
+var evalBackwardWide = archsimd.X86.AVX512()
+
+// evalBackwardKernels returns the backward kernels for dtype T on this CPU,
+// or nil where the generic code runs (float64, no AVX2 and FMA).
+func evalBackwardKernels[T Float]() *evalBackward {
+	var z T
+	if _, ok := any(z).(float32); !ok || !archsimd.X86.AVX2() || !archsimd.X86.FMA() {
+		return nil
+	}
+	if evalBackwardWide {
+		return &evalBackward16
+	}
+	return &evalBackward8
+}
+
+// evalTranspose returns the point sets pts [sets, m, d] in blocks of w
+// points, d rows of w lanes each (x₀ of the w points, then x₁, …), and the
+// length of one set's blocks. Padding lanes are zero: their exp is finite,
+// and the kernels give them g = 0.
+func evalTranspose(pts []float32, sets, m, d, w int) ([]float32, int) {
+	n := (m + w - 1) / w * w * d
+	xt := make([]float32, sets*n)
+	parallel.For(sets, func(set int) {
+		p, t := pts[set*m*d:(set+1)*m*d], xt[set*n:(set+1)*n]
+		for i := range m {
+			b := t[i/w*w*d+i%w:]
+			for j := range d {
+				b[j*w] = p[i*d+j]
+			}
+		}
+	})
+	return xt, n
+}
+
+// evalComp is one component prepared for the backward kernels: position,
+// coef = w·norm, the upper triangle of H = −½ Σ⁻¹ (h00 h01 h11 in 2D,
+// h00 h01 h02 h11 h12 h22 in 3D) and the same with the off-diagonal entries
+// doubled, q, the coefficients of the exponent t·H t = Σ_{r≤c} q_rc t_r t_c
+// (as in evalBlock3). The quadratic form is the cheaper exponent where only
+// t is needed afterwards; where H t is needed, v = H t gives both the
+// exponent t·v and Σ⁻¹ t = −2v.
+type evalComp struct {
+	mu   [3]float32
+	h, q [6]float32
+	coef float32
+}
+
+// newEvalComp returns pk as an evalComp. H is the symmetric part of −½ Σ⁻¹,
+// as the forward's q is, which changes nothing for a symmetric covariance.
+func newEvalComp(d int, pk *Prepared[float32]) evalComp {
+	c := evalComp{mu: pk.Mu, coef: pk.Coef}
+	j := 0
+	for r := range d {
+		for cc := r; cc < d; cc++ {
+			c.h[j] = -0.25 * (pk.Inv[r*d+cc] + pk.Inv[cc*d+r])
+			c.q[j] = 2 * c.h[j]
+			if cc == r {
+				c.q[j] = c.h[j]
+			}
+			j++
+		}
+	}
+	return c
+}
+
+// evalSym maps entry r·d+c of a d×d matrix to its place in an upper
+// triangle stored as evalComp.h is, by d − 2.
+var evalSym = [2][9]int{{0, 1, 1, 2}, {0, 1, 2, 1, 3, 4, 2, 4, 5}}
+
+// mixSums are one component's sums over the points of its mixture, with
+// t = p − μ and e = exp(t·H t): Σ gᵢe, Σ gᵢe·t and the upper triangle of
+// Σ gᵢe·t tᵀ. Summing t rather than Σ⁻¹ t leaves the matrix products to
+// grad, once per component, and keeps the loop to one accumulator per sum.
+type mixSums struct {
+	e  float32
+	t  [3]float32
+	tt [6]float32
+}
+
+// grad writes the packed gradient of the component prepared as pk into dg:
+// with A = Σ⁻¹ and f = coef·e, Σ gᵢf·A t = coef·A (Σ gᵢe·t) and
+// Σ gᵢf·A t tᵀ A = coef·A (Σ gᵢe·t tᵀ) A.
+func (s *mixSums) grad(d int, pk *Prepared[float32], dg []float32) {
+	a, sym := pk.Inv[:d*d], evalSym[d-2]
+	var at [9]float32 // A (Σ gᵢe·t tᵀ)
+	for r := range d {
+		for c := range d {
+			var v float32
+			for k := range d {
+				v += a[r*d+k] * s.tt[sym[k*d+c]]
+			}
+			at[r*d+c] = v
+		}
+	}
+	dg[0] = pk.Norm * s.e
+	matVec(d, a, s.t[:d], dg[1:1+d])
+	for r := range d {
+		dg[1+r] *= pk.Coef
+		for c := range d {
+			var v float32
+			for k := range d {
+				v += at[r*d+k] * a[k*d+c]
+			}
+			dg[1+d+r*d+c] = 0.5 * pk.Coef * (v - s.e*a[r*d+c])
+		}
+	}
+}
+
+// evaluateBackwardMixtureFast runs EvaluateBackwardMixture with the SIMD
+// kernels where evalBackwardKernels has them and reports whether it did.
+func evaluateBackwardMixtureFast[T Float](dx, x, pts, g []T, l mixture.Layout, pb, pc, m int) bool {
+	k := evalBackwardKernels[T]()
+	if k == nil {
+		return false
+	}
+	k.backwardMixture(any(dx).([]float32), any(x).([]float32), any(pts).([]float32), any(g).([]float32), l, pb, pc, m)
+	return true
+}
+
+// backwardMixture is EvaluateBackwardMixture for float32: each component
+// sweeps the transposed points of its mixture once.
+func (k *evalBackward) backwardMixture(dx, x, pts, g []float32, l mixture.Layout, pb, pc, m int) {
+	d, s := l.D, l.Stride()
+	sums := k.mix[d-2]
+	xt, n := evalTranspose(pts, pb*pc, m, d, k.w)
+	parallel.For(l.Mixtures(), func(mi int) {
+		set := pointSet(mi/l.C, mi%l.C, pb, pc)
+		mx, dmx := mixture.Mixture(x, l, mi), mixture.Mixture(dx, l, mi)
+		for c := range l.N {
+			pk := Prepare(d, mx[c*s:(c+1)*s])
+			ec := newEvalComp(d, &pk)
+			r := sums(&ec, xt[set*n:(set+1)*n], g[mi*m:(mi+1)*m])
+			r.grad(d, &pk, dmx[c*s:(c+1)*s])
+		}
+	})
+}
+
+// evaluateBackwardPointsFast runs EvaluateBackwardPoints with the SIMD
+// kernels where evalBackwardKernels has them and reports whether it did.
+func evaluateBackwardPointsFast[T Float](dp, x, pts, g []T, l mixture.Layout, pb, pc, m int) bool {
+	k := evalBackwardKernels[T]()
+	if k == nil {
+		return false
+	}
+	k.backwardPoints(any(dp).([]float32), any(x).([]float32), any(pts).([]float32), any(g).([]float32), l, pb, pc, m)
+	return true
+}
+
+// backwardPoints is EvaluateBackwardPoints for float32 with the work split
+// as in evaluateBackwardPointsGeneric. Every component is prepared once up
+// front, not once per block of rows that reads it. An item adds g·Σ_k f_k v_k
+// over each mixture that reads its rows, then writes 2× the sums
+// (Σ⁻¹ t = −2v) into its rows of dp.
+func (k *evalBackward) backwardPoints(dp, x, pts, g []float32, l mixture.Layout, pb, pc, m int) {
+	d, s, w := l.D, l.Stride(), k.w
+	grads := k.point[d-2]
+	cs := make([]evalComp, l.Mixtures()*l.N)
+	parallel.For(l.Mixtures(), func(mi int) {
+		mx := mixture.Mixture(x, l, mi)
+		for c := range l.N {
+			pk := Prepare(d, mx[c*s:(c+1)*s])
+			cs[mi*l.N+c] = newEvalComp(d, &pk)
+		}
+	})
+	xt, n := evalTranspose(pts, pb*pc, m, d, w)
+	blocks := (m + evaluatePointRows - 1) / evaluatePointRows
+	items := pb * pc * blocks
+	accs := make([][]float32, parallel.Workers(items))
+	for i := range accs {
+		accs[i] = make([]float32, evaluatePointRows*d)
+	}
+	bs, cn := l.B/pb, l.C/pc
+	parallel.ForWorker(items, func(wk, it int) {
+		set, blk := it/blocks, it%blocks
+		// evaluatePointRows is a multiple of w, so the rows start a block.
+		lo, hi := blk*evaluatePointRows, min((blk+1)*evaluatePointRows, m)
+		nt := (hi - lo + w - 1) / w * w * d
+		rows, acc := xt[set*n+lo*d:][:nt], accs[wk][:nt]
+		clear(acc)
+		b0, c0 := (set/pc)*bs, (set%pc)*cn
+		for b := b0; b < b0+bs; b++ {
+			for c := c0; c < c0+cn; c++ {
+				mi := b*l.C + c
+				grads(cs[mi*l.N:(mi+1)*l.N], rows, g[mi*m+lo:mi*m+hi], acc)
+			}
+		}
+		out := dp[(set*m+lo)*d : (set*m+hi)*d]
+		for i := range hi - lo {
+			for j := range d {
+				out[i*d+j] = 2 * acc[i/w*w*d+j*w+i%w]
+			}
+		}
+	})
+}
+
+// mixParams16 are one component's position and exponent coefficients q
+// broadcast to sixteen lanes. The mixSums kernels read them from memory, as
+// operands: held in registers they crowd out the accumulators (the compiler
+// allocates fifteen vector registers), and the spills and reloads that
+// follow inside the loop cost up to half the speed.
+type mixParams16 struct {
+	mu [3]archsimd.Float32x16
+	q  [6]archsimd.Float32x16
+}
+
+func newMixParams16(d int, c *evalComp) mixParams16 {
+	var p mixParams16
+	for j := range d {
+		p.mu[j] = archsimd.BroadcastFloat32x16(c.mu[j])
+	}
+	for j := range d * (d + 1) / 2 {
+		p.q[j] = archsimd.BroadcastFloat32x16(c.q[j])
+	}
+	return p
+}
+
+// mixSums2x16 returns the sums of c over the points xt of its mixture,
+// transposed by evalTranspose, with incoming gradients g, on sixteen lanes
+// in 2D.
+func mixSums2x16(c *evalComp, xt, g []float32) mixSums {
+	const w, d = 16, 2
+	ex := newExpVec16()
+	p := newMixParams16(d, c)
+	var se, s0, s1, s00, s01, s11 archsimd.Float32x16
+	for i := 0; len(xt) >= d*w; xt, i = xt[d*w:], i+w {
+		t0 := archsimd.LoadFloat32x16Slice(xt[0:w]).Sub(p.mu[0])
+		t1 := archsimd.LoadFloat32x16Slice(xt[w : 2*w]).Sub(p.mu[1])
+		x := p.q[2].Mul(t1).MulAdd(t1, p.q[0].MulAdd(t0, p.q[1].Mul(t1)).Mul(t0))
+		e := ex.exp(x).Mul(archsimd.LoadFloat32x16SlicePart(g[i:]))
+		se = se.Add(e)
+		e0, e1 := e.Mul(t0), e.Mul(t1)
+		s0, s1 = s0.Add(e0), s1.Add(e1)
+		s00 = e0.MulAdd(t0, s00)
+		s01 = e0.MulAdd(t1, s01)
+		s11 = e1.MulAdd(t1, s11)
+	}
+	return mixSums{
+		e:  hsum16(se),
+		t:  [3]float32{hsum16(s0), hsum16(s1)},
+		tt: [6]float32{hsum16(s00), hsum16(s01), hsum16(s11)},
+	}
+}
+
+// mixSums3x16 is mixSums2x16 in 3D.
+func mixSums3x16(c *evalComp, xt, g []float32) mixSums {
+	const w, d = 16, 3
+	ex := newExpVec16()
+	p := newMixParams16(d, c)
+	var se, s0, s1, s2, s00, s01, s02, s11, s12, s22 archsimd.Float32x16
+	for i := 0; len(xt) >= d*w; xt, i = xt[d*w:], i+w {
+		t0 := archsimd.LoadFloat32x16Slice(xt[0:w]).Sub(p.mu[0])
+		t1 := archsimd.LoadFloat32x16Slice(xt[w : 2*w]).Sub(p.mu[1])
+		t2 := archsimd.LoadFloat32x16Slice(xt[2*w : 3*w]).Sub(p.mu[2])
+		a := p.q[0].MulAdd(t0, p.q[1].MulAdd(t1, p.q[2].Mul(t2)))
+		x := p.q[5].Mul(t2).MulAdd(t2, p.q[3].MulAdd(t1, p.q[4].Mul(t2)).MulAdd(t1, a.Mul(t0)))
+		e := ex.exp(x).Mul(archsimd.LoadFloat32x16SlicePart(g[i:]))
+		se = se.Add(e)
+		e0, e1, e2 := e.Mul(t0), e.Mul(t1), e.Mul(t2)
+		s0, s1, s2 = s0.Add(e0), s1.Add(e1), s2.Add(e2)
+		s00 = e0.MulAdd(t0, s00)
+		s01 = e0.MulAdd(t1, s01)
+		s02 = e0.MulAdd(t2, s02)
+		s11 = e1.MulAdd(t1, s11)
+		s12 = e1.MulAdd(t2, s12)
+		s22 = e2.MulAdd(t2, s22)
+	}
+	return mixSums{
+		e:  hsum16(se),
+		t:  [3]float32{hsum16(s0), hsum16(s1), hsum16(s2)},
+		tt: [6]float32{hsum16(s00), hsum16(s01), hsum16(s02), hsum16(s11), hsum16(s12), hsum16(s22)},
+	}
+}
+
+// pointGrads2x16 adds g·Σ_k f_k v_k over the components cs of one mixture
+// to acc, laid out as xt, for the points xt (blocks of evalTranspose) with
+// incoming gradients g, on sixteen lanes in 2D.
+func pointGrads2x16(cs []evalComp, xt, g, acc []float32) {
+	const w, d = 16, 2
+	ex := newExpVec16()
+	bc := archsimd.BroadcastFloat32x16
+	for i := 0; len(xt) >= d*w; i += w {
+		x0, x1 := archsimd.LoadFloat32x16Slice(xt[0:w]), archsimd.LoadFloat32x16Slice(xt[w:2*w])
+		var s0, s1 archsimd.Float32x16
+		for k := range cs {
+			c := &cs[k]
+			t0, t1 := x0.Sub(bc(c.mu[0])), x1.Sub(bc(c.mu[1]))
+			v0 := bc(c.h[0]).MulAdd(t0, bc(c.h[1]).Mul(t1))
+			v1 := bc(c.h[1]).MulAdd(t0, bc(c.h[2]).Mul(t1))
+			f := ex.exp(t0.MulAdd(v0, t1.Mul(v1))).Mul(bc(c.coef))
+			s0, s1 = f.MulAdd(v0, s0), f.MulAdd(v1, s1)
+		}
+		gi := archsimd.LoadFloat32x16SlicePart(g[i:])
+		a := acc[0 : d*w]
+		gi.MulAdd(s0, archsimd.LoadFloat32x16Slice(a[0:w])).StoreSlice(a[0:w])
+		gi.MulAdd(s1, archsimd.LoadFloat32x16Slice(a[w:2*w])).StoreSlice(a[w : 2*w])
+		xt, acc = xt[d*w:], acc[d*w:]
+	}
+}
+
+// pointGrads3x16 is pointGrads2x16 in 3D.
+func pointGrads3x16(cs []evalComp, xt, g, acc []float32) {
+	const w, d = 16, 3
+	ex := newExpVec16()
+	bc := archsimd.BroadcastFloat32x16
+	for i := 0; len(xt) >= d*w; i += w {
+		x0, x1, x2 := archsimd.LoadFloat32x16Slice(xt[0:w]), archsimd.LoadFloat32x16Slice(xt[w:2*w]), archsimd.LoadFloat32x16Slice(xt[2*w:3*w])
+		var s0, s1, s2 archsimd.Float32x16
+		for k := range cs {
+			c := &cs[k]
+			t0, t1, t2 := x0.Sub(bc(c.mu[0])), x1.Sub(bc(c.mu[1])), x2.Sub(bc(c.mu[2]))
+			v0 := bc(c.h[0]).MulAdd(t0, bc(c.h[1]).MulAdd(t1, bc(c.h[2]).Mul(t2)))
+			v1 := bc(c.h[1]).MulAdd(t0, bc(c.h[3]).MulAdd(t1, bc(c.h[4]).Mul(t2)))
+			v2 := bc(c.h[2]).MulAdd(t0, bc(c.h[4]).MulAdd(t1, bc(c.h[5]).Mul(t2)))
+			f := ex.exp(t0.MulAdd(v0, t1.MulAdd(v1, t2.Mul(v2)))).Mul(bc(c.coef))
+			s0, s1, s2 = f.MulAdd(v0, s0), f.MulAdd(v1, s1), f.MulAdd(v2, s2)
+		}
+		gi := archsimd.LoadFloat32x16SlicePart(g[i:])
+		a := acc[0 : d*w]
+		gi.MulAdd(s0, archsimd.LoadFloat32x16Slice(a[0:w])).StoreSlice(a[0:w])
+		gi.MulAdd(s1, archsimd.LoadFloat32x16Slice(a[w:2*w])).StoreSlice(a[w : 2*w])
+		gi.MulAdd(s2, archsimd.LoadFloat32x16Slice(a[2*w:3*w])).StoreSlice(a[2*w : 3*w])
+		xt, acc = xt[d*w:], acc[d*w:]
+	}
+}
+
+// The eight-lane kernels below are the sixteen-lane ones with the vector
+// type, exp and horizontal sum swapped: Go has no generics over vector
+// types, so the two sets are kept in step by hand.
+
+// mixParams8 is mixParams16 on eight lanes.
+type mixParams8 struct {
+	mu [3]archsimd.Float32x8
+	q  [6]archsimd.Float32x8
+}
+
+func newMixParams8(d int, c *evalComp) mixParams8 {
+	var p mixParams8
+	for j := range d {
+		p.mu[j] = archsimd.BroadcastFloat32x8(c.mu[j])
+	}
+	for j := range d * (d + 1) / 2 {
+		p.q[j] = archsimd.BroadcastFloat32x8(c.q[j])
+	}
+	return p
+}
+
+// mixSums2x8 is mixSums2x16 with eight AVX2 lanes.
+func mixSums2x8(c *evalComp, xt, g []float32) mixSums {
+	const w, d = 8, 2
+	ex := newExpVec8()
+	p := newMixParams8(d, c)
+	var se, s0, s1, s00, s01, s11 archsimd.Float32x8
+	for i := 0; len(xt) >= d*w; xt, i = xt[d*w:], i+w {
+		t0 := archsimd.LoadFloat32x8Slice(xt[0:w]).Sub(p.mu[0])
+		t1 := archsimd.LoadFloat32x8Slice(xt[w : 2*w]).Sub(p.mu[1])
+		x := p.q[2].Mul(t1).MulAdd(t1, p.q[0].MulAdd(t0, p.q[1].Mul(t1)).Mul(t0))
+		e := ex.exp(x).Mul(archsimd.LoadFloat32x8SlicePart(g[i:]))
+		se = se.Add(e)
+		e0, e1 := e.Mul(t0), e.Mul(t1)
+		s0, s1 = s0.Add(e0), s1.Add(e1)
+		s00 = e0.MulAdd(t0, s00)
+		s01 = e0.MulAdd(t1, s01)
+		s11 = e1.MulAdd(t1, s11)
+	}
+	return mixSums{
+		e:  reluHsum8(se),
+		t:  [3]float32{reluHsum8(s0), reluHsum8(s1)},
+		tt: [6]float32{reluHsum8(s00), reluHsum8(s01), reluHsum8(s11)},
+	}
+}
+
+// mixSums3x8 is mixSums3x16 with eight AVX2 lanes.
+func mixSums3x8(c *evalComp, xt, g []float32) mixSums {
+	const w, d = 8, 3
+	ex := newExpVec8()
+	p := newMixParams8(d, c)
+	var se, s0, s1, s2, s00, s01, s02, s11, s12, s22 archsimd.Float32x8
+	for i := 0; len(xt) >= d*w; xt, i = xt[d*w:], i+w {
+		t0 := archsimd.LoadFloat32x8Slice(xt[0:w]).Sub(p.mu[0])
+		t1 := archsimd.LoadFloat32x8Slice(xt[w : 2*w]).Sub(p.mu[1])
+		t2 := archsimd.LoadFloat32x8Slice(xt[2*w : 3*w]).Sub(p.mu[2])
+		a := p.q[0].MulAdd(t0, p.q[1].MulAdd(t1, p.q[2].Mul(t2)))
+		x := p.q[5].Mul(t2).MulAdd(t2, p.q[3].MulAdd(t1, p.q[4].Mul(t2)).MulAdd(t1, a.Mul(t0)))
+		e := ex.exp(x).Mul(archsimd.LoadFloat32x8SlicePart(g[i:]))
+		se = se.Add(e)
+		e0, e1, e2 := e.Mul(t0), e.Mul(t1), e.Mul(t2)
+		s0, s1, s2 = s0.Add(e0), s1.Add(e1), s2.Add(e2)
+		s00 = e0.MulAdd(t0, s00)
+		s01 = e0.MulAdd(t1, s01)
+		s02 = e0.MulAdd(t2, s02)
+		s11 = e1.MulAdd(t1, s11)
+		s12 = e1.MulAdd(t2, s12)
+		s22 = e2.MulAdd(t2, s22)
+	}
+	return mixSums{
+		e:  reluHsum8(se),
+		t:  [3]float32{reluHsum8(s0), reluHsum8(s1), reluHsum8(s2)},
+		tt: [6]float32{reluHsum8(s00), reluHsum8(s01), reluHsum8(s02), reluHsum8(s11), reluHsum8(s12), reluHsum8(s22)},
+	}
+}
+
+// pointGrads2x8 is pointGrads2x16 with eight AVX2 lanes.
+func pointGrads2x8(cs []evalComp, xt, g, acc []float32) {
+	const w, d = 8, 2
+	ex := newExpVec8()
+	bc := archsimd.BroadcastFloat32x8
+	for i := 0; len(xt) >= d*w; i += w {
+		x0, x1 := archsimd.LoadFloat32x8Slice(xt[0:w]), archsimd.LoadFloat32x8Slice(xt[w:2*w])
+		var s0, s1 archsimd.Float32x8
+		for k := range cs {
+			c := &cs[k]
+			t0, t1 := x0.Sub(bc(c.mu[0])), x1.Sub(bc(c.mu[1]))
+			v0 := bc(c.h[0]).MulAdd(t0, bc(c.h[1]).Mul(t1))
+			v1 := bc(c.h[1]).MulAdd(t0, bc(c.h[2]).Mul(t1))
+			f := ex.exp(t0.MulAdd(v0, t1.Mul(v1))).Mul(bc(c.coef))
+			s0, s1 = f.MulAdd(v0, s0), f.MulAdd(v1, s1)
+		}
+		gi := archsimd.LoadFloat32x8SlicePart(g[i:])
+		a := acc[0 : d*w]
+		gi.MulAdd(s0, archsimd.LoadFloat32x8Slice(a[0:w])).StoreSlice(a[0:w])
+		gi.MulAdd(s1, archsimd.LoadFloat32x8Slice(a[w:2*w])).StoreSlice(a[w : 2*w])
+		xt, acc = xt[d*w:], acc[d*w:]
+	}
+}
+
+// pointGrads3x8 is pointGrads3x16 with eight AVX2 lanes.
+func pointGrads3x8(cs []evalComp, xt, g, acc []float32) {
+	const w, d = 8, 3
+	ex := newExpVec8()
+	bc := archsimd.BroadcastFloat32x8
+	for i := 0; len(xt) >= d*w; i += w {
+		x0, x1, x2 := archsimd.LoadFloat32x8Slice(xt[0:w]), archsimd.LoadFloat32x8Slice(xt[w:2*w]), archsimd.LoadFloat32x8Slice(xt[2*w:3*w])
+		var s0, s1, s2 archsimd.Float32x8
+		for k := range cs {
+			c := &cs[k]
+			t0, t1, t2 := x0.Sub(bc(c.mu[0])), x1.Sub(bc(c.mu[1])), x2.Sub(bc(c.mu[2]))
+			v0 := bc(c.h[0]).MulAdd(t0, bc(c.h[1]).MulAdd(t1, bc(c.h[2]).Mul(t2)))
+			v1 := bc(c.h[1]).MulAdd(t0, bc(c.h[3]).MulAdd(t1, bc(c.h[4]).Mul(t2)))
+			v2 := bc(c.h[2]).MulAdd(t0, bc(c.h[4]).MulAdd(t1, bc(c.h[5]).Mul(t2)))
+			f := ex.exp(t0.MulAdd(v0, t1.MulAdd(v1, t2.Mul(v2)))).Mul(bc(c.coef))
+			s0, s1, s2 = f.MulAdd(v0, s0), f.MulAdd(v1, s1), f.MulAdd(v2, s2)
+		}
+		gi := archsimd.LoadFloat32x8SlicePart(g[i:])
+		a := acc[0 : d*w]
+		gi.MulAdd(s0, archsimd.LoadFloat32x8Slice(a[0:w])).StoreSlice(a[0:w])
+		gi.MulAdd(s1, archsimd.LoadFloat32x8Slice(a[w:2*w])).StoreSlice(a[w : 2*w])
+		gi.MulAdd(s2, archsimd.LoadFloat32x8Slice(a[2*w:3*w])).StoreSlice(a[2*w : 3*w])
+		xt, acc = xt[d*w:], acc[d*w:]
 	}
 }

@@ -197,6 +197,70 @@ func TestEvaluateFloat32(t *testing.T) {
 	}
 }
 
+// TestEvaluateBackwardFast compares the float32 backward kernels (the SIMD
+// ones when built with GOEXPERIMENT=simd on amd64) with the generic code in
+// float32.
+func TestEvaluateBackwardFast(t *testing.T) { checkEvalBackwardFast(t) }
+
+// checkEvalBackwardFast runs EvaluateBackwardMixture and
+// EvaluateBackwardPoints against their generic versions in 2D and 3D, for
+// every broadcast of the points, with component and point counts that leave
+// partial vectors of 8 and 16 lanes (and point counts below one vector and
+// past one block of evaluatePointRows), with random and with zero incoming
+// gradients. Zero gradients must give exact zeros, written over NaN.
+func checkEvalBackwardFast(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		for _, nm := range [][2]int{{1, 3}, {19, 37}, {8, 16}, {21, 2*evaluatePointRows + 7}} {
+			for _, pbc := range [][2]int{{1, 1}, {1, 3}, {2, 1}, {2, 3}} {
+				c := evalCase{B: 2, C: 3, N: nm[0], D: d, PB: pbc[0], PC: pbc[1], M: nm[1]}
+				t.Run(c.String(), func(t *testing.T) {
+					rng := rand.New(rand.NewPCG(16, uint64(c.N*1000+c.M*10+c.PB+c.PC)))
+					x64, p64 := evalInputs(rng, c)
+					g64 := make([]float64, c.B*c.C*c.M)
+					for i := range g64 {
+						g64[i] = rng.NormFloat64()
+					}
+					x, pts, g := evalTo32(x64), evalTo32(p64), evalTo32(g64)
+					l := c.layout()
+					check := func(what string, got, want []float32) {
+						t.Helper()
+						if e := gradcheck.RelErr(evalTo64(got), evalTo64(want)); !(e <= 1e-5) {
+							t.Errorf("%s: fast path differs from the generic one by %.3g relative", what, e)
+						}
+					}
+					dx, dxWant := make([]float32, len(x)), make([]float32, len(x))
+					EvaluateBackwardMixture(dx, x, pts, g, l, c.PB, c.PC, c.M)
+					evaluateBackwardMixtureGeneric(dxWant, x, pts, g, l, c.PB, c.PC, c.M)
+					check("EvaluateBackwardMixture", dx, dxWant)
+					dp, dpWant := make([]float32, len(pts)), make([]float32, len(pts))
+					EvaluateBackwardPoints(dp, x, pts, g, l, c.PB, c.PC, c.M)
+					evaluateBackwardPointsGeneric(dpWant, x, pts, g, l, c.PB, c.PC, c.M)
+					check("EvaluateBackwardPoints", dp, dpWant)
+
+					clear(g)
+					nan := float32(math.NaN())
+					for i := range dx {
+						dx[i] = nan
+					}
+					for i := range dp {
+						dp[i] = nan
+					}
+					EvaluateBackwardMixture(dx, x, pts, g, l, c.PB, c.PC, c.M)
+					EvaluateBackwardPoints(dp, x, pts, g, l, c.PB, c.PC, c.M)
+					for what, v := range map[string][]float32{"EvaluateBackwardMixture": dx, "EvaluateBackwardPoints": dp} {
+						for i, vi := range v {
+							if vi != 0 {
+								t.Errorf("%s with g = 0: [%d] = %v, want 0", what, i, vi)
+								break
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
 // TestEvaluateFarPoints checks that points far from every component give
 // exact zeros, not NaN, on every path (the polynomial exp must underflow
 // cleanly).
