@@ -62,12 +62,13 @@ func reluBackwardFast[T Float](s *reluWork[T]) bool {
 // reluBlocks interleaves the padded arrays fields into blocks of w lanes,
 // block b holding lanes wb…wb+w−1 of every field in order, so the vector
 // loops walk one pointer with constant offsets instead of one bounds-checked
-// slice per field. The blocks live in the worker's scratch s.vec; blocks8
-// and blocks16 view them as vectors.
+// slice per field. The blocks live in the worker's scratch s.vec, aligned to
+// 64 bytes so that no vector load straddles two cache lines; blocks8 and
+// blocks16 view them as vectors.
 func reluBlocks(s *reluWork[float32], w int, fields ...[]float32) []float32 {
 	nf, nb := len(fields), len(s.row)/w
 	if cap(s.vec) < nf*nb*w {
-		s.vec = make([]float32, nf*nb*w)
+		s.vec = align64(make([]float32, nf*nb*w+16))
 	}
 	v := s.vec[:nf*nb*w]
 	for b := range nb {
@@ -83,6 +84,13 @@ func reluUnblock(dst, v []float32, w, nf, f int) {
 	for b := range len(v) / (nf * w) {
 		copy(dst[w*b:], v[(b*nf+f)*w:(b*nf+f+1)*w])
 	}
+}
+
+// align64 returns the longest suffix of buf that starts on a 64-byte
+// boundary; buf needs 15 spare values.
+func align64(buf []float32) []float32 {
+	off := -uintptr(unsafe.Pointer(unsafe.SliceData(buf))) % 64 / 4
+	return buf[off:]
 }
 
 func blocks8(v []float32) [][8]float32 {

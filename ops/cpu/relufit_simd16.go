@@ -72,7 +72,20 @@ func reluForward3x16(s *reluWork[float32]) {
 	}
 }
 
+// reluConsts returns n aligned vectors of scratch for per-Gaussian
+// constants.
+func reluConsts(s *reluWork[float32], n int) [][16]float32 {
+	if len(s.consts) < 16*n {
+		s.consts = align64(make([]float32, 16*n+16))
+	}
+	return blocks16(s.consts[:16*n])
+}
+
 // reluBackward2x16 is reluBackward2x8 with sixteen centroids k per vector.
+// The per-Gaussian constants are read from memory in every iteration rather
+// than held in registers: the compiler gives vectors fifteen registers,
+// fewer than the loop's accumulators, constants and temporaries, and a load
+// costs less than the spill and reload it would otherwise insert.
 func reluBackward2x16(s *reluWork[float32]) {
 	const nf = 6
 	clear(s.kq[0])
@@ -80,21 +93,22 @@ func reluBackward2x16(s *reluWork[float32]) {
 	flat := reluBlocks(s, 16, s.mu[0], s.mu[1], s.gt, s.ge, s.kq[0], s.kq[1])
 	v := blocks16(flat)
 	c := newExp2Vec16()
-	negHalf := broadcast16(-0.5 * expLog2e)
+	cj := reluConsts(s, 8) // μ_j, A_j (00 01 11), an_j, xn_j, −½·log₂e
+	broadcast16(-0.5 * expLog2e).Store(&cj[7])
 	for j := range s.n {
-		p0, p1 := broadcast16(s.mu[0][j]), broadcast16(s.mu[1][j])
-		a00, a01, a11 := broadcast16(s.sym[0][j]), broadcast16(s.sym[1][j]), broadcast16(s.sym[2][j])
-		anj, xnj := broadcast16(s.an[j]), broadcast16(s.xn[j])
+		for i, x := range [7]float32{s.mu[0][j], s.mu[1][j], s.sym[0][j], s.sym[1][j], s.sym[2][j], s.an[j], s.xn[j]} {
+			broadcast16(x).Store(&cj[i])
+		}
 		var ga, gx, u0, u1, uu00, uu01, uu11 archsimd.Float32x16
 		for b := 0; b+nf <= len(v); b += nf {
 			g := (*[nf][16]float32)(v[b : b+nf])
-			d0, d1 := reluVec16(&g[0]).Sub(p0), reluVec16(&g[1]).Sub(p1)
-			v0 := a00.MulAdd(d0, a01.Mul(d1))
-			v1 := a01.MulAdd(d0, a11.Mul(d1))
-			e := c.exp2(d0.MulAdd(v0, d1.Mul(v1)).Mul(negHalf))
+			d0, d1 := reluVec16(&g[0]).Sub(reluVec16(&cj[0])), reluVec16(&g[1]).Sub(reluVec16(&cj[1]))
+			v0 := reluVec16(&cj[2]).MulAdd(d0, reluVec16(&cj[3]).Mul(d1))
+			v1 := reluVec16(&cj[3]).MulAdd(d0, reluVec16(&cj[4]).Mul(d1))
+			e := c.exp2(d0.MulAdd(v0, d1.Mul(v1)).Mul(reluVec16(&cj[7])))
 			et, ee := e.Mul(reluVec16(&g[2])), e.Mul(reluVec16(&g[3]))
 			ga, gx = ga.Add(et), gx.Add(ee)
-			w := et.MulAdd(anj, ee.Mul(xnj))
+			w := et.MulAdd(reluVec16(&cj[5]), ee.Mul(reluVec16(&cj[6])))
 			w0, w1 := w.Mul(v0), w.Mul(v1)
 			u0, u1 = u0.Add(w0), u1.Add(w1)
 			uu00 = w0.MulAdd(v0, uu00)
@@ -120,23 +134,26 @@ func reluBackward3x16(s *reluWork[float32]) {
 	flat := reluBlocks(s, 16, s.mu[0], s.mu[1], s.mu[2], s.gt, s.ge, s.kq[0], s.kq[1], s.kq[2])
 	v := blocks16(flat)
 	c := newExp2Vec16()
-	negHalf := broadcast16(-0.5 * expLog2e)
+	cj := reluConsts(s, 12) // μ_j, A_j (00 01 02 11 12 22), an_j, xn_j, −½·log₂e
+	broadcast16(-0.5 * expLog2e).Store(&cj[11])
 	for j := range s.n {
-		p0, p1, p2 := broadcast16(s.mu[0][j]), broadcast16(s.mu[1][j]), broadcast16(s.mu[2][j])
-		a00, a01, a02 := broadcast16(s.sym[0][j]), broadcast16(s.sym[1][j]), broadcast16(s.sym[2][j])
-		a11, a12, a22 := broadcast16(s.sym[3][j]), broadcast16(s.sym[4][j]), broadcast16(s.sym[5][j])
-		anj, xnj := broadcast16(s.an[j]), broadcast16(s.xn[j])
+		for i, x := range [11]float32{s.mu[0][j], s.mu[1][j], s.mu[2][j], s.sym[0][j], s.sym[1][j], s.sym[2][j],
+			s.sym[3][j], s.sym[4][j], s.sym[5][j], s.an[j], s.xn[j]} {
+			broadcast16(x).Store(&cj[i])
+		}
 		var ga, gx, u0, u1, u2, uu00, uu01, uu02, uu11, uu12, uu22 archsimd.Float32x16
 		for b := 0; b+nf <= len(v); b += nf {
 			g := (*[nf][16]float32)(v[b : b+nf])
-			d0, d1, d2 := reluVec16(&g[0]).Sub(p0), reluVec16(&g[1]).Sub(p1), reluVec16(&g[2]).Sub(p2)
-			v0 := a00.MulAdd(d0, a01.MulAdd(d1, a02.Mul(d2)))
-			v1 := a01.MulAdd(d0, a11.MulAdd(d1, a12.Mul(d2)))
-			v2 := a02.MulAdd(d0, a12.MulAdd(d1, a22.Mul(d2)))
-			e := c.exp2(d0.MulAdd(v0, d1.MulAdd(v1, d2.Mul(v2))).Mul(negHalf))
+			d0 := reluVec16(&g[0]).Sub(reluVec16(&cj[0]))
+			d1 := reluVec16(&g[1]).Sub(reluVec16(&cj[1]))
+			d2 := reluVec16(&g[2]).Sub(reluVec16(&cj[2]))
+			v0 := reluVec16(&cj[3]).MulAdd(d0, reluVec16(&cj[4]).MulAdd(d1, reluVec16(&cj[5]).Mul(d2)))
+			v1 := reluVec16(&cj[4]).MulAdd(d0, reluVec16(&cj[6]).MulAdd(d1, reluVec16(&cj[7]).Mul(d2)))
+			v2 := reluVec16(&cj[5]).MulAdd(d0, reluVec16(&cj[7]).MulAdd(d1, reluVec16(&cj[8]).Mul(d2)))
+			e := c.exp2(d0.MulAdd(v0, d1.MulAdd(v1, d2.Mul(v2))).Mul(reluVec16(&cj[11])))
 			et, ee := e.Mul(reluVec16(&g[3])), e.Mul(reluVec16(&g[4]))
 			ga, gx = ga.Add(et), gx.Add(ee)
-			w := et.MulAdd(anj, ee.Mul(xnj))
+			w := et.MulAdd(reluVec16(&cj[9]), ee.Mul(reluVec16(&cj[10])))
 			w0, w1, w2 := w.Mul(v0), w.Mul(v1), w.Mul(v2)
 			u0, u1, u2 = u0.Add(w0), u1.Add(w1), u2.Add(w2)
 			uu00 = w0.MulAdd(v0, uu00)

@@ -38,6 +38,8 @@ type reluWork[T Float] struct {
 	row  []T       // scratch: one row of exponents, then of their exponentials
 	rowU [3][]T    // scratch: one row of u = A_j δ (backward)
 	vec  []float32 // scratch of the vectorised float32 loops (relufit_simd.go)
+	// consts holds the broadcast per-Gaussian constants of those loops.
+	consts []float32
 
 	// Backward state: per centroid k the sensitivities gt = ∂L/∂t_k,
 	// ge = ∂L/∂e_k, the direct ∂L/∂x_k and kq = Σ_j w_kj u_kj; per Gaussian j
