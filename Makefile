@@ -16,15 +16,16 @@ test: test-plain test-simd ## run all tests, with and without the SIMD kernels
 test-plain: ## run all tests with the portable (scalar) kernels
 	$(GO) test -count=1 $(PKGS)
 
-test-simd: ## run the kernel tests with GOEXPERIMENT=simd (AVX2 kernels)
+test-simd: ## run the kernel tests with GOEXPERIMENT=simd (AVX-512 or AVX2 kernels, as the CPU has)
 	GOEXPERIMENT=simd $(GO) test -count=1 ./ops/...
 
 race: ## the tests of the parallel kernels, training loop and data code under the race detector
 	$(GO) test -race -count=1 ./ops/... ./train ./shapes ./models ./gmnode
 
-vet: ## go vet, plain and SIMD builds
+vet: ## go vet, plain and SIMD builds, and the SIMD build for arm64 (the amd64-only files' tags)
 	$(GO) vet $(PKGS)
 	GOEXPERIMENT=simd $(GO) vet ./ops/...
+	GOARCH=arm64 GOEXPERIMENT=simd $(GO) vet ./ops/...
 
 fmt-check: ## fail if any Go file is not gofmt-formatted
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
