@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"slices"
 
 	"github.com/gmcn-go/gmcn/internal/parallel"
 	"github.com/gmcn-go/gmcn/ops/device"
@@ -40,13 +41,30 @@ type hemMixture struct {
 // masks of every node, and the selection. TreeHEMFrozen and
 // TreeHEMBackward replay them, which makes the reduction a smooth function of
 // the input that finite differences can check.
+//
+// Decisions from TreeHEM also keep what TreeHEMBackward needs again for the
+// same input: a copy of the input and the caches of all internal nodes,
+// N·S + (N−1)·T·S values of the input's type per mixture with
+// S = 1 + D + D², about T + 1 times the input.
 type Decisions struct {
 	l    mixture.Layout
 	np   int
 	o    device.TreeHEMOptions
 	mix  []hemMixture
 	pass bool // N ≤ Np: every mixture passes through unreduced
+	kept any  // *hemKept[T] from TreeHEM, else nil
 }
+
+// hemKept is what TreeHEM keeps of its forward pass for TreeHEMBackward: the
+// input x it made the decisions for, by which the backward recognises it,
+// and per mixture the caches of the N−1 internal nodes, T packed entries
+// each, that x's pre-scaled components produced.
+type hemKept[T Float] struct {
+	x, cache []T
+}
+
+// caches returns the node caches of mixture m, n values.
+func (k *hemKept[T]) caches(m, n int) []T { return k.cache[m*n : (m+1)*n] }
 
 func newDecisions(l mixture.Layout, np int, o device.TreeHEMOptions) *Decisions {
 	dec := &Decisions{l: l, np: np, o: o, pass: l.N <= np}
@@ -96,6 +114,9 @@ func TreeHEM[T Float](y, x []T, l mixture.Layout, np int, o device.TreeHEMOption
 		return nil, err
 	}
 	dec := newDecisions(l, np, o)
+	if !dec.pass {
+		dec.kept = &hemKept[T]{x: make([]T, len(x)), cache: make([]T, l.Mixtures()*(l.N-1)*o.Reduction*l.Stride())}
+	}
 	return dec, runTreeHEM(hemRecord, y, nil, x, nil, dec)
 }
 
@@ -123,6 +144,12 @@ func TreeHEMFrozen[T Float](y, x []T, dec *Decisions) error {
 // TreeHEMFrozen(·, dec) at x: exact reverse mode through the scaling (s
 // included), every EM step and the copies, with the decisions frozen and
 // no gradient through clips where they are active.
+//
+// A mixture of x that equals (==, value by value) the input TreeHEM made dec
+// for, as in a training step whose backward follows its forward, starts from
+// the node caches TreeHEM kept and is not validated again; any other mixture,
+// and every mixture with decisions that kept none, is validated and its
+// forward pass replayed first. The result is the same either way.
 func TreeHEMBackward[T Float](dx, x, g []T, dec *Decisions) error {
 	if err := checkTreeHEMData(len(g), len(x), dec.l, dec.np, dec.o); err != nil {
 		return err
@@ -167,65 +194,75 @@ const (
 	hemBackward hemMode = 1 << 1 // compute ∂L/∂x instead of y
 )
 
+// runTreeHEM runs mode on every mixture, each validated before it is
+// reduced, and checks every result for finiteness. It reports the error of
+// the first mixture that has one.
 func runTreeHEM[T Float](mode hemMode, y, dx, x, g []T, dec *Decisions) error {
 	l, np := dec.l, dec.np
-	if err := mixture.Validate(x, l); err != nil {
-		return errors.Wrap(err, "TreeHEM input")
-	}
-	s := l.Stride()
-	outLen := np * s
+	outLen := np * l.Stride()
+	errs := make([]error, l.Mixtures())
 	if dec.pass {
 		parallel.For(l.Mixtures(), func(m int) {
 			in := mixture.Mixture(x, l, m)
+			if errs[m] = validMixture(in, l, m); errs[m] != nil {
+				return
+			}
 			if mode&hemBackward != 0 {
-				copy(mixture.Mixture(dx, l, m), g[m*outLen:m*outLen+len(in)])
+				out := mixture.Mixture(dx, l, m)
+				copy(out, g[m*outLen:m*outLen+len(in)])
+				errs[m] = finiteResult("gradient", out, l, m)
 				return
 			}
 			out := y[m*outLen : (m+1)*outLen]
 			copy(out, in)
 			padIdentity(l.D, out[len(in):])
 		})
-		return finiteResult(mode, y, dx, l, np)
-	}
-	workers := make([]*hemWorker[T], parallel.Workers(l.Mixtures()))
-	for w := range workers {
-		workers[w] = newHEMWorker[T](l, np, dec.o)
-	}
-	parallel.ForWorker(l.Mixtures(), func(w, m int) {
-		wk := workers[w]
-		dm := &wk.scratch
-		if dec.mix != nil {
-			dm = &dec.mix[m]
+	} else {
+		kept, _ := dec.kept.(*hemKept[T])
+		workers := make([]*hemWorker[T], parallel.Workers(l.Mixtures()))
+		for w := range workers {
+			workers[w] = newHEMWorker[T](l, np, dec.o)
 		}
-		wk.forward(mode, mixture.Mixture(x, l, m), dm)
-		if mode&hemBackward != 0 {
-			wk.backward(mixture.Mixture(x, l, m), g[m*outLen:(m+1)*outLen], mixture.Mixture(dx, l, m), dm)
-			return
-		}
-		wk.write(y[m*outLen:(m+1)*outLen], dm)
-	})
-	return finiteResult(mode, y, dx, l, np)
-}
-
-// finiteResult reports NaN or Inf in the result: TreeHEM's clips keep valid
-// input finite, so a non-finite value means the input was not a valid mixture
-// (or has weights of both signs extreme enough to overflow the likelihood).
-func finiteResult[T Float](mode hemMode, y, dx []T, l mixture.Layout, np int) error {
-	out, n, what := y, np, "output"
-	if mode&hemBackward != 0 {
-		out, n, what = dx, l.N, "gradient"
+		parallel.ForWorker(l.Mixtures(), func(w, m int) {
+			errs[m] = workers[w].run(mode, m, y, dx, x, g, dec, kept)
+		})
 	}
-	if err := mixture.CheckFinite(out); err != nil {
-		i := 0
-		for ; i < len(out); i++ {
-			if v := float64(out[i]); math.IsNaN(v) || math.IsInf(v, 0) {
-				break
-			}
+	for _, err := range errs {
+		if err != nil {
+			return err
 		}
-		m, k := i/(n*l.Stride()), (i/l.Stride())%n
-		return errors.Wrapf(err, "TreeHEM %s of mixture (b=%d, c=%d) component %d is not finite; the input must be finite with SPD covariances", what, m/l.C, m%l.C, k)
 	}
 	return nil
+}
+
+// validMixture validates mixture m, the packed components in.
+func validMixture[T Float](in []T, l mixture.Layout, m int) error {
+	if n, err := mixture.ValidateComponents(in, l.D); err != nil {
+		return errors.Wrapf(err, "TreeHEM input: component (b=%d, c=%d, n=%d)", m/l.C, m%l.C, n)
+	}
+	return nil
+}
+
+// finiteResult reports NaN or Inf in out, the output or gradient (what) of
+// mixture m: TreeHEM's clips keep valid input finite, so a non-finite value
+// means the input was not a valid mixture (or has weights of both signs
+// extreme enough to overflow the likelihood).
+func finiteResult[T Float](what string, out []T, l mixture.Layout, m int) error {
+	var z T
+	for _, v := range out {
+		z += v - v // 0 for finite v, NaN for NaN and ±Inf
+	}
+	if z == 0 {
+		return nil
+	}
+	i := 0
+	for ; i < len(out); i++ {
+		if v := float64(out[i]); math.IsNaN(v) || math.IsInf(v, 0) {
+			break
+		}
+	}
+	err := errors.Errorf("non-finite value %v at flat index %d", out[i], m*len(out)+i)
+	return errors.Wrapf(err, "TreeHEM %s of mixture (b=%d, c=%d) component %d is not finite; the input must be finite with SPD covariances", what, m/l.C, m%l.C, i/l.Stride())
 }
 
 // padIdentity fills the packed slots in out with {w = 0, μ = 0, Σ = I}.
@@ -248,7 +285,8 @@ type hemWorker[T Float] struct {
 
 	keys, kbuf []uint64
 	xs         []T // pre-scaled input, N·stride
-	cache      []T // per internal node T packed Gaussians
+	cache      []T // per internal node T packed Gaussians: own or kept
+	own        []T // the worker's own node caches
 	integ      []T // |integral| rating input per node (2N−1)
 	gxs        []T // ∂L/∂xs
 	gcache     []T // ∂L/∂cache
@@ -265,7 +303,7 @@ func newHEMWorker[T Float](l mixture.Layout, np int, o device.TreeHEMOptions) *h
 		d: l.D, s: s, t: t, n: n, np: np, under: o.UnderFill,
 		keys: make([]uint64, n), kbuf: make([]uint64, n),
 		xs:     make([]T, n*s),
-		cache:  make([]T, (n-1)*t*s),
+		own:    make([]T, (n-1)*t*s),
 		integ:  make([]T, 2*n-1),
 		gxs:    make([]T, n*s),
 		gcache: make([]T, (n-1)*t*s),
@@ -362,28 +400,27 @@ func (w *hemWorker[T]) scatter(x int32, dm *hemMixture, gsrc []T) {
 	}
 }
 
-// fitNode computes the cache of internal node x from its children into out
-// (room for T entries) and returns the entry count.
-func (w *hemWorker[T]) fitNode(x int32, dm *hemMixture, record bool, out []T) int {
+// fitNode computes the cache of internal node x from its children: their
+// kept entries if there are at most T, else their EM fit to T. In record
+// mode it decides and stores the entry count and whether it fits.
+func (w *hemWorker[T]) fitNode(x int32, dm *hemMixture, record bool) {
 	node := &dm.nodes[x]
 	m := w.collect(x, dm, record)
-	if m <= w.t {
-		node.fit = false
+	if record {
+		node.n, node.fit = uint8(min(m, w.t)), m > w.t
+	}
+	out := w.cache[int(x)*w.t*w.s : (int(x)+1)*w.t*w.s]
+	if !node.fit {
 		for i := range m {
 			w.copyTarget(i, out[i*w.s:(i+1)*w.s])
 		}
-		return m
+		return
 	}
-	node.fit = true
 	w.em.k = w.t
-	if record {
-		w.em.decide(&node.em)
-	}
-	w.em.forward(&node.em)
+	w.em.fit(&node.em, record)
 	for s := range w.t {
 		w.em.output(s, out[s*w.s:(s+1)*w.s])
 	}
-	return w.t
 }
 
 func (w *hemWorker[T]) copyTarget(i int, g []T) {
@@ -393,10 +430,47 @@ func (w *hemWorker[T]) copyTarget(i int, g []T) {
 	copy(g[1+d:], w.em.tcov[i][:d*d])
 }
 
-// forward pre-scales the mixture, builds (record) or reads (replay) the tree,
-// runs the bottom-up pass, and selects (record) the output nodes.
-func (w *hemWorker[T]) forward(mode hemMode, mix []T, dm *hemMixture) {
+// run reduces mixture m of x into y, or with hemBackward writes its
+// gradient into dx, after validating it. It starts from the caches in kept
+// where TreeHEM recorded dec for this very mixture (see TreeHEMBackward),
+// stores them there when it records, and otherwise works in its own.
+func (w *hemWorker[T]) run(mode hemMode, m int, y, dx, x, g []T, dec *Decisions, kept *hemKept[T]) error {
+	l := dec.l
+	mix := mixture.Mixture(x, l, m)
+	dm := &w.scratch
+	if dec.mix != nil {
+		dm = &dec.mix[m]
+	}
 	record := mode&hemReplay == 0
+	switch {
+	case kept != nil && mode == hemReplay|hemBackward && slices.Equal(mixture.Mixture(kept.x, l, m), mix):
+		w.cache = kept.caches(m, len(w.own))
+		w.prescale(mix)
+	default:
+		if err := validMixture(mix, l, m); err != nil {
+			return err
+		}
+		w.cache = w.own
+		if kept != nil && record {
+			copy(mixture.Mixture(kept.x, l, m), mix)
+			w.cache = kept.caches(m, len(w.own))
+		}
+		w.forward(record, mix, dm)
+	}
+	outLen := dec.np * w.s
+	if mode&hemBackward != 0 {
+		dxm := mixture.Mixture(dx, l, m)
+		w.backward(mix, g[m*outLen:(m+1)*outLen], dxm, dm)
+		return finiteResult("gradient", dxm, l, m)
+	}
+	ym := y[m*outLen : (m+1)*outLen]
+	w.write(ym, dm)
+	return finiteResult("output", ym, l, m)
+}
+
+// prescale sets s = mean_k tr(Σ_k)/D and √s of mix, and its components with
+// positions divided by √s and covariances by s into xs.
+func (w *hemWorker[T]) prescale(mix []T) {
 	n, s, d := w.n, w.s, w.d
 	var tr T
 	for k := range n {
@@ -416,8 +490,16 @@ func (w *hemWorker[T]) forward(mode hemMode, mix []T, dm *hemMixture) {
 			o[1+d+c] = g[1+d+c] / w.scale
 		}
 	}
+}
+
+// forward pre-scales the mixture, builds (record) or reads (replay) the tree,
+// runs the bottom-up pass into the node caches, and selects (record) the
+// output nodes.
+func (w *hemWorker[T]) forward(record bool, mix []T, dm *hemMixture) {
+	d := w.d
+	w.prescale(mix)
 	if record {
-		mortonKeys(d, mix, n, w.keys, w.kbuf)
+		mortonKeys(d, mix, w.n, w.keys, w.kbuf)
 		for j, k := range w.keys {
 			dm.obj[j] = int32(k & 0xFFFF)
 		}
@@ -426,8 +508,7 @@ func (w *hemWorker[T]) forward(mode hemMode, mix []T, dm *hemMixture) {
 	}
 	for i := len(dm.order) - 1; i >= 0; i-- {
 		x := dm.order[i]
-		k := int(x) * w.t * s
-		dm.nodes[x].n = uint8(w.fitNode(x, dm, record, w.cache[k:k+w.t*s]))
+		w.fitNode(x, dm, record)
 		if record {
 			w.integ[x] = w.integral(dm.tree.left[x], dm) + w.integral(dm.tree.right[x], dm)
 		}
@@ -517,10 +598,7 @@ func (w *hemWorker[T]) refitNode(dm *hemMixture, record bool) {
 		return
 	}
 	w.em.k = dm.refitK
-	if record {
-		w.em.decide(&dm.refitEM)
-	}
-	w.em.forward(&dm.refitEM)
+	w.em.fit(&dm.refitEM, record)
 	for s := range dm.refitK {
 		w.em.output(s, w.rcache[s*w.s:(s+1)*w.s])
 	}
@@ -555,9 +633,11 @@ func (w *hemWorker[T]) write(out []T, dm *hemMixture) {
 	padIdentity(d, out[o:])
 }
 
-// backward propagates g (∂L/∂output) to dx after forward ran on mix:
-// unscaling, the selected caches, top-down through every copying or fitting
-// node, and finally the pre-scaling with s = mean_k tr(Σ_k)/D.
+// backward propagates g (∂L/∂output) to dx, given the node caches and the
+// pre-scaled mix: unscaling, the selected caches, top-down through every
+// copying or fitting node (refitting each from its children's caches for the
+// intermediates of the reverse pass), and finally the pre-scaling with
+// s = mean_k tr(Σ_k)/D.
 //
 // With μ' = μ/√s and Σ' = Σ/s on input and μ = √s μ', Σ = s Σ' on output:
 // ∂L/∂s = Σ_out [gμ·μ'/(2√s) + ⟨gΣ, Σ'⟩] − Σ_in [gμ'·μ/(2 s√s) + ⟨gΣ', Σ⟩/s²],
@@ -567,6 +647,9 @@ func (w *hemWorker[T]) backward(mix, g, dx []T, dm *hemMixture) {
 	clear(w.gxs)
 	clear(w.gcache)
 	clear(w.active)
+	if dm.refit >= 0 {
+		w.refitNode(dm, false) // rcache, and the fit for its reverse pass
+	}
 	var gs T
 	o := 0
 	var gref [hemMaxM * 13]T
@@ -594,12 +677,9 @@ func (w *hemWorker[T]) backward(mix, g, dx []T, dm *hemMixture) {
 	}
 	if dm.refit >= 0 {
 		x := dm.sel[dm.refit]
-		m := w.collect(x, dm, false)
-		if m <= dm.refitK {
+		if m := w.em.m; m <= dm.refitK {
 			w.scatter(x, dm, gref[:m*s])
 		} else {
-			w.em.k = dm.refitK
-			w.em.forward(&dm.refitEM)
 			w.setOutputGrads(gref[:dm.refitK*s])
 			w.em.backward(&dm.refitEM)
 			w.scatter(x, dm, nil)
@@ -617,7 +697,7 @@ func (w *hemWorker[T]) backward(mix, g, dx []T, dm *hemMixture) {
 		}
 		w.collect(x, dm, false)
 		w.em.k = w.t
-		w.em.forward(&node.em)
+		w.em.fit(&node.em, false)
 		w.setOutputGrads(grads)
 		w.em.backward(&node.em)
 		w.scatter(x, dm, nil)

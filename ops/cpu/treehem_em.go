@@ -2,7 +2,7 @@ package cpu
 
 import (
 	"math"
-	"slices"
+	"unsafe"
 )
 
 // Clipping constants and EM parameters of the reference TreeHEM
@@ -15,6 +15,7 @@ const (
 	hemLogEpsSmall    = -29.933606208922594 // ln(1e−13)
 	hemMaxT           = 8                   // largest reduction factor T
 	hemMaxM           = 2 * hemMaxT
+	hemMaxP           = hemMaxM * hemMaxM // target–component pairs of one fit
 )
 
 // emDecision holds the discrete choices of one EM fit, frozen for the
@@ -28,7 +29,8 @@ type emDecision struct {
 
 // emFit is the scratch of one fit of m ≤ 2T targets to k < m components,
 // holding the forward intermediates the reverse pass needs. Matrices are d×d
-// row-major in [9]T; index order is [target i][component s].
+// row-major in [9]T; quantities of target i and component s are stored flat
+// at p = i·k + s.
 type emFit[T Float] struct {
 	d, m, k int
 
@@ -40,6 +42,9 @@ type emFit[T Float] struct {
 	gtmu [hemMaxM][3]T
 	gtcv [hemMaxM][9]T
 
+	// ln det Σ_i of every target when deciding, else of the initial ones.
+	logDet [hemMaxM]T
+
 	// Forward intermediates.
 	sumw, bigW T
 	what       [hemMaxM]T
@@ -47,10 +52,11 @@ type emFit[T Float] struct {
 	vhat       [hemMaxM]T
 	inv        [hemMaxM][9]T // Σ'_s⁻¹ of the initial components
 	logNorm    [hemMaxM]T    // ln((2π)^(−d/2) det(Σ'_s)^(−½))
-	logp, l, q [hemMaxM][hemMaxM]T
-	at         [hemMaxM][hemMaxM][3]T // Σ'_s⁻¹ (μ_i − μ'_s)
+	at         [hemMaxP][3]T // Σ'_s⁻¹ (μ_i − μ'_s)
+	tr         [hemMaxP]T    // tr(Σ'_s⁻¹ Σ_i)
+	logp, l, q [hemMaxP]T    // ln(a·b) (see forward), L, q
+	r, beta    [hemMaxP]T
 	sumq       [hemMaxM]T
-	r, beta    [hemMaxM][hemMaxM]T
 	pi         [hemMaxM]T
 	dead       [hemMaxM]bool
 
@@ -62,11 +68,19 @@ type emFit[T Float] struct {
 	gomu [hemMaxM][3]T
 	gocv [hemMaxM][9]T
 
-	pairs [hemMaxM * (hemMaxM - 1) / 2]emPair
+	// Scratch of the reverse pass: ∂L/∂q (∂L/∂r on the way), ∂L/∂ŵ, ∂L/∂v̂,
+	// and ∂L/∂ of the initial positions μ'_s and covariances Σ'_s; wcov
+	// accumulates Σ_i ∂L/∂ln b_is Σ_i per component.
+	gq           [hemMaxP]T
+	gwhat, gvhat [hemMaxM]T
+	gimu         [hemMaxM][3]T
+	gicv, wcov   [hemMaxM][9]T
+
+	pairs [hemMaxM * (hemMaxM - 1) / 2]emPair[T]
 }
 
-type emPair struct {
-	dist float64
+type emPair[T Float] struct {
+	dist T
 	i, j uint8
 }
 
@@ -86,9 +100,24 @@ func (e *emFit[T]) output(s int, g []T) {
 	copy(g[1+d:1+d+d*d], e.ocov[s][:d*d])
 }
 
+// fit runs the EM step of the current m targets to k components: with
+// record it first makes the decisions into dec (decide), else it replays
+// them. The intermediates stay for backward.
+func (e *emFit[T]) fit(dec *emDecision, record bool) {
+	if record {
+		e.decide(dec)
+	} else {
+		for _, j := range dec.init[:e.k] {
+			e.logDet[j] = hemLog(hemDet(e.d, &e.tcov[j]))
+		}
+		e.prepare(dec)
+	}
+	e.forward(dec)
+}
+
 // decide makes the discrete choices of a fit of the current m targets to k
 // components (reference fit_initial with CentroidDistance/MaxWeight, then the
-// KL mask of fit_em).
+// KL mask of fit_em), and prepares the fit.
 //
 // Initial selection: single-linkage clustering (Kruskal) on squared centroid
 // distances, +∞ between targets of different sign, merged until k clusters
@@ -100,38 +129,34 @@ func (e *emFit[T]) output(s int, g []T) {
 // KL(N(μ_i,Σ_i) ‖ N(μ'_s,Σ'_s)) < 0.5, and always to its KL-closest component.
 func (e *emFit[T]) decide(dec *emDecision) {
 	d, m, k := e.d, e.m, e.k
+	// Pairs are made in ascending (i, j) order, and the insertion sort is
+	// stable, so equal distances stay in that order, the reference's
+	// tie-break.
 	np := 0
 	for i := range m {
 		for j := i + 1; j < m; j++ {
-			dist := math.Inf(1)
+			dist := T(math.Inf(1))
 			if (e.tw[i] < 0) == (e.tw[j] < 0) {
-				var s T
+				dist = 0
 				for c := range d {
 					t := e.tmu[i][c] - e.tmu[j][c]
-					s += t * t
+					dist += t * t
 				}
-				dist = float64(s)
 			}
-			e.pairs[np] = emPair{dist, uint8(i), uint8(j)}
+			q := np
+			for ; q > 0 && e.pairs[q-1].dist > dist; q-- {
+				e.pairs[q] = e.pairs[q-1]
+			}
+			e.pairs[q] = emPair[T]{dist, uint8(i), uint8(j)}
 			np++
 		}
 	}
-	pairs := e.pairs[:np]
-	slices.SortFunc(pairs, func(x, y emPair) int {
-		switch {
-		case x.dist < y.dist:
-			return -1
-		case x.dist > y.dist:
-			return 1
-		}
-		return int(x.i)*hemMaxM + int(x.j) - (int(y.i)*hemMaxM + int(y.j))
-	})
 	var label [hemMaxM]uint8
 	for i := range m {
 		label[i] = uint8(i)
 	}
 	clusters := m
-	for _, pr := range pairs {
+	for _, pr := range e.pairs[:np] {
 		if clusters == k {
 			break
 		}
@@ -161,13 +186,10 @@ func (e *emFit[T]) decide(dec *emDecision) {
 		dec.init[s] = uint8(best)
 		s++
 	}
-	var logDet [hemMaxM]T
 	for i := range m {
-		logDet[i] = T(math.Log(float64(hemDet(d, e.tcov[i][:d*d]))))
+		e.logDet[i] = hemLog(hemDet(d, &e.tcov[i]))
 	}
-	for s := range k {
-		invDet(d, e.tcov[dec.init[s]][:d*d], e.inv[s][:d*d])
-	}
+	e.prepare(dec)
 	for i := range m {
 		var mask uint16
 		bestS, bestKL := 0, T(math.Inf(1))
@@ -176,12 +198,11 @@ func (e *emFit[T]) decide(dec *emDecision) {
 			var kl T
 			if (e.tw[i] < 0) == (e.tw[j] < 0) {
 				// KL(N_i ‖ N_j) = ½[(μ_i−μ_j)ᵀΣ_j⁻¹(μ_i−μ_j) + tr(Σ_j⁻¹Σ_i) − d − ln(det Σ_i / det Σ_j)]
-				inv := e.inv[s][:d*d]
 				var t [3]T
 				for c := range d {
 					t[c] = e.tmu[i][c] - e.tmu[j][c]
 				}
-				kl = 0.5 * (quadForm(d, inv, t[:d]) + trProd(d, inv, e.tcov[i][:d*d]) - T(d) - logDet[i] + logDet[j])
+				kl = 0.5 * (quadForm(d, e.inv[s][:d*d], t[:d]) + e.tr[i*k+s] - T(d) - e.logDet[i] + e.logDet[j])
 			}
 			if kl < hemKLThreshold {
 				mask |= 1 << s
@@ -194,15 +215,53 @@ func (e *emFit[T]) decide(dec *emDecision) {
 	}
 }
 
+// prepare sets up the initial components of dec, given ln det Σ'_s in
+// logDet: A_s = Σ'_s⁻¹ and the log normaliser, then for every target i and
+// component s with t = μ_i − μ'_s the pair terms at_is = A_s t,
+// tr_is = tr(A_s Σ_i) and logp_is = ln(a·b) (see forward), which the KL
+// divergence and the likelihood share.
+func (e *emFit[T]) prepare(dec *emDecision) {
+	d, m, k := e.d, e.m, e.k
+	for s := range k {
+		j := dec.init[s]
+		invDet(d, e.tcov[j][:d*d], e.inv[s][:d*d])
+		e.logNorm[s] = -0.5 * (T(d)*T(hemLog2Pi) + e.logDet[j])
+	}
+	for i := range m {
+		x, c := &e.tmu[i], &e.tcov[i]
+		for s := range k {
+			p := i*k + s
+			a, mu, at := &e.inv[s], &e.tmu[dec.init[s]], &e.at[p]
+			var qf T
+			if d == 2 {
+				t0, t1 := x[0]-mu[0], x[1]-mu[1]
+				at[0], at[1] = a[0]*t0+a[1]*t1, a[2]*t0+a[3]*t1
+				qf = t0*at[0] + t1*at[1]
+				e.tr[p] = a[0]*c[0] + a[1]*c[2] + a[2]*c[1] + a[3]*c[3]
+			} else {
+				t0, t1, t2 := x[0]-mu[0], x[1]-mu[1], x[2]-mu[2]
+				at[0] = a[0]*t0 + a[1]*t1 + a[2]*t2
+				at[1] = a[3]*t0 + a[4]*t1 + a[5]*t2
+				at[2] = a[6]*t0 + a[7]*t1 + a[8]*t2
+				qf = t0*at[0] + t1*at[1] + t2*at[2]
+				e.tr[p] = a[0]*c[0] + a[1]*c[3] + a[2]*c[6] +
+					a[3]*c[1] + a[4]*c[4] + a[5]*c[7] +
+					a[6]*c[2] + a[7]*c[5] + a[8]*c[8]
+			}
+			e.logp[p] = e.logNorm[s] - 0.5*qf - 0.5*e.tr[p]
+		}
+	}
+}
+
 // hemDet returns the determinant of the d×d row-major matrix m.
-func hemDet[T Float](d int, m []T) T {
+func hemDet[T Float](d int, m *[9]T) T {
 	if d == 2 {
 		return m[0]*m[3] - m[1]*m[2]
 	}
 	return m[0]*(m[4]*m[8]-m[5]*m[7]) - m[1]*(m[3]*m[8]-m[5]*m[6]) + m[2]*(m[3]*m[7]-m[4]*m[6])
 }
 
-// forward runs the EM step with the frozen decisions dec:
+// forward runs the EM step with the frozen decisions dec, after prepare:
 //
 //	W = max(Σ_i w_i, ε), ŵ_i = w_i/W; v_s = w_{init_s}, V = max(Σ_s v_s, ε), v̂_s = v_s/V
 //	L_is = max(N(μ_i; μ'_s, Σ'_s)·exp(−½ tr(Σ'_s⁻¹Σ_i)), ε)^(4ŵ_i)
@@ -211,7 +270,9 @@ func hemDet[T Float](d int, m []T) T {
 //	μ_s = Σ_i β_is μ_i, Σ_s = Σ_i β_is (Σ_i + (μ_i−μ_s)(μ_i−μ_s)ᵀ), w_s = π_s W
 //
 // with ε = 1e−13, (μ'_s, Σ'_s) = (μ, Σ)_{init_s}, and Σ_s = I where π_s < 1e−7.
-// Σ_s w_s = Σ_i w_i whenever no clip is active.
+// Σ_s w_s = Σ_i w_i whenever no clip is active. The likelihood is evaluated
+// in the log domain, from ln(a·b) with a = N(μ_i; μ'_s, Σ'_s) and
+// b = exp(−½ tr(Σ'_s⁻¹Σ_i)) from prepare, at one exponential per pair.
 func (e *emFit[T]) forward(dec *emDecision) {
 	d, m, k := e.d, e.m, e.k
 	e.sumw = 0
@@ -228,54 +289,42 @@ func (e *emFit[T]) forward(dec *emDecision) {
 	}
 	e.bigV = max(e.sumv, hemEpsSmall)
 	for s := range k {
-		j := dec.init[s]
-		e.vhat[s] = e.tw[j] / e.bigV
-		det := invDet(d, e.tcov[j][:d*d], e.inv[s][:d*d])
-		e.logNorm[s] = T(-0.5 * (float64(d)*math.Log(2*math.Pi) + math.Log(float64(det))))
+		e.vhat[s] = e.tw[dec.init[s]] / e.bigV
 	}
 	for i := range m {
-		e.sumq[i] = 0
 		for s := range k {
-			j := dec.init[s]
-			inv := e.inv[s][:d*d]
-			var t [3]T
-			for c := range d {
-				t[c] = e.tmu[i][c] - e.tmu[j][c]
-			}
-			matVec(d, inv, t[:d], e.at[i][s][:d])
-			var qf T
-			for c := range d {
-				qf += t[c] * e.at[i][s][c]
-			}
-			// ln(a·b) with a = N(μ_i; μ'_s, Σ'_s), b = exp(−½ tr(Σ'_s⁻¹Σ_i)):
-			// working in the log domain costs one exp per pair.
-			logp := e.logNorm[s] - 0.5*qf - 0.5*trProd(d, inv, e.tcov[i][:d*d])
-			l := T(math.Exp(float64(hemVirtualSamples * e.what[i] * max(logp, hemLogEpsSmall))))
-			e.logp[i][s], e.l[i][s] = logp, l
-			var q T
-			if dec.mask[i]&(1<<s) != 0 {
-				q = max(e.vhat[s]*l, hemEpsSmall)
-			}
-			e.q[i][s] = q
-			e.sumq[i] += q
+			p := i*k + s
+			e.l[p] = hemVirtualSamples * e.what[i] * max(e.logp[p], hemLogEpsSmall)
 		}
 	}
-	for s := range k {
-		e.pi[s] = 0
-	}
+	hemExp(e.l[:m*k])
+	clear(e.pi[:k])
 	for i := range m {
+		var sum T
 		for s := range k {
-			e.r[i][s] = e.q[i][s] / e.sumq[i]
-			e.pi[s] += e.r[i][s] * e.what[i]
+			p := i*k + s
+			var q T
+			if dec.mask[i]&(1<<s) != 0 {
+				q = max(e.vhat[s]*e.l[p], hemEpsSmall)
+			}
+			e.q[p] = q
+			sum += q
+		}
+		e.sumq[i] = sum
+		for s := range k {
+			p := i*k + s
+			e.r[p] = e.q[p] / sum
+			e.pi[s] += e.r[p] * e.what[i]
 		}
 	}
 	for s := range k {
 		pic := max(e.pi[s], hemEpsSmall)
 		var mu [3]T
 		for i := range m {
-			e.beta[i][s] = e.r[i][s] * e.what[i] / pic
+			b := e.r[i*k+s] * e.what[i] / pic
+			e.beta[i*k+s] = b
 			for c := range d {
-				mu[c] += e.beta[i][s] * e.tmu[i][c]
+				mu[c] += b * e.tmu[i][c]
 			}
 		}
 		e.omu[s] = mu
@@ -290,7 +339,7 @@ func (e *emFit[T]) forward(dec *emDecision) {
 			continue
 		}
 		for i := range m {
-			bt := e.beta[i][s]
+			bt := e.beta[i*k+s]
 			var t [3]T
 			for c := range d {
 				t[c] = e.tmu[i][c] - mu[c]
@@ -310,27 +359,26 @@ func (e *emFit[T]) forward(dec *emDecision) {
 // where active. forward must have run on the same targets.
 func (e *emFit[T]) backward(dec *emDecision) {
 	d, m, k := e.d, e.m, e.k
-	for i := range m {
-		e.gtw[i] = 0
-		e.gtmu[i] = [3]T{}
-		e.gtcv[i] = [9]T{}
-	}
-	var gwhat [hemMaxM]T
-	var gvhat [hemMaxM]T
-	var gbeta, gq [hemMaxM][hemMaxM]T
-	var gimu [hemMaxM][3]T // gradient of the initial positions μ'_s
-	var gicv [hemMaxM][9]T // gradient of the initial covariances Σ'_s
-	var gpi [hemMaxM]T
+	clear(e.gtw[:m])
+	clear(e.gtmu[:m])
+	clear(e.gtcv[:m])
+	clear(e.gwhat[:m])
+	clear(e.gvhat[:k])
+	clear(e.gimu[:k])
+	clear(e.gicv[:k])
+	clear(e.wcov[:k])
 	var gW T
 
 	// M-step: w_s = π_s W, μ_s = Σ β μ_i, Σ_s = Σ β (Σ_i + δδᵀ), δ = μ_i − μ_s.
 	for s := range k {
-		gpi[s] = e.gow[s] * e.bigW
+		var gbeta [hemMaxM]T
+		gpi := e.gow[s] * e.bigW
 		gW += e.gow[s] * e.pi[s]
 		gmu := e.gomu[s]
 		if !e.dead[s] {
 			g := &e.gocv[s]
 			for i := range m {
+				bt := e.beta[i*k+s]
 				var t [3]T
 				for c := range d {
 					t[c] = e.tmu[i][c] - e.omu[s][c]
@@ -339,17 +387,17 @@ func (e *emFit[T]) backward(dec *emDecision) {
 				for r := range d {
 					for c := range d {
 						dot += g[r*d+c] * (e.tcov[i][r*d+c] + t[r]*t[c])
-						e.gtcv[i][r*d+c] += e.beta[i][s] * g[r*d+c]
+						e.gtcv[i][r*d+c] += bt * g[r*d+c]
 					}
 				}
-				gbeta[i][s] += dot
+				gbeta[i] += dot
 				// ∂⟨G, δδᵀ⟩/∂δ = (G + Gᵀ) δ
 				for r := range d {
 					var gd T
 					for c := range d {
 						gd += (g[r*d+c] + g[c*d+r]) * t[c]
 					}
-					gd *= e.beta[i][s]
+					gd *= bt
 					e.gtmu[i][r] += gd
 					gmu[r] -= gd
 				}
@@ -359,112 +407,201 @@ func (e *emFit[T]) backward(dec *emDecision) {
 			var dot T
 			for c := range d {
 				dot += gmu[c] * e.tmu[i][c]
-				e.gtmu[i][c] += e.beta[i][s] * gmu[c]
+				e.gtmu[i][c] += e.beta[i*k+s] * gmu[c]
 			}
-			gbeta[i][s] += dot
+			gbeta[i] += dot
 		}
 		// β_is = ρ_is / max(π_s, ε), π_s = Σ_i ρ_is, ρ_is = r_is ŵ_i
 		pic := max(e.pi[s], hemEpsSmall)
 		var gpic T
 		for i := range m {
-			gpic -= gbeta[i][s] * e.beta[i][s] / pic
+			gpic -= gbeta[i] * e.beta[i*k+s] / pic
 		}
 		if e.pi[s] > hemEpsSmall {
-			gpi[s] += gpic
+			gpi += gpic
 		}
 		for i := range m {
-			grho := gbeta[i][s]/pic + gpi[s]
-			gq[i][s] = grho * e.what[i] // ∂L/∂r_is for now
-			gwhat[i] += grho * e.r[i][s]
+			grho := gbeta[i]/pic + gpi
+			e.gq[i*k+s] = grho * e.what[i] // ∂L/∂r_is for now
+			e.gwhat[i] += grho * e.r[i*k+s]
 		}
 	}
 	// r_is = q_is / Σ_t q_it
 	for i := range m {
+		gq := e.gq[i*k : (i+1)*k]
 		var dot T
-		for s := range k {
-			dot += gq[i][s] * e.r[i][s]
+		for s, g := range gq {
+			dot += g * e.r[i*k+s]
 		}
-		for s := range k {
-			gq[i][s] = (gq[i][s] - dot) / e.sumq[i]
+		for s := range gq {
+			gq[s] = (gq[s] - dot) / e.sumq[i]
 		}
 	}
 	// q_is = max(v̂_s L_is, ε)·mask, L = max(ab, ε)^(4ŵ_i)
 	for i := range m {
 		for s := range k {
-			if dec.mask[i]&(1<<s) == 0 || e.vhat[s]*e.l[i][s] <= hemEpsSmall {
+			p := i*k + s
+			if dec.mask[i]&(1<<s) == 0 || e.vhat[s]*e.l[p] <= hemEpsSmall {
 				continue
 			}
-			l := e.l[i][s]
-			gvhat[s] += gq[i][s] * l
-			gl := gq[i][s] * e.vhat[s]
-			logp := e.logp[i][s]
-			gwhat[i] += gl * hemVirtualSamples * l * max(logp, hemLogEpsSmall)
+			l := e.l[p]
+			e.gvhat[s] += e.gq[p] * l
+			gl := e.gq[p] * e.vhat[s]
+			logp := e.logp[p]
+			e.gwhat[i] += gl * hemVirtualSamples * l * max(logp, hemLogEpsSmall)
 			if logp <= hemLogEpsSmall {
 				continue
 			}
 			// ∂L/∂p·p = 4ŵ L, and p = a·b, so ∂L/∂a·a = ∂L/∂b·b = 4ŵ L.
 			ga := gl * hemVirtualSamples * e.what[i] * l
-			gb := ga
-			at := &e.at[i][s]
-			inv := &e.inv[s]
+			at, inv := &e.at[p], &e.inv[s]
 			for c := range d {
 				e.gtmu[i][c] -= ga * at[c]
-				gimu[s][c] += ga * at[c]
+				e.gimu[s][c] += ga * at[c]
 			}
-			// ∂a/∂Σ' = ½a(A t tᵀA − A); ∂b/∂Σ' = ½b A Σ_i A; ∂b/∂Σ_i = −½b A.
+			// ∂a/∂Σ' = ½a(A t tᵀA − A); ∂b/∂Σ' = ½b A Σ_i A, summed over i
+			// as ½ A (Σ_i ∂L/∂b·b Σ_i) A below; ∂b/∂Σ_i = −½b A.
 			for r := range d {
 				for c := range d {
-					var aca T
-					for u := range d {
-						for v := range d {
-							aca += inv[r*d+u] * e.tcov[i][u*d+v] * inv[v*d+c]
-						}
-					}
-					gicv[s][r*d+c] += 0.5*ga*(at[r]*at[c]-inv[r*d+c]) + 0.5*gb*aca
-					e.gtcv[i][r*d+c] -= 0.5 * gb * inv[r*d+c]
+					e.gicv[s][r*d+c] += 0.5 * ga * (at[r]*at[c] - inv[r*d+c])
+					e.wcov[s][r*d+c] += ga * e.tcov[i][r*d+c]
+					e.gtcv[i][r*d+c] -= 0.5 * ga * inv[r*d+c]
 				}
+			}
+		}
+	}
+	for s := range k {
+		a, w := &e.inv[s], &e.wcov[s]
+		for r := range d {
+			var aw [3]T // row r of A W
+			for u := range d {
+				for v := range d {
+					aw[v] += a[r*d+u] * w[u*d+v]
+				}
+			}
+			for c := range d {
+				var awa T
+				for v := range d {
+					awa += aw[v] * a[v*d+c]
+				}
+				e.gicv[s][r*d+c] += 0.5 * awa
 			}
 		}
 	}
 	// Initial components are copies of targets: v_s = w_j, μ'_s = μ_j, Σ'_s = Σ_j.
 	var gV T
 	for s := range k {
-		gV -= gvhat[s] * e.vhat[s] / e.bigV
+		gV -= e.gvhat[s] * e.vhat[s] / e.bigV
 	}
 	for s := range k {
 		j := dec.init[s]
-		gv := gvhat[s] / e.bigV
+		gv := e.gvhat[s] / e.bigV
 		if e.sumv > hemEpsSmall {
 			gv += gV
 		}
 		e.gtw[j] += gv
 		for c := range d {
-			e.gtmu[j][c] += gimu[s][c]
+			e.gtmu[j][c] += e.gimu[s][c]
 		}
 		for c := range d * d {
-			e.gtcv[j][c] += gicv[s][c]
+			e.gtcv[j][c] += e.gicv[s][c]
 		}
 	}
 	for i := range m {
-		gW -= gwhat[i] * e.what[i] / e.bigW
+		gW -= e.gwhat[i] * e.what[i] / e.bigW
 	}
 	for i := range m {
-		e.gtw[i] += gwhat[i] / e.bigW
+		e.gtw[i] += e.gwhat[i] / e.bigW
 		if e.sumw > hemEpsSmall {
 			e.gtw[i] += gW
 		}
 	}
 }
 
-// trProd returns tr(A B) = Σ_rc A_rc B_cr for d×d row-major matrices.
-func trProd[T Float](d int, a, b []T) T {
-	var s T
-	for r := range d {
-		for c := range d {
-			s += a[r*d+c] * b[c*d+r]
-		}
+// hemExp replaces every v[i] by e^v[i] like expRow. In float32, where
+// expRow clamps arguments at expMaxArg = 88 (e^88 ≈ 1.7e38, float32 itself
+// overflows at 88.72), an argument above gives +Inf instead: a likelihood
+// that large overflows the products that follow anyway, and must make the
+// result non-finite, to be reported, rather than be silently capped.
+func hemExp[T Float](v []T) {
+	over := false
+	for _, x := range v {
+		over = over || x > expMaxArg
 	}
-	return s
+	if !over || unsafe.Sizeof(v[0]) != 4 {
+		expRow(v)
+		return
+	}
+	for i, x := range v {
+		if x > expMaxArg {
+			v[i] = T(math.Inf(1))
+			continue
+		}
+		expRow(v[i : i+1])
+	}
+}
+
+// hemLog returns ln x: math.Log in float64, where the gradient checks need
+// the exact value, log32 in float32.
+func hemLog[T Float](x T) T {
+	if unsafe.Sizeof(x) == 4 {
+		return T(log32(float32(x)))
+	}
+	return T(math.Log(float64(x)))
+}
+
+// Constants of log32 (Cephes logf): ln(1+z) = z − z²/2 + z³·P(z) on
+// z ∈ [√½−1, √2−1), P of degree 8; ln 2 = log2Hi + log2Lo with log2Hi
+// exact in few bits, so that e·log2Hi is exact.
+const (
+	logP0  = 7.0376836292e-2
+	logP1  = -1.1514610310e-1
+	logP2  = 1.1676998740e-1
+	logP3  = -1.2420140846e-1
+	logP4  = 1.4249322787e-1
+	logP5  = -1.6668057665e-1
+	logP6  = 2.0000714765e-1
+	logP7  = -2.4999993993e-1
+	logP8  = 3.3333331174e-1
+	log2Hi = 0.693359375
+	log2Lo = -2.12194440e-4
+)
+
+// hemLog2Pi is ln 2π as math.Log rounds it.
+var hemLog2Pi = math.Log(2 * math.Pi)
+
+// log32 returns ln x in float32 within 2 ulp without calling math.Log for
+// positive finite x: x = 2^e·f with f ∈ [√½, √2), ln x = e·ln 2 + ln f.
+// Zero, negative, infinite and NaN arguments give math.Log's results.
+func log32(x float32) float32 {
+	if !(x > 0 && x <= math.MaxFloat32) {
+		return float32(math.Log(float64(x)))
+	}
+	b := math.Float32bits(x)
+	e := int32(b>>expMantLen) - expBias
+	if b < 1<<expMantLen { // subnormal: normalise by 2²³ first
+		b = math.Float32bits(x * (1 << expMantLen))
+		e = int32(b>>expMantLen) - expBias - expMantLen
+	}
+	f := math.Float32frombits(b&(1<<expMantLen-1) | expBias<<expMantLen) // [1, 2)
+	if f >= math.Sqrt2 {
+		f *= 0.5
+		e++
+	}
+	z := f - 1 // exact
+	zz := z * z
+	p := float32(logP0)
+	p = p*z + logP1
+	p = p*z + logP2
+	p = p*z + logP3
+	p = p*z + logP4
+	p = p*z + logP5
+	p = p*z + logP6
+	p = p*z + logP7
+	p = p*z + logP8
+	fe := float32(e)
+	y := p*z*zz + fe*log2Lo - 0.5*zz
+	return z + y + fe*log2Hi
 }
 
 func abs[T Float](v T) T {
