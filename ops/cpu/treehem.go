@@ -293,6 +293,8 @@ type hemWorker[T Float] struct {
 	active     []bool
 	stack      []int32
 	rcache     [hemMaxM * 13]T // output of the refit node
+	vals       [hemMaxM][]T    // collected entries
+	grads      [hemMaxM][]T    // their gradients
 	em         emFit[T]
 	scratch    hemMixture // decisions of the current mixture when not stored
 }
@@ -341,63 +343,41 @@ func (w *hemWorker[T]) size(c int32, dm *hemMixture) int {
 	return int(dm.nodes[c].n)
 }
 
-// collect loads the kept entries of x's children into the EM targets and
-// returns their count. In record mode it decides what is kept first.
+// collect lists the kept entries of x's children, their packed values in
+// vals[:m] and gradients in grads[:m], and returns m. In record mode it
+// decides what is kept first.
 func (w *hemWorker[T]) collect(x int32, dm *hemMixture, record bool) int {
 	node := &dm.nodes[x]
+	keep := node.keep
 	if record {
-		node.keep = 0
+		keep = 0
 	}
 	m, bit := 0, 0
 	for _, c := range [2]int32{dm.tree.left[x], dm.tree.right[x]} {
-		vals, _ := w.entries(c, dm)
+		vals, grads := w.entries(c, dm)
 		for k := 0; k < len(vals); k += w.s {
 			if record && abs(vals[k]) >= hemEpsLarge {
-				node.keep |= 1 << bit
+				keep |= 1 << bit
 			}
-			if node.keep&(1<<bit) != 0 {
-				w.em.setTarget(m, vals[k:k+w.s])
+			if keep&(1<<bit) != 0 {
+				w.vals[m], w.grads[m] = vals[k:k+w.s], grads[k:k+w.s]
 				m++
 			}
 			bit++
 		}
 	}
-	w.em.m = m
+	node.keep = keep
 	return m
 }
 
-// scatter adds the EM target gradients (or, for a copying node, the cache
-// gradients gsrc) to the kept entries of x's children.
-func (w *hemWorker[T]) scatter(x int32, dm *hemMixture, gsrc []T) {
-	keep := dm.nodes[x].keep
-	m, bit := 0, 0
-	d := w.d
-	for _, c := range [2]int32{dm.tree.left[x], dm.tree.right[x]} {
-		_, grads := w.entries(c, dm)
-		for k := 0; k < len(grads); k += w.s {
-			if keep&(1<<bit) != 0 {
-				gk := grads[k : k+w.s]
-				if gsrc != nil {
-					for j := range w.s {
-						gk[j] += gsrc[m*w.s+j]
-					}
-				} else {
-					gk[0] += w.em.gtw[m]
-					for j := range d {
-						gk[1+j] += w.em.gtmu[m][j]
-					}
-					for j := range d * d {
-						gk[1+d+j] += w.em.gtcv[m][j]
-					}
-				}
-				m++
-			}
-			bit++
-		}
-		if int(c) < w.n-1 {
-			w.active[c] = true
-		}
+// fit runs the EM step of the m collected entries to k components with the
+// decisions dec, making them in record mode.
+func (w *hemWorker[T]) fit(m, k int, dec *emDecision, record bool) {
+	w.em.m, w.em.k = m, k
+	for i, v := range w.vals[:m] {
+		w.em.setTarget(i, v)
 	}
+	w.em.fit(dec, record)
 }
 
 // fitNode computes the cache of internal node x from its children: their
@@ -411,23 +391,46 @@ func (w *hemWorker[T]) fitNode(x int32, dm *hemMixture, record bool) {
 	}
 	out := w.cache[int(x)*w.t*w.s : (int(x)+1)*w.t*w.s]
 	if !node.fit {
-		for i := range m {
-			w.copyTarget(i, out[i*w.s:(i+1)*w.s])
+		for i, v := range w.vals[:m] {
+			copy(out[i*w.s:(i+1)*w.s], v)
 		}
 		return
 	}
-	w.em.k = w.t
-	w.em.fit(&node.em, record)
+	w.fit(m, w.t, &node.em, record)
+	w.em.covariances()
 	for s := range w.t {
 		w.em.output(s, out[s*w.s:(s+1)*w.s])
 	}
 }
 
-func (w *hemWorker[T]) copyTarget(i int, g []T) {
-	d := w.d
-	g[0] = w.em.tw[i]
-	copy(g[1:1+d], w.em.tmu[i][:d])
-	copy(g[1+d:], w.em.tcov[i][:d*d])
+// backNode propagates the gradients g of the entries of node x, fitted to k
+// components with decisions dec (the node's or the refit's), to its
+// children's: by the EM's reverse pass where there were more than k kept
+// entries, else as copies. It recomputes the fit from the children's caches
+// for the intermediates, and marks the internal children active.
+func (w *hemWorker[T]) backNode(x int32, dm *hemMixture, g []T, k int, dec *emDecision) {
+	m := w.collect(x, dm, false)
+	if m <= k {
+		for i, gi := range w.grads[:m] {
+			for j, v := range g[i*w.s : (i+1)*w.s] {
+				gi[j] += v
+			}
+		}
+	} else {
+		w.fit(m, k, dec, false)
+		for c := range k {
+			w.em.setOutputGrad(c, g[c*w.s:(c+1)*w.s])
+		}
+		w.em.backward(dec)
+		for i, gi := range w.grads[:m] {
+			w.em.addTargetGrad(i, gi)
+		}
+	}
+	for _, c := range [2]int32{dm.tree.left[x], dm.tree.right[x]} {
+		if int(c) < w.n-1 {
+			w.active[c] = true
+		}
+	}
 }
 
 // run reduces mixture m of x into y, or with hemBackward writes its
@@ -592,13 +595,13 @@ func (w *hemWorker[T]) refitNode(dm *hemMixture, record bool) {
 		dm.refitK = min(dm.refitK, m)
 	}
 	if m <= dm.refitK {
-		for i := range m {
-			w.copyTarget(i, w.rcache[i*w.s:(i+1)*w.s])
+		for i, v := range w.vals[:m] {
+			copy(w.rcache[i*w.s:(i+1)*w.s], v)
 		}
 		return
 	}
-	w.em.k = dm.refitK
-	w.em.fit(&dm.refitEM, record)
+	w.fit(m, dm.refitK, &dm.refitEM, record)
+	w.em.covariances()
 	for s := range dm.refitK {
 		w.em.output(s, w.rcache[s*w.s:(s+1)*w.s])
 	}
@@ -648,7 +651,7 @@ func (w *hemWorker[T]) backward(mix, g, dx []T, dm *hemMixture) {
 	clear(w.gcache)
 	clear(w.active)
 	if dm.refit >= 0 {
-		w.refitNode(dm, false) // rcache, and the fit for its reverse pass
+		w.refitNode(dm, false) // rcache
 	}
 	var gs T
 	o := 0
@@ -676,31 +679,15 @@ func (w *hemWorker[T]) backward(mix, g, dx []T, dm *hemMixture) {
 		}
 	}
 	if dm.refit >= 0 {
-		x := dm.sel[dm.refit]
-		if m := w.em.m; m <= dm.refitK {
-			w.scatter(x, dm, gref[:m*s])
-		} else {
-			w.setOutputGrads(gref[:dm.refitK*s])
-			w.em.backward(&dm.refitEM)
-			w.scatter(x, dm, nil)
-		}
+		k := dm.refitK
+		w.backNode(dm.sel[dm.refit], dm, gref[:k*s], k, &dm.refitEM)
 	}
 	for _, x := range dm.order {
-		if !w.active[x] {
-			continue
+		if w.active[x] {
+			node := &dm.nodes[x]
+			_, grads := w.entries(x, dm)
+			w.backNode(x, dm, grads, w.t, &node.em)
 		}
-		node := &dm.nodes[x]
-		_, grads := w.entries(x, dm)
-		if !node.fit {
-			w.scatter(x, dm, grads)
-			continue
-		}
-		w.collect(x, dm, false)
-		w.em.k = w.t
-		w.em.fit(&node.em, false)
-		w.setOutputGrads(grads)
-		w.em.backward(&node.em)
-		w.scatter(x, dm, nil)
 	}
 	for k := range w.n {
 		gk, xk, dk := w.gxs[k*s:(k+1)*s], mix[k*s:(k+1)*s], dx[k*s:(k+1)*s]
@@ -719,16 +706,5 @@ func (w *hemWorker[T]) backward(mix, g, dx []T, dm *hemMixture) {
 		for c := range d {
 			dx[k*s+1+d+c*d+c] += gtr
 		}
-	}
-}
-
-// setOutputGrads loads packed gradients of the fitted components into the EM.
-func (w *hemWorker[T]) setOutputGrads(g []T) {
-	d := w.d
-	for c := range w.em.k {
-		gc := g[c*w.s : (c+1)*w.s]
-		w.em.gow[c] = gc[0]
-		copy(w.em.gomu[c][:d], gc[1:1+d])
-		copy(w.em.gocv[c][:d*d], gc[1+d:])
 	}
 }

@@ -28,55 +28,58 @@ type emDecision struct {
 }
 
 // emFit is the scratch of one fit of m ≤ 2T targets to k < m components,
-// holding the forward intermediates the reverse pass needs. Matrices are d×d
-// row-major in [9]T; quantities of target i and component s are stored flat
-// at p = i·k + s.
+// holding the forward intermediates the reverse pass needs. Positions are
+// [3]T and covariances d×d row-major in [9]T, as packed. The arithmetic on
+// them is written out per dimension (d = 2 or 3) in scalar locals: loops over
+// a run-time d cost several times the arithmetic they do.
 type emFit[T Float] struct {
-	d, m, k int
+	d, m, k    int
+	sumw, bigW T // Σ_i w_i, W
+	sumv, bigV T // Σ_s v_s, V
+	tg         [hemMaxM]emTarget[T]
+	cp         [hemMaxM]emComp[T]
+	pt         [hemMaxP]emPairTerm[T] // target i and component s at i·k + s
+	l          [hemMaxP]T             // L_is at i·k + s
+	pairs      [hemMaxM * (hemMaxM - 1) / 2]emPair[T]
+}
 
-	// Targets (inputs) and their gradients.
-	tw   [hemMaxM]T
-	tmu  [hemMaxM][3]T
-	tcov [hemMaxM][9]T
-	gtw  [hemMaxM]T
-	gtmu [hemMaxM][3]T
-	gtcv [hemMaxM][9]T
+// emTarget is target i of a fit, (w, μ, Σ), with its intermediates and its
+// gradient.
+type emTarget[T Float] struct {
+	w, what, logDet, sumq T // w_i, ŵ_i, ln det Σ_i, Σ_s q_is
+	mu                    [3]T
+	cov                   [9]T
+	gw, gwhat             T // ∂L/∂w_i, ∂L/∂ŵ_i
+	gmu                   [3]T
+	gcov                  [9]T
+}
 
-	// ln det Σ_i of every target when deciding, else of the initial ones.
-	logDet [hemMaxM]T
+// emComp is component s of a fit: the target it starts from and
+// A = Σ'_s⁻¹ with the other intermediates, the result (w, μ, Σ) and its
+// incoming gradient, and the sums of the reverse pass.
+type emComp[T Float] struct {
+	init              int
+	inv               [9]T
+	logNorm, vhat, pi T // ln((2π)^(−d/2) det(Σ'_s)^(−½)), v̂_s, π_s
+	dead              bool
+	w                 T
+	mu                [3]T
+	cov               [9]T
+	gw                T
+	gmu               [3]T
+	gcov              [9]T
+	// ∂L/∂v̂_s, and with g_is = ∂L/∂ln a_is (see backward) the sums over
+	// targets Σ_i g_is, Σ_i g_is·at_is, Σ_i g_is·at_is at_isᵀ and Σ_i g_is·Σ_i.
+	gvhat, gsum T
+	gat         [3]T
+	gaat, gsig  [9]T
+}
 
-	// Forward intermediates.
-	sumw, bigW T
-	what       [hemMaxM]T
-	sumv, bigV T
-	vhat       [hemMaxM]T
-	inv        [hemMaxM][9]T // Σ'_s⁻¹ of the initial components
-	logNorm    [hemMaxM]T    // ln((2π)^(−d/2) det(Σ'_s)^(−½))
-	at         [hemMaxP][3]T // Σ'_s⁻¹ (μ_i − μ'_s)
-	tr         [hemMaxP]T    // tr(Σ'_s⁻¹ Σ_i)
-	logp, l, q [hemMaxP]T    // ln(a·b) (see forward), L, q
-	r, beta    [hemMaxP]T
-	sumq       [hemMaxM]T
-	pi         [hemMaxM]T
-	dead       [hemMaxM]bool
-
-	// Results and their incoming gradients.
-	ow   [hemMaxM]T
-	omu  [hemMaxM][3]T
-	ocov [hemMaxM][9]T
-	gow  [hemMaxM]T
-	gomu [hemMaxM][3]T
-	gocv [hemMaxM][9]T
-
-	// Scratch of the reverse pass: ∂L/∂q (∂L/∂r on the way), ∂L/∂ŵ, ∂L/∂v̂,
-	// and ∂L/∂ of the initial positions μ'_s and covariances Σ'_s; wcov
-	// accumulates Σ_i ∂L/∂ln b_is Σ_i per component.
-	gq           [hemMaxP]T
-	gwhat, gvhat [hemMaxM]T
-	gimu         [hemMaxM][3]T
-	gicv, wcov   [hemMaxM][9]T
-
-	pairs [hemMaxM * (hemMaxM - 1) / 2]emPair[T]
+// emPairTerm holds the quantities of target i and component s.
+type emPairTerm[T Float] struct {
+	at                   [3]T // Σ'_s⁻¹ (μ_i − μ'_s)
+	tr, logp, q, r, beta T    // tr(Σ'_s⁻¹ Σ_i), ln(a·b) (see forward), q, r, β
+	gq                   T    // ∂L/∂q (∂L/∂r on the way)
 }
 
 type emPair[T Float] struct {
@@ -84,31 +87,85 @@ type emPair[T Float] struct {
 	i, j uint8
 }
 
-// setTarget copies the packed Gaussian g into target slot i.
-func (e *emFit[T]) setTarget(i int, g []T) {
-	d := e.d
-	e.tw[i] = g[0]
-	copy(e.tmu[i][:d], g[1:1+d])
-	copy(e.tcov[i][:d*d], g[1+d:1+d+d*d])
+// hemLoad reads the packed d-dimensional Gaussian g into w, μ and Σ; in 2D
+// μ[2] and Σ[4:] are left as they are, zero.
+func hemLoad[T Float](d int, g []T, w *T, mu *[3]T, cov *[9]T) {
+	if d == 2 {
+		g = g[:7]
+		*w, mu[0], mu[1] = g[0], g[1], g[2]
+		cov[0], cov[1], cov[2], cov[3] = g[3], g[4], g[5], g[6]
+		return
+	}
+	g = g[:13]
+	*w, *mu, *cov = g[0], [3]T(g[1:4]), [9]T(g[4:13])
 }
 
-// output writes fitted component s packed into g.
+// hemStore writes w, μ and Σ packed in d dimensions into g.
+func hemStore[T Float](d int, g []T, w T, mu *[3]T, cov *[9]T) {
+	if d == 2 {
+		g = g[:7]
+		g[0], g[1], g[2], g[3], g[4], g[5], g[6] = w, mu[0], mu[1], cov[0], cov[1], cov[2], cov[3]
+		return
+	}
+	g = g[:13]
+	g[0] = w
+	*(*[3]T)(g[1:4]) = *mu
+	*(*[9]T)(g[4:13]) = *cov
+}
+
+// setTarget loads the packed Gaussian g into target slot i.
+func (e *emFit[T]) setTarget(i int, g []T) {
+	x := &e.tg[i]
+	hemLoad(e.d, g, &x.w, &x.mu, &x.cov)
+}
+
+// output writes fitted component s packed into g; covariances must have run.
 func (e *emFit[T]) output(s int, g []T) {
-	d := e.d
-	g[0] = e.ow[s]
-	copy(g[1:1+d], e.omu[s][:d])
-	copy(g[1+d:1+d+d*d], e.ocov[s][:d*d])
+	c := &e.cp[s]
+	hemStore(e.d, g, c.w, &c.mu, &c.cov)
+}
+
+// setOutputGrad loads the packed gradient g of fitted component s.
+func (e *emFit[T]) setOutputGrad(s int, g []T) {
+	c := &e.cp[s]
+	hemLoad(e.d, g, &c.gw, &c.gmu, &c.gcov)
+}
+
+// addTargetGrad adds the gradient of target i to the packed g.
+func (e *emFit[T]) addTargetGrad(i int, g []T) {
+	x := &e.tg[i]
+	if e.d == 2 {
+		g = g[:7]
+		g[0] += x.gw
+		g[1] += x.gmu[0]
+		g[2] += x.gmu[1]
+		g[3] += x.gcov[0]
+		g[4] += x.gcov[1]
+		g[5] += x.gcov[2]
+		g[6] += x.gcov[3]
+		return
+	}
+	g = g[:13]
+	g[0] += x.gw
+	for c, v := range x.gmu {
+		g[1+c] += v
+	}
+	for c, v := range x.gcov {
+		g[4+c] += v
+	}
 }
 
 // fit runs the EM step of the current m targets to k components: with
 // record it first makes the decisions into dec (decide), else it replays
-// them. The intermediates stay for backward.
+// them. The intermediates stay for backward; the fitted covariances are
+// left to covariances.
 func (e *emFit[T]) fit(dec *emDecision, record bool) {
 	if record {
 		e.decide(dec)
 	} else {
 		for _, j := range dec.init[:e.k] {
-			e.logDet[j] = hemLog(hemDet(e.d, &e.tcov[j]))
+			x := &e.tg[j]
+			x.logDet = hemLog(hemDet(e.d, &x.cov))
 		}
 		e.prepare(dec)
 	}
@@ -129,17 +186,18 @@ func (e *emFit[T]) fit(dec *emDecision, record bool) {
 // KL(N(μ_i,Σ_i) ‖ N(μ'_s,Σ'_s)) < 0.5, and always to its KL-closest component.
 func (e *emFit[T]) decide(dec *emDecision) {
 	d, m, k := e.d, e.m, e.k
+	tg := e.tg[:m]
 	// Pairs are made in ascending (i, j) order, and the insertion sort is
 	// stable, so equal distances stay in that order, the reference's
 	// tie-break.
 	np := 0
-	for i := range m {
+	for i := range tg {
 		for j := i + 1; j < m; j++ {
 			dist := T(math.Inf(1))
-			if (e.tw[i] < 0) == (e.tw[j] < 0) {
+			if (tg[i].w < 0) == (tg[j].w < 0) {
 				dist = 0
 				for c := range d {
-					t := e.tmu[i][c] - e.tmu[j][c]
+					t := tg[i].mu[c] - tg[j].mu[c]
 					dist += t * t
 				}
 			}
@@ -179,30 +237,28 @@ func (e *emFit[T]) decide(dec *emDecision) {
 		}
 		best := c
 		for i := c + 1; i < m; i++ {
-			if int(label[i]) == c && abs(e.tw[i]) > abs(e.tw[best]) {
+			if int(label[i]) == c && abs(tg[i].w) > abs(tg[best].w) {
 				best = i
 			}
 		}
 		dec.init[s] = uint8(best)
 		s++
 	}
-	for i := range m {
-		e.logDet[i] = hemLog(hemDet(d, &e.tcov[i]))
+	for i := range tg {
+		tg[i].logDet = hemLog(hemDet(d, &tg[i].cov))
 	}
 	e.prepare(dec)
-	for i := range m {
+	for i := range tg {
+		x := &tg[i]
 		var mask uint16
 		bestS, bestKL := 0, T(math.Inf(1))
-		for s := range k {
-			j := int(dec.init[s])
+		for s := range e.cp[:k] {
+			y := &tg[e.cp[s].init]
 			var kl T
-			if (e.tw[i] < 0) == (e.tw[j] < 0) {
+			if (x.w < 0) == (y.w < 0) {
 				// KL(N_i ‖ N_j) = ½[(μ_i−μ_j)ᵀΣ_j⁻¹(μ_i−μ_j) + tr(Σ_j⁻¹Σ_i) − d − ln(det Σ_i / det Σ_j)]
-				var t [3]T
-				for c := range d {
-					t[c] = e.tmu[i][c] - e.tmu[j][c]
-				}
-				kl = 0.5 * (quadForm(d, e.inv[s][:d*d], t[:d]) + e.tr[i*k+s] - T(d) - e.logDet[i] + e.logDet[j])
+				t := [3]T{x.mu[0] - y.mu[0], x.mu[1] - y.mu[1], x.mu[2] - y.mu[2]}
+				kl = 0.5 * (quadForm(d, e.cp[s].inv[:d*d], t[:d]) + e.pt[i*k+s].tr - T(d) - x.logDet + y.logDet)
 			}
 			if kl < hemKLThreshold {
 				mask |= 1 << s
@@ -215,50 +271,48 @@ func (e *emFit[T]) decide(dec *emDecision) {
 	}
 }
 
-// prepare sets up the initial components of dec, given ln det Σ'_s in
-// logDet: A_s = Σ'_s⁻¹ and the log normaliser, then for every target i and
+// prepare sets up the initial components of dec, given ln det Σ_j of their
+// targets: A_s = Σ'_s⁻¹ and the log normaliser, then for every target i and
 // component s with t = μ_i − μ'_s the pair terms at_is = A_s t,
 // tr_is = tr(A_s Σ_i) and logp_is = ln(a·b) (see forward), which the KL
 // divergence and the likelihood share.
 func (e *emFit[T]) prepare(dec *emDecision) {
 	d, m, k := e.d, e.m, e.k
-	for s := range k {
-		j := dec.init[s]
-		invDet(d, e.tcov[j][:d*d], e.inv[s][:d*d])
-		e.logNorm[s] = -0.5 * (T(d)*T(hemLog2Pi) + e.logDet[j])
+	cp := e.cp[:k]
+	for s := range cp {
+		c := &cp[s]
+		c.init = int(dec.init[s])
+		y := &e.tg[c.init]
+		invDet(d, y.cov[:d*d], c.inv[:d*d])
+		c.logNorm = -0.5 * (T(d)*T(hemLog2Pi) + y.logDet)
 	}
-	for i := range m {
-		x, c := &e.tmu[i], &e.tcov[i]
-		for s := range k {
-			p := i*k + s
-			a, mu, at := &e.inv[s], &e.tmu[dec.init[s]], &e.at[p]
+	for i := range e.tg[:m] {
+		x := &e.tg[i]
+		for s := range cp {
+			c, p := &cp[s], &e.pt[i*k+s]
+			a, y := &c.inv, &e.tg[c.init].mu
 			var qf T
 			if d == 2 {
-				t0, t1 := x[0]-mu[0], x[1]-mu[1]
-				at[0], at[1] = a[0]*t0+a[1]*t1, a[2]*t0+a[3]*t1
-				qf = t0*at[0] + t1*at[1]
-				e.tr[p] = a[0]*c[0] + a[1]*c[2] + a[2]*c[1] + a[3]*c[3]
+				t0, t1 := x.mu[0]-y[0], x.mu[1]-y[1]
+				a0, a1 := a[0]*t0+a[1]*t1, a[2]*t0+a[3]*t1
+				p.at = [3]T{a0, a1}
+				qf = t0*a0 + t1*a1
+				p.tr = a[0]*x.cov[0] + a[1]*x.cov[2] + a[2]*x.cov[1] + a[3]*x.cov[3]
 			} else {
-				t0, t1, t2 := x[0]-mu[0], x[1]-mu[1], x[2]-mu[2]
-				at[0] = a[0]*t0 + a[1]*t1 + a[2]*t2
-				at[1] = a[3]*t0 + a[4]*t1 + a[5]*t2
-				at[2] = a[6]*t0 + a[7]*t1 + a[8]*t2
-				qf = t0*at[0] + t1*at[1] + t2*at[2]
-				e.tr[p] = a[0]*c[0] + a[1]*c[3] + a[2]*c[6] +
-					a[3]*c[1] + a[4]*c[4] + a[5]*c[7] +
-					a[6]*c[2] + a[7]*c[5] + a[8]*c[8]
+				t0, t1, t2 := x.mu[0]-y[0], x.mu[1]-y[1], x.mu[2]-y[2]
+				a0 := a[0]*t0 + a[1]*t1 + a[2]*t2
+				a1 := a[3]*t0 + a[4]*t1 + a[5]*t2
+				a2 := a[6]*t0 + a[7]*t1 + a[8]*t2
+				p.at = [3]T{a0, a1, a2}
+				qf = t0*a0 + t1*a1 + t2*a2
+				v := &x.cov
+				p.tr = a[0]*v[0] + a[1]*v[3] + a[2]*v[6] +
+					a[3]*v[1] + a[4]*v[4] + a[5]*v[7] +
+					a[6]*v[2] + a[7]*v[5] + a[8]*v[8]
 			}
-			e.logp[p] = e.logNorm[s] - 0.5*qf - 0.5*e.tr[p]
+			p.logp = c.logNorm - 0.5*qf - 0.5*p.tr
 		}
 	}
-}
-
-// hemDet returns the determinant of the d×d row-major matrix m.
-func hemDet[T Float](d int, m *[9]T) T {
-	if d == 2 {
-		return m[0]*m[3] - m[1]*m[2]
-	}
-	return m[0]*(m[4]*m[8]-m[5]*m[7]) - m[1]*(m[3]*m[8]-m[5]*m[6]) + m[2]*(m[3]*m[7]-m[4]*m[6])
 }
 
 // forward runs the EM step with the frozen decisions dec, after prepare:
@@ -273,249 +327,333 @@ func hemDet[T Float](d int, m *[9]T) T {
 // Σ_s w_s = Σ_i w_i whenever no clip is active. The likelihood is evaluated
 // in the log domain, from ln(a·b) with a = N(μ_i; μ'_s, Σ'_s) and
 // b = exp(−½ tr(Σ'_s⁻¹Σ_i)) from prepare, at one exponential per pair.
+// Σ_s is left to covariances: the reverse pass does not need it.
 func (e *emFit[T]) forward(dec *emDecision) {
-	d, m, k := e.d, e.m, e.k
+	m, k := e.m, e.k
+	tg, cp, l := e.tg[:m], e.cp[:k], e.l[:m*k]
 	e.sumw = 0
-	for i := range m {
-		e.sumw += e.tw[i]
+	for i := range tg {
+		e.sumw += tg[i].w
 	}
-	e.bigW = max(e.sumw, hemEpsSmall)
-	for i := range m {
-		e.what[i] = e.tw[i] / e.bigW
+	e.bigW = atLeast(e.sumw, hemEpsSmall)
+	for i := range tg {
+		tg[i].what = tg[i].w / e.bigW
 	}
 	e.sumv = 0
-	for s := range k {
-		e.sumv += e.tw[dec.init[s]]
+	for s := range cp {
+		e.sumv += e.tg[cp[s].init].w
 	}
-	e.bigV = max(e.sumv, hemEpsSmall)
-	for s := range k {
-		e.vhat[s] = e.tw[dec.init[s]] / e.bigV
+	e.bigV = atLeast(e.sumv, hemEpsSmall)
+	for s := range cp {
+		cp[s].vhat = e.tg[cp[s].init].w / e.bigV
+		cp[s].pi = 0
 	}
-	for i := range m {
-		for s := range k {
-			p := i*k + s
-			e.l[p] = hemVirtualSamples * e.what[i] * max(e.logp[p], hemLogEpsSmall)
+	for i := range tg {
+		for s := range cp {
+			l[i*k+s] = hemVirtualSamples * tg[i].what * atLeast(e.pt[i*k+s].logp, hemLogEpsSmall)
 		}
 	}
-	hemExp(e.l[:m*k])
-	clear(e.pi[:k])
-	for i := range m {
+	hemExp(l)
+	for i := range tg {
+		x, mask := &tg[i], dec.mask[i]
 		var sum T
-		for s := range k {
-			p := i*k + s
+		for s := range cp {
 			var q T
-			if dec.mask[i]&(1<<s) != 0 {
-				q = max(e.vhat[s]*e.l[p], hemEpsSmall)
+			if mask&(1<<s) != 0 {
+				q = atLeast(cp[s].vhat*l[i*k+s], hemEpsSmall)
 			}
-			e.q[p] = q
+			e.pt[i*k+s].q = q
 			sum += q
 		}
-		e.sumq[i] = sum
-		for s := range k {
-			p := i*k + s
-			e.r[p] = e.q[p] / sum
-			e.pi[s] += e.r[p] * e.what[i]
+		x.sumq = sum
+		for s := range cp {
+			p := &e.pt[i*k+s]
+			p.r = p.q / sum
+			cp[s].pi += p.r * x.what
 		}
 	}
-	for s := range k {
-		pic := max(e.pi[s], hemEpsSmall)
-		var mu [3]T
-		for i := range m {
-			b := e.r[i*k+s] * e.what[i] / pic
-			e.beta[i*k+s] = b
-			for c := range d {
-				mu[c] += b * e.tmu[i][c]
-			}
+	for s := range cp {
+		c := &cp[s]
+		pic := atLeast(c.pi, hemEpsSmall)
+		var mu0, mu1, mu2 T
+		for i := range tg {
+			p, x := &e.pt[i*k+s], &tg[i].mu
+			p.beta = p.r * tg[i].what / pic
+			mu0 += p.beta * x[0]
+			mu1 += p.beta * x[1]
+			mu2 += p.beta * x[2]
 		}
-		e.omu[s] = mu
-		e.ow[s] = e.pi[s] * e.bigW
-		e.dead[s] = e.pi[s] < hemEpsLarge
-		cov := &e.ocov[s]
-		clear(cov[:])
-		if e.dead[s] {
-			for c := range d {
-				cov[c*d+c] = 1
+		c.mu = [3]T{mu0, mu1, mu2}
+		c.w = c.pi * e.bigW
+		c.dead = c.pi < hemEpsLarge
+	}
+}
+
+// covariances computes the fitted Σ_s of forward.
+func (e *emFit[T]) covariances() {
+	d, m, k := e.d, e.m, e.k
+	for s := range e.cp[:k] {
+		c := &e.cp[s]
+		if c.dead {
+			c.cov = [9]T{}
+			for j := range d {
+				c.cov[j*d+j] = 1
 			}
 			continue
 		}
-		for i := range m {
-			bt := e.beta[i*k+s]
-			var t [3]T
-			for c := range d {
-				t[c] = e.tmu[i][c] - mu[c]
+		if d == 2 {
+			var c0, c1, c2, c3 T
+			for i := range e.tg[:m] {
+				x, bt := &e.tg[i], e.pt[i*k+s].beta
+				t0, t1 := x.mu[0]-c.mu[0], x.mu[1]-c.mu[1]
+				c0 += bt * (x.cov[0] + t0*t0)
+				c1 += bt * (x.cov[1] + t0*t1)
+				c2 += bt * (x.cov[2] + t1*t0)
+				c3 += bt * (x.cov[3] + t1*t1)
 			}
-			for r := range d {
-				for c := range d {
-					cov[r*d+c] += bt * (e.tcov[i][r*d+c] + t[r]*t[c])
+			c.cov = [9]T{c0, c1, c2, c3}
+			continue
+		}
+		var c0, c1, c2, c3, c4, c5, c6, c7, c8 T
+		for i := range e.tg[:m] {
+			x, bt := &e.tg[i], e.pt[i*k+s].beta
+			t0, t1, t2 := x.mu[0]-c.mu[0], x.mu[1]-c.mu[1], x.mu[2]-c.mu[2]
+			v := &x.cov
+			c0 += bt * (v[0] + t0*t0)
+			c1 += bt * (v[1] + t0*t1)
+			c2 += bt * (v[2] + t0*t2)
+			c3 += bt * (v[3] + t1*t0)
+			c4 += bt * (v[4] + t1*t1)
+			c5 += bt * (v[5] + t1*t2)
+			c6 += bt * (v[6] + t2*t0)
+			c7 += bt * (v[7] + t2*t1)
+			c8 += bt * (v[8] + t2*t2)
+		}
+		c.cov = [9]T{c0, c1, c2, c3, c4, c5, c6, c7, c8}
+	}
+}
+
+// backward turns the gradients of the fitted components (gw, gmu, gcov of
+// cp) into gradients of the targets (of tg), by reverse-mode
+// differentiation of forward and covariances with the same decisions; clips
+// pass no gradient where active. forward must have run on the same targets.
+func (e *emFit[T]) backward(dec *emDecision) {
+	d, m, k := e.d, e.m, e.k
+	tg, cp := e.tg[:m], e.cp[:k]
+	for i := range tg {
+		x := &tg[i]
+		x.gw, x.gwhat, x.gmu, x.gcov = 0, 0, [3]T{}, [9]T{}
+	}
+	var gW T
+
+	// M-step: w_s = π_s W, μ_s = Σ β μ_i, Σ_s = Σ β (Σ_i + δδᵀ), δ = μ_i − μ_s.
+	for s := range cp {
+		c := &cp[s]
+		c.gvhat, c.gsum, c.gat, c.gaat, c.gsig = 0, 0, [3]T{}, [9]T{}, [9]T{}
+		var gbeta [hemMaxM]T
+		gpi := c.gw * e.bigW
+		gW += c.gw * c.pi
+		gmu := c.gmu
+		if !c.dead {
+			// ⟨G, Σ_i + δδᵀ⟩, whose gradient in δ is (G + Gᵀ) δ
+			g := &c.gcov
+			for i := range tg {
+				x, bt := &tg[i], e.pt[i*k+s].beta
+				v := &x.cov
+				if d == 2 {
+					t0, t1 := x.mu[0]-c.mu[0], x.mu[1]-c.mu[1]
+					gbeta[i] = g[0]*(v[0]+t0*t0) + g[1]*(v[1]+t0*t1) + g[2]*(v[2]+t1*t0) + g[3]*(v[3]+t1*t1)
+					g12 := g[1] + g[2]
+					d0, d1 := bt*(2*g[0]*t0+g12*t1), bt*(g12*t0+2*g[3]*t1)
+					x.gmu[0] += d0
+					x.gmu[1] += d1
+					gmu[0] -= d0
+					gmu[1] -= d1
+					addScaled4(&x.gcov, bt, g)
+					continue
+				}
+				t0, t1, t2 := x.mu[0]-c.mu[0], x.mu[1]-c.mu[1], x.mu[2]-c.mu[2]
+				gbeta[i] = g[0]*(v[0]+t0*t0) + g[1]*(v[1]+t0*t1) + g[2]*(v[2]+t0*t2) +
+					g[3]*(v[3]+t1*t0) + g[4]*(v[4]+t1*t1) + g[5]*(v[5]+t1*t2) +
+					g[6]*(v[6]+t2*t0) + g[7]*(v[7]+t2*t1) + g[8]*(v[8]+t2*t2)
+				g01, g02, g12 := g[1]+g[3], g[2]+g[6], g[5]+g[7]
+				d0 := bt * (2*g[0]*t0 + g01*t1 + g02*t2)
+				d1 := bt * (g01*t0 + 2*g[4]*t1 + g12*t2)
+				d2 := bt * (g02*t0 + g12*t1 + 2*g[8]*t2)
+				x.gmu[0] += d0
+				x.gmu[1] += d1
+				x.gmu[2] += d2
+				gmu[0] -= d0
+				gmu[1] -= d1
+				gmu[2] -= d2
+				addScaled9(&x.gcov, bt, g)
+			}
+		}
+		for i := range tg {
+			x, bt := &tg[i], e.pt[i*k+s].beta
+			gbeta[i] += gmu[0]*x.mu[0] + gmu[1]*x.mu[1] + gmu[2]*x.mu[2]
+			x.gmu[0] += bt * gmu[0]
+			x.gmu[1] += bt * gmu[1]
+			x.gmu[2] += bt * gmu[2]
+		}
+		// β_is = ρ_is / max(π_s, ε), π_s = Σ_i ρ_is, ρ_is = r_is ŵ_i
+		pic := atLeast(c.pi, hemEpsSmall)
+		var gpic T
+		for i := range tg {
+			gpic -= gbeta[i] * e.pt[i*k+s].beta / pic
+		}
+		if c.pi > hemEpsSmall {
+			gpi += gpic
+		}
+		for i := range tg {
+			p := &e.pt[i*k+s]
+			grho := gbeta[i]/pic + gpi
+			p.gq = grho * tg[i].what // ∂L/∂r_is for now
+			tg[i].gwhat += grho * p.r
+		}
+	}
+	// r_is = q_is / Σ_t q_it
+	for i := range tg {
+		pt := e.pt[i*k : (i+1)*k]
+		var dot T
+		for s := range pt {
+			dot += pt[s].gq * pt[s].r
+		}
+		for s := range pt {
+			pt[s].gq = (pt[s].gq - dot) / tg[i].sumq
+		}
+	}
+	// q_is = max(v̂_s L_is, ε)·mask, L = max(ab, ε)^(4ŵ_i)
+	for i := range tg {
+		x := &tg[i]
+		for s := range cp {
+			c, p, l := &cp[s], &e.pt[i*k+s], e.l[i*k+s]
+			if dec.mask[i]&(1<<s) == 0 || c.vhat*l <= hemEpsSmall {
+				continue
+			}
+			c.gvhat += p.gq * l
+			gl := p.gq * c.vhat
+			x.gwhat += gl * hemVirtualSamples * l * atLeast(p.logp, hemLogEpsSmall)
+			if p.logp <= hemLogEpsSmall {
+				continue
+			}
+			// ∂L/∂p·p = 4ŵ L, and p = a·b, so ∂L/∂a·a = ∂L/∂b·b = 4ŵ L:
+			// g_is = ∂L/∂ln a = ∂L/∂ln b. ln a depends on μ_i by −at and on
+			// μ'_s by at; on Σ'_s by ½(at atᵀ − A) and ln b by ½ A Σ_i A,
+			// summed over i at the end; ln b on Σ_i by −½ A.
+			g := gl * hemVirtualSamples * x.what * l
+			c.gsum += g
+			a, at := &c.inv, &p.at
+			h := 0.5 * g
+			if d == 2 {
+				g0, g1 := g*at[0], g*at[1]
+				x.gmu[0] -= g0
+				x.gmu[1] -= g1
+				c.gat[0] += g0
+				c.gat[1] += g1
+				c.gaat[0] += g0 * at[0]
+				c.gaat[1] += g0 * at[1]
+				c.gaat[2] += g1 * at[0]
+				c.gaat[3] += g1 * at[1]
+				addScaled4(&c.gsig, g, &x.cov)
+				addScaled4(&x.gcov, -h, a)
+				continue
+			}
+			for r := range 3 {
+				gr := g * at[r]
+				x.gmu[r] -= gr
+				c.gat[r] += gr
+				for j := range 3 {
+					c.gaat[3*r+j] += gr * at[j]
 				}
 			}
+			addScaled9(&c.gsig, g, &x.cov)
+			addScaled9(&x.gcov, -h, a)
+		}
+	}
+	// Initial components are copies of targets: v_s = w_j, μ'_s = μ_j,
+	// Σ'_s = Σ_j, which collect ½(Σ_i g_is at atᵀ − (Σ_i g_is) A + A W A)
+	// with W = Σ_i g_is Σ_i.
+	var gV T
+	for s := range cp {
+		gV -= cp[s].gvhat * cp[s].vhat / e.bigV
+	}
+	for s := range cp {
+		c := &cp[s]
+		y := &tg[c.init]
+		gv := c.gvhat / e.bigV
+		if e.sumv > hemEpsSmall {
+			gv += gV
+		}
+		y.gw += gv
+		y.gmu[0] += c.gat[0]
+		y.gmu[1] += c.gat[1]
+		y.gmu[2] += c.gat[2]
+		a := &c.inv
+		aw := hemMatMul(d, a, &c.gsig)
+		awa := hemMatMul(d, &aw, a)
+		for j := range y.gcov[:d*d] {
+			y.gcov[j] += 0.5 * (c.gaat[j] - c.gsum*a[j] + awa[j])
+		}
+	}
+	for i := range tg {
+		gW -= tg[i].gwhat * tg[i].what / e.bigW
+	}
+	for i := range tg {
+		x := &tg[i]
+		x.gw += x.gwhat / e.bigW
+		if e.sumw > hemEpsSmall {
+			x.gw += gW
 		}
 	}
 }
 
-// backward turns the gradients of the fitted components (gow, gomu, gocv)
-// into gradients of the targets (gtw, gtmu, gtcv), by reverse-mode
-// differentiation of forward with the same decisions; clips pass no gradient
-// where active. forward must have run on the same targets.
-func (e *emFit[T]) backward(dec *emDecision) {
-	d, m, k := e.d, e.m, e.k
-	clear(e.gtw[:m])
-	clear(e.gtmu[:m])
-	clear(e.gtcv[:m])
-	clear(e.gwhat[:m])
-	clear(e.gvhat[:k])
-	clear(e.gimu[:k])
-	clear(e.gicv[:k])
-	clear(e.wcov[:k])
-	var gW T
+// addScaled4 adds a·X to Y for 2×2 X and Y.
+func addScaled4[T Float](y *[9]T, a T, x *[9]T) {
+	y[0] += a * x[0]
+	y[1] += a * x[1]
+	y[2] += a * x[2]
+	y[3] += a * x[3]
+}
 
-	// M-step: w_s = π_s W, μ_s = Σ β μ_i, Σ_s = Σ β (Σ_i + δδᵀ), δ = μ_i − μ_s.
-	for s := range k {
-		var gbeta [hemMaxM]T
-		gpi := e.gow[s] * e.bigW
-		gW += e.gow[s] * e.pi[s]
-		gmu := e.gomu[s]
-		if !e.dead[s] {
-			g := &e.gocv[s]
-			for i := range m {
-				bt := e.beta[i*k+s]
-				var t [3]T
-				for c := range d {
-					t[c] = e.tmu[i][c] - e.omu[s][c]
-				}
-				var dot T
-				for r := range d {
-					for c := range d {
-						dot += g[r*d+c] * (e.tcov[i][r*d+c] + t[r]*t[c])
-						e.gtcv[i][r*d+c] += bt * g[r*d+c]
-					}
-				}
-				gbeta[i] += dot
-				// ∂⟨G, δδᵀ⟩/∂δ = (G + Gᵀ) δ
-				for r := range d {
-					var gd T
-					for c := range d {
-						gd += (g[r*d+c] + g[c*d+r]) * t[c]
-					}
-					gd *= bt
-					e.gtmu[i][r] += gd
-					gmu[r] -= gd
-				}
-			}
-		}
-		for i := range m {
-			var dot T
-			for c := range d {
-				dot += gmu[c] * e.tmu[i][c]
-				e.gtmu[i][c] += e.beta[i*k+s] * gmu[c]
-			}
-			gbeta[i] += dot
-		}
-		// β_is = ρ_is / max(π_s, ε), π_s = Σ_i ρ_is, ρ_is = r_is ŵ_i
-		pic := max(e.pi[s], hemEpsSmall)
-		var gpic T
-		for i := range m {
-			gpic -= gbeta[i] * e.beta[i*k+s] / pic
-		}
-		if e.pi[s] > hemEpsSmall {
-			gpi += gpic
-		}
-		for i := range m {
-			grho := gbeta[i]/pic + gpi
-			e.gq[i*k+s] = grho * e.what[i] // ∂L/∂r_is for now
-			e.gwhat[i] += grho * e.r[i*k+s]
-		}
+// addScaled9 adds a·X to Y for 3×3 X and Y.
+func addScaled9[T Float](y *[9]T, a T, x *[9]T) {
+	for j := range y {
+		y[j] += a * x[j]
 	}
-	// r_is = q_is / Σ_t q_it
-	for i := range m {
-		gq := e.gq[i*k : (i+1)*k]
-		var dot T
-		for s, g := range gq {
-			dot += g * e.r[i*k+s]
-		}
-		for s := range gq {
-			gq[s] = (gq[s] - dot) / e.sumq[i]
-		}
+}
+
+// atLeast returns max(x, lo) for a lo that is neither NaN nor zero, NaN for
+// NaN x as the builtin does, by one comparison: the builtin's rules for NaN
+// and ±0 cost a dozen instructions.
+func atLeast[T Float](x, lo T) T {
+	if x < lo {
+		return lo
 	}
-	// q_is = max(v̂_s L_is, ε)·mask, L = max(ab, ε)^(4ŵ_i)
-	for i := range m {
-		for s := range k {
-			p := i*k + s
-			if dec.mask[i]&(1<<s) == 0 || e.vhat[s]*e.l[p] <= hemEpsSmall {
-				continue
-			}
-			l := e.l[p]
-			e.gvhat[s] += e.gq[p] * l
-			gl := e.gq[p] * e.vhat[s]
-			logp := e.logp[p]
-			e.gwhat[i] += gl * hemVirtualSamples * l * max(logp, hemLogEpsSmall)
-			if logp <= hemLogEpsSmall {
-				continue
-			}
-			// ∂L/∂p·p = 4ŵ L, and p = a·b, so ∂L/∂a·a = ∂L/∂b·b = 4ŵ L.
-			ga := gl * hemVirtualSamples * e.what[i] * l
-			at, inv := &e.at[p], &e.inv[s]
-			for c := range d {
-				e.gtmu[i][c] -= ga * at[c]
-				e.gimu[s][c] += ga * at[c]
-			}
-			// ∂a/∂Σ' = ½a(A t tᵀA − A); ∂b/∂Σ' = ½b A Σ_i A, summed over i
-			// as ½ A (Σ_i ∂L/∂b·b Σ_i) A below; ∂b/∂Σ_i = −½b A.
-			for r := range d {
-				for c := range d {
-					e.gicv[s][r*d+c] += 0.5 * ga * (at[r]*at[c] - inv[r*d+c])
-					e.wcov[s][r*d+c] += ga * e.tcov[i][r*d+c]
-					e.gtcv[i][r*d+c] -= 0.5 * ga * inv[r*d+c]
-				}
-			}
-		}
+	return x
+}
+
+// hemMatMul returns the product A B of d×d row-major matrices.
+func hemMatMul[T Float](d int, a, b *[9]T) [9]T {
+	if d == 2 {
+		return [9]T{a[0]*b[0] + a[1]*b[2], a[0]*b[1] + a[1]*b[3], a[2]*b[0] + a[3]*b[2], a[2]*b[1] + a[3]*b[3]}
 	}
-	for s := range k {
-		a, w := &e.inv[s], &e.wcov[s]
-		for r := range d {
-			var aw [3]T // row r of A W
-			for u := range d {
-				for v := range d {
-					aw[v] += a[r*d+u] * w[u*d+v]
-				}
-			}
-			for c := range d {
-				var awa T
-				for v := range d {
-					awa += aw[v] * a[v*d+c]
-				}
-				e.gicv[s][r*d+c] += 0.5 * awa
-			}
-		}
+	var c [9]T
+	for r := range 3 {
+		a0, a1, a2 := a[3*r], a[3*r+1], a[3*r+2]
+		c[3*r] = a0*b[0] + a1*b[3] + a2*b[6]
+		c[3*r+1] = a0*b[1] + a1*b[4] + a2*b[7]
+		c[3*r+2] = a0*b[2] + a1*b[5] + a2*b[8]
 	}
-	// Initial components are copies of targets: v_s = w_j, μ'_s = μ_j, Σ'_s = Σ_j.
-	var gV T
-	for s := range k {
-		gV -= e.gvhat[s] * e.vhat[s] / e.bigV
+	return c
+}
+
+// hemDet returns the determinant of the d×d row-major matrix m.
+func hemDet[T Float](d int, m *[9]T) T {
+	if d == 2 {
+		return m[0]*m[3] - m[1]*m[2]
 	}
-	for s := range k {
-		j := dec.init[s]
-		gv := e.gvhat[s] / e.bigV
-		if e.sumv > hemEpsSmall {
-			gv += gV
-		}
-		e.gtw[j] += gv
-		for c := range d {
-			e.gtmu[j][c] += e.gimu[s][c]
-		}
-		for c := range d * d {
-			e.gtcv[j][c] += e.gicv[s][c]
-		}
-	}
-	for i := range m {
-		gW -= e.gwhat[i] * e.what[i] / e.bigW
-	}
-	for i := range m {
-		e.gtw[i] += e.gwhat[i] / e.bigW
-		if e.sumw > hemEpsSmall {
-			e.gtw[i] += gW
-		}
-	}
+	return m[0]*(m[4]*m[8]-m[5]*m[7]) - m[1]*(m[3]*m[8]-m[5]*m[6]) + m[2]*(m[3]*m[7]-m[4]*m[6])
 }
 
 // hemExp replaces every v[i] by e^v[i] like expRow. In float32, where
