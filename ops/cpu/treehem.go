@@ -13,12 +13,12 @@ import (
 // hemNode is the frozen state of one internal tree node: how many Gaussians
 // its cache holds, which entries of its children's caches it collected
 // (bit j of keep for the j-th entry of [left cache, right cache]; entries
-// with |w| < 1e−7 are dropped), and, if it fitted them, the EM decisions.
+// with |w| < 1e−7 are dropped), and whether it fitted them (with the EM
+// decisions of hemMixture.em).
 type hemNode struct {
 	n    uint8
 	fit  bool
 	keep uint16
-	em   emDecision
 }
 
 // hemMixture is the frozen state of one mixture: the tree, the node states
@@ -28,12 +28,29 @@ type hemMixture struct {
 	tree  lbvh
 	order []int32 // internal nodes in pre-order (parents first)
 	nodes []hemNode
-	sel   []int32 // selected nodes, in output order
+	// EM decisions of the fitting nodes, T initial components and 2T masks
+	// per node, stored apart from nodes so that they take T + 4T bytes
+	// whatever hemMaxT.
+	emInit []uint8
+	emMask []uint16
+	sel    []int32 // selected nodes, in output order
 	// refit is the position in sel of the node that fills the last slots by a
 	// fit of its children's entries to refitK components, or −1.
-	refit   int
-	refitK  int
-	refitEM emDecision
+	refit     int
+	refitK    int
+	refitInit [hemMaxM]uint8
+	refitMask [hemMaxM]uint16
+}
+
+// em returns the EM decisions of internal node x, a fit to t components.
+func (dm *hemMixture) em(x int32, t int) emDecision {
+	k := int(x) * t
+	return emDecision{dm.emInit[k : k+t], dm.emMask[2*k : 2*k+2*t]}
+}
+
+// refitEM returns the EM decisions of the refit.
+func (dm *hemMixture) refitEM() emDecision {
+	return emDecision{dm.refitInit[:], dm.refitMask[:]}
 }
 
 // Decisions holds every discrete choice TreeHEM made for a batch: per
@@ -76,6 +93,8 @@ func newDecisions(l mixture.Layout, np int, o device.TreeHEMOptions) *Decisions 
 	obj := make([]int32, nm*n)
 	links := make([]int32, 3*nm*(n-1))
 	nodes := make([]hemNode, nm*(n-1))
+	t := o.Reduction
+	emInit, emMask := make([]uint8, nm*(n-1)*t), make([]uint16, nm*(n-1)*2*t)
 	sel := make([]int32, nm*np)
 	for m := range dec.mix {
 		dm := &dec.mix[m]
@@ -85,6 +104,8 @@ func newDecisions(l mixture.Layout, np int, o device.TreeHEMOptions) *Decisions 
 		dm.tree.right = links[k+n-1 : k+2*(n-1)]
 		dm.order = links[k+2*(n-1) : k+3*(n-1)]
 		dm.nodes = nodes[m*(n-1) : (m+1)*(n-1)]
+		dm.emInit = emInit[m*(n-1)*t : (m+1)*(n-1)*t]
+		dm.emMask = emMask[m*(n-1)*2*t : (m+1)*(n-1)*2*t]
 		dm.sel = sel[m*np : m*np : (m+1)*np]
 	}
 	return dec
@@ -315,11 +336,13 @@ func newHEMWorker[T Float](l mixture.Layout, np int, o device.TreeHEMOptions) *h
 	w.em.d = l.D
 	links := make([]int32, 3*(n-1))
 	w.scratch = hemMixture{
-		obj:   make([]int32, n),
-		tree:  lbvh{left: links[:n-1], right: links[n-1 : 2*(n-1)]},
-		order: links[2*(n-1):],
-		nodes: make([]hemNode, n-1),
-		sel:   make([]int32, 0, np),
+		obj:    make([]int32, n),
+		tree:   lbvh{left: links[:n-1], right: links[n-1 : 2*(n-1)]},
+		order:  links[2*(n-1):],
+		nodes:  make([]hemNode, n-1),
+		emInit: make([]uint8, (n-1)*t),
+		emMask: make([]uint16, (n-1)*2*t),
+		sel:    make([]int32, 0, np),
 	}
 	return w
 }
@@ -372,7 +395,7 @@ func (w *hemWorker[T]) collect(x int32, dm *hemMixture, record bool) int {
 
 // fit runs the EM step of the m collected entries to k components with the
 // decisions dec, making them in record mode.
-func (w *hemWorker[T]) fit(m, k int, dec *emDecision, record bool) {
+func (w *hemWorker[T]) fit(m, k int, dec emDecision, record bool) {
 	w.em.m, w.em.k = m, k
 	for i, v := range w.vals[:m] {
 		w.em.setTarget(i, v)
@@ -396,7 +419,7 @@ func (w *hemWorker[T]) fitNode(x int32, dm *hemMixture, record bool) {
 		}
 		return
 	}
-	w.fit(m, w.t, &node.em, record)
+	w.fit(m, w.t, dm.em(x, w.t), record)
 	w.em.covariances()
 	for s := range w.t {
 		w.em.output(s, out[s*w.s:(s+1)*w.s])
@@ -408,7 +431,7 @@ func (w *hemWorker[T]) fitNode(x int32, dm *hemMixture, record bool) {
 // children's: by the EM's reverse pass where there were more than k kept
 // entries, else as copies. It recomputes the fit from the children's caches
 // for the intermediates, and marks the internal children active.
-func (w *hemWorker[T]) backNode(x int32, dm *hemMixture, g []T, k int, dec *emDecision) {
+func (w *hemWorker[T]) backNode(x int32, dm *hemMixture, g []T, k int, dec emDecision) {
 	m := w.collect(x, dm, false)
 	if m <= k {
 		for i, gi := range w.grads[:m] {
@@ -600,7 +623,7 @@ func (w *hemWorker[T]) refitNode(dm *hemMixture, record bool) {
 		}
 		return
 	}
-	w.fit(m, dm.refitK, &dm.refitEM, record)
+	w.fit(m, dm.refitK, dm.refitEM(), record)
 	w.em.covariances()
 	for s := range dm.refitK {
 		w.em.output(s, w.rcache[s*w.s:(s+1)*w.s])
@@ -680,13 +703,12 @@ func (w *hemWorker[T]) backward(mix, g, dx []T, dm *hemMixture) {
 	}
 	if dm.refit >= 0 {
 		k := dm.refitK
-		w.backNode(dm.sel[dm.refit], dm, gref[:k*s], k, &dm.refitEM)
+		w.backNode(dm.sel[dm.refit], dm, gref[:k*s], k, dm.refitEM())
 	}
 	for _, x := range dm.order {
 		if w.active[x] {
-			node := &dm.nodes[x]
 			_, grads := w.entries(x, dm)
-			w.backNode(x, dm, grads, w.t, &node.em)
+			w.backNode(x, dm, grads, w.t, dm.em(x, w.t))
 		}
 	}
 	for k := range w.n {

@@ -18,13 +18,14 @@ const (
 	hemMaxP           = hemMaxM * hemMaxM // target–component pairs of one fit
 )
 
-// emDecision holds the discrete choices of one EM fit, frozen for the
-// backward pass and for the frozen forward: the target index each fitted
-// component starts from, and for every target the set of components it may be
-// assigned to (bit s of mask[i]).
+// emDecision holds the discrete choices of one EM fit of m targets to k
+// components, frozen for the backward pass and for the frozen forward: the
+// target index each fitted component starts from (init[:k]), and for every
+// target the set of components it may be assigned to (bit s of mask[i],
+// mask[:m]).
 type emDecision struct {
-	init [hemMaxM]uint8
-	mask [hemMaxM]uint16
+	init []uint8
+	mask []uint16
 }
 
 // emFit is the scratch of one fit of m ≤ 2T targets to k < m components,
@@ -159,7 +160,16 @@ func (e *emFit[T]) addTargetGrad(i int, g []T) {
 // record it first makes the decisions into dec (decide), else it replays
 // them. The intermediates stay for backward; the fitted covariances are
 // left to covariances.
-func (e *emFit[T]) fit(dec *emDecision, record bool) {
+func (e *emFit[T]) fit(dec emDecision, record bool) {
+	tg := e.tg[:e.m]
+	e.sumw = 0
+	for i := range tg {
+		e.sumw += tg[i].w
+	}
+	e.bigW = atLeast(e.sumw, hemEpsSmall)
+	for i := range tg {
+		tg[i].what = tg[i].w / e.bigW
+	}
 	if record {
 		e.decide(dec)
 	} else {
@@ -184,7 +194,7 @@ func (e *emFit[T]) fit(dec *emDecision, record bool) {
 //
 // Mask: target i may be assigned to component s if both have the same sign and
 // KL(N(μ_i,Σ_i) ‖ N(μ'_s,Σ'_s)) < 0.5, and always to its KL-closest component.
-func (e *emFit[T]) decide(dec *emDecision) {
+func (e *emFit[T]) decide(dec emDecision) {
 	d, m, k := e.d, e.m, e.k
 	tg := e.tg[:m]
 	// Pairs are made in ascending (i, j) order, and the insertion sort is
@@ -257,8 +267,16 @@ func (e *emFit[T]) decide(dec *emDecision) {
 			var kl T
 			if (x.w < 0) == (y.w < 0) {
 				// KL(N_i ‖ N_j) = ½[(μ_i−μ_j)ᵀΣ_j⁻¹(μ_i−μ_j) + tr(Σ_j⁻¹Σ_i) − d − ln(det Σ_i / det Σ_j)]
-				t := [3]T{x.mu[0] - y.mu[0], x.mu[1] - y.mu[1], x.mu[2] - y.mu[2]}
-				kl = 0.5 * (quadForm(d, e.cp[s].inv[:d*d], t[:d]) + e.pt[i*k+s].tr - T(d) - x.logDet + y.logDet)
+				a, t0, t1 := &e.cp[s].inv, x.mu[0]-y.mu[0], x.mu[1]-y.mu[1]
+				var qf T // quadForm's formulas
+				if d == 2 {
+					qf = a[0]*t0*t0 + (a[1]+a[2])*t0*t1 + a[3]*t1*t1
+				} else {
+					t2 := x.mu[2] - y.mu[2]
+					qf = a[0]*t0*t0 + a[4]*t1*t1 + a[8]*t2*t2 +
+						(a[1]+a[3])*t0*t1 + (a[2]+a[6])*t0*t2 + (a[5]+a[7])*t1*t2
+				}
+				kl = 0.5 * (qf + e.pt[i*k+s].tr - T(d) - x.logDet + y.logDet)
 			}
 			if kl < hemKLThreshold {
 				mask |= 1 << s
@@ -271,23 +289,31 @@ func (e *emFit[T]) decide(dec *emDecision) {
 	}
 }
 
-// prepare sets up the initial components of dec, given ln det Σ_j of their
-// targets: A_s = Σ'_s⁻¹ and the log normaliser, then for every target i and
-// component s with t = μ_i − μ'_s the pair terms at_is = A_s t,
-// tr_is = tr(A_s Σ_i) and logp_is = ln(a·b) (see forward), which the KL
-// divergence and the likelihood share.
-func (e *emFit[T]) prepare(dec *emDecision) {
+// prepare sets up the initial components of dec, given ŵ_i and ln det Σ_j
+// of their targets: v̂_s, A_s = Σ'_s⁻¹ and the log normaliser; then for
+// every target i and component s with t = μ_i − μ'_s the pair terms
+// at_is = A_s t, tr_is = tr(A_s Σ_i) and logp_is = ln(a·b), which the KL
+// divergence and the likelihood share, and ln L_is (see forward).
+func (e *emFit[T]) prepare(dec emDecision) {
 	d, m, k := e.d, e.m, e.k
 	cp := e.cp[:k]
+	e.sumv = 0
 	for s := range cp {
 		c := &cp[s]
 		c.init = int(dec.init[s])
 		y := &e.tg[c.init]
+		e.sumv += y.w
 		invDet(d, y.cov[:d*d], c.inv[:d*d])
 		c.logNorm = -0.5 * (T(d)*T(hemLog2Pi) + y.logDet)
 	}
+	e.bigV = atLeast(e.sumv, hemEpsSmall)
+	for s := range cp {
+		cp[s].vhat = e.tg[cp[s].init].w / e.bigV
+	}
+	l := e.l[:m*k]
 	for i := range e.tg[:m] {
 		x := &e.tg[i]
+		aw := hemVirtualSamples * x.what
 		for s := range cp {
 			c, p := &cp[s], &e.pt[i*k+s]
 			a, y := &c.inv, &e.tg[c.init].mu
@@ -311,6 +337,7 @@ func (e *emFit[T]) prepare(dec *emDecision) {
 					a[6]*v[2] + a[7]*v[5] + a[8]*v[8]
 			}
 			p.logp = c.logNorm - 0.5*qf - 0.5*p.tr
+			l[i*k+s] = aw * atLeast(p.logp, hemLogEpsSmall)
 		}
 	}
 }
@@ -324,36 +351,17 @@ func (e *emFit[T]) prepare(dec *emDecision) {
 //	μ_s = Σ_i β_is μ_i, Σ_s = Σ_i β_is (Σ_i + (μ_i−μ_s)(μ_i−μ_s)ᵀ), w_s = π_s W
 //
 // with ε = 1e−13, (μ'_s, Σ'_s) = (μ, Σ)_{init_s}, and Σ_s = I where π_s < 1e−7.
-// Σ_s w_s = Σ_i w_i whenever no clip is active. The likelihood is evaluated
-// in the log domain, from ln(a·b) with a = N(μ_i; μ'_s, Σ'_s) and
-// b = exp(−½ tr(Σ'_s⁻¹Σ_i)) from prepare, at one exponential per pair.
-// Σ_s is left to covariances: the reverse pass does not need it.
-func (e *emFit[T]) forward(dec *emDecision) {
+// Σ_s w_s = Σ_i w_i whenever no clip is active. fit computes W and ŵ,
+// prepare V, v̂ and ln L_is = 4ŵ_i·max(ln(a·b), ln ε), from ln(a·b) with
+// a = N(μ_i; μ'_s, Σ'_s) and b = exp(−½ tr(Σ'_s⁻¹Σ_i)): one exponential per
+// pair. Σ_s is left to covariances: the reverse pass does not need it.
+func (e *emFit[T]) forward(dec emDecision) {
 	m, k := e.m, e.k
 	tg, cp, l := e.tg[:m], e.cp[:k], e.l[:m*k]
-	e.sumw = 0
-	for i := range tg {
-		e.sumw += tg[i].w
-	}
-	e.bigW = atLeast(e.sumw, hemEpsSmall)
-	for i := range tg {
-		tg[i].what = tg[i].w / e.bigW
-	}
-	e.sumv = 0
+	hemExp(l)
 	for s := range cp {
-		e.sumv += e.tg[cp[s].init].w
-	}
-	e.bigV = atLeast(e.sumv, hemEpsSmall)
-	for s := range cp {
-		cp[s].vhat = e.tg[cp[s].init].w / e.bigV
 		cp[s].pi = 0
 	}
-	for i := range tg {
-		for s := range cp {
-			l[i*k+s] = hemVirtualSamples * tg[i].what * atLeast(e.pt[i*k+s].logp, hemLogEpsSmall)
-		}
-	}
-	hemExp(l)
 	for i := range tg {
 		x, mask := &tg[i], dec.mask[i]
 		var sum T
@@ -437,7 +445,7 @@ func (e *emFit[T]) covariances() {
 // cp) into gradients of the targets (of tg), by reverse-mode
 // differentiation of forward and covariances with the same decisions; clips
 // pass no gradient where active. forward must have run on the same targets.
-func (e *emFit[T]) backward(dec *emDecision) {
+func (e *emFit[T]) backward(dec emDecision) {
 	d, m, k := e.d, e.m, e.k
 	tg, cp := e.tg[:m], e.cp[:k]
 	for i := range tg {
@@ -489,18 +497,16 @@ func (e *emFit[T]) backward(dec *emDecision) {
 				addScaled9(&x.gcov, bt, g)
 			}
 		}
+		// β_is = ρ_is / max(π_s, ε), π_s = Σ_i ρ_is, ρ_is = r_is ŵ_i
+		pic := atLeast(c.pi, hemEpsSmall)
+		var gpic T
 		for i := range tg {
 			x, bt := &tg[i], e.pt[i*k+s].beta
 			gbeta[i] += gmu[0]*x.mu[0] + gmu[1]*x.mu[1] + gmu[2]*x.mu[2]
 			x.gmu[0] += bt * gmu[0]
 			x.gmu[1] += bt * gmu[1]
 			x.gmu[2] += bt * gmu[2]
-		}
-		// β_is = ρ_is / max(π_s, ε), π_s = Σ_i ρ_is, ρ_is = r_is ŵ_i
-		pic := atLeast(c.pi, hemEpsSmall)
-		var gpic T
-		for i := range tg {
-			gpic -= gbeta[i] * e.pt[i*k+s].beta / pic
+			gpic -= gbeta[i] * bt / pic
 		}
 		if c.pi > hemEpsSmall {
 			gpi += gpic
@@ -512,20 +518,17 @@ func (e *emFit[T]) backward(dec *emDecision) {
 			tg[i].gwhat += grho * p.r
 		}
 	}
-	// r_is = q_is / Σ_t q_it
 	for i := range tg {
-		pt := e.pt[i*k : (i+1)*k]
+		x, pt := &tg[i], e.pt[i*k:(i+1)*k]
+		// r_is = q_is / Σ_t q_it
 		var dot T
 		for s := range pt {
 			dot += pt[s].gq * pt[s].r
 		}
 		for s := range pt {
-			pt[s].gq = (pt[s].gq - dot) / tg[i].sumq
+			pt[s].gq = (pt[s].gq - dot) / x.sumq
 		}
-	}
-	// q_is = max(v̂_s L_is, ε)·mask, L = max(ab, ε)^(4ŵ_i)
-	for i := range tg {
-		x := &tg[i]
+		// q_is = max(v̂_s L_is, ε)·mask, L = max(ab, ε)^(4ŵ_i)
 		for s := range cp {
 			c, p, l := &cp[s], &e.pt[i*k+s], e.l[i*k+s]
 			if dec.mask[i]&(1<<s) == 0 || c.vhat*l <= hemEpsSmall {

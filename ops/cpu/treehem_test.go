@@ -86,10 +86,11 @@ func TestTreeHEMGradient(t *testing.T) {
 			}
 			fitted, refit, soft := 0, 0, 0
 			for m := range dec.mix {
-				for _, nd := range dec.mix[m].nodes {
+				dm := &dec.mix[m]
+				for x, nd := range dm.nodes {
 					if nd.fit {
 						fitted++
-						for _, mask := range nd.em.mask {
+						for _, mask := range dm.em(int32(x), c.t).mask {
 							if bits.OnesCount16(mask) > 1 {
 								soft++
 							}
