@@ -314,10 +314,10 @@ type hemWorker[T Float] struct {
 	active     []bool
 	stack      []int32
 	rcache     [hemMaxM * 13]T // output of the refit node
-	vals       [hemMaxM][]T    // collected entries
-	grads      [hemMaxM][]T    // their gradients
-	em         emFit[T]
-	scratch    hemMixture // decisions of the current mixture when not stored
+	// loc holds the collected entries: k ≥ 0 for cache[k:], ^k for xs[k:].
+	loc     [hemMaxM]int
+	em      emFit[T]
+	scratch hemMixture // decisions of the current mixture when not stored
 }
 
 func newHEMWorker[T Float](l mixture.Layout, np int, o device.TreeHEMOptions) *hemWorker[T] {
@@ -366,9 +366,8 @@ func (w *hemWorker[T]) size(c int32, dm *hemMixture) int {
 	return int(dm.nodes[c].n)
 }
 
-// collect lists the kept entries of x's children, their packed values in
-// vals[:m] and gradients in grads[:m], and returns m. In record mode it
-// decides what is kept first.
+// collect lists the kept entries of x's children in loc[:m] and returns m.
+// In record mode it decides what is kept first.
 func (w *hemWorker[T]) collect(x int32, dm *hemMixture, record bool) int {
 	node := &dm.nodes[x]
 	keep := node.keep
@@ -377,28 +376,56 @@ func (w *hemWorker[T]) collect(x int32, dm *hemMixture, record bool) int {
 	}
 	m, bit := 0, 0
 	for _, c := range [2]int32{dm.tree.left[x], dm.tree.right[x]} {
-		vals, grads := w.entries(c, dm)
-		for k := 0; k < len(vals); k += w.s {
-			if record && abs(vals[k]) >= hemEpsLarge {
+		// A leaf holds its pre-scaled input Gaussian.
+		vals, loc, cnt := w.cache, int(c)*w.t*w.s, 0
+		if int(c) >= w.n-1 {
+			vals, loc, cnt = w.xs, int(dm.obj[int(c)-(w.n-1)])*w.s, 1
+		} else {
+			cnt = int(dm.nodes[c].n)
+		}
+		for range cnt {
+			if record && abs(vals[loc]) >= hemEpsLarge {
 				keep |= 1 << bit
 			}
 			if keep&(1<<bit) != 0 {
-				w.vals[m], w.grads[m] = vals[k:k+w.s], grads[k:k+w.s]
+				w.loc[m] = loc
+				if int(c) >= w.n-1 {
+					w.loc[m] = ^loc
+				}
 				m++
 			}
 			bit++
+			loc += w.s
 		}
 	}
 	node.keep = keep
 	return m
 }
 
+// value returns the collected entry i, packed.
+func (w *hemWorker[T]) value(i int) []T {
+	if k := w.loc[i]; k < 0 {
+		return w.xs[^k : ^k+w.s]
+	}
+	k := w.loc[i]
+	return w.cache[k : k+w.s]
+}
+
+// grad returns the gradient of the collected entry i.
+func (w *hemWorker[T]) grad(i int) []T {
+	if k := w.loc[i]; k < 0 {
+		return w.gxs[^k : ^k+w.s]
+	}
+	k := w.loc[i]
+	return w.gcache[k : k+w.s]
+}
+
 // fit runs the EM step of the m collected entries to k components with the
 // decisions dec, making them in record mode.
 func (w *hemWorker[T]) fit(m, k int, dec emDecision, record bool) {
 	w.em.m, w.em.k = m, k
-	for i, v := range w.vals[:m] {
-		w.em.setTarget(i, v)
+	for i := range m {
+		w.em.setTarget(i, w.value(i))
 	}
 	w.em.fit(dec, record)
 }
@@ -414,8 +441,8 @@ func (w *hemWorker[T]) fitNode(x int32, dm *hemMixture, record bool) {
 	}
 	out := w.cache[int(x)*w.t*w.s : (int(x)+1)*w.t*w.s]
 	if !node.fit {
-		for i, v := range w.vals[:m] {
-			copy(out[i*w.s:(i+1)*w.s], v)
+		for i := range m {
+			copy(out[i*w.s:(i+1)*w.s], w.value(i))
 		}
 		return
 	}
@@ -434,7 +461,8 @@ func (w *hemWorker[T]) fitNode(x int32, dm *hemMixture, record bool) {
 func (w *hemWorker[T]) backNode(x int32, dm *hemMixture, g []T, k int, dec emDecision) {
 	m := w.collect(x, dm, false)
 	if m <= k {
-		for i, gi := range w.grads[:m] {
+		for i := range m {
+			gi := w.grad(i)
 			for j, v := range g[i*w.s : (i+1)*w.s] {
 				gi[j] += v
 			}
@@ -445,8 +473,8 @@ func (w *hemWorker[T]) backNode(x int32, dm *hemMixture, g []T, k int, dec emDec
 			w.em.setOutputGrad(c, g[c*w.s:(c+1)*w.s])
 		}
 		w.em.backward(dec)
-		for i, gi := range w.grads[:m] {
-			w.em.addTargetGrad(i, gi)
+		for i := range m {
+			w.em.addTargetGrad(i, w.grad(i))
 		}
 	}
 	for _, c := range [2]int32{dm.tree.left[x], dm.tree.right[x]} {
@@ -497,23 +525,25 @@ func (w *hemWorker[T]) run(mode hemMode, m int, y, dx, x, g []T, dec *Decisions,
 // prescale sets s = mean_k tr(Σ_k)/D and √s of mix, and its components with
 // positions divided by √s and covariances by s into xs.
 func (w *hemWorker[T]) prescale(mix []T) {
-	n, s, d := w.n, w.s, w.d
+	s, d := w.s, w.d
 	var tr T
-	for k := range n {
-		for c := range d {
-			tr += mix[k*s+1+d+c*d+c]
+	for k := 1 + d; k < len(mix); k += s {
+		for c := 0; c < d*d; c += d + 1 {
+			tr += mix[k+c]
 		}
 	}
-	w.scale = tr / T(n*d)
-	w.sqrt = T(math.Sqrt(float64(w.scale)))
-	for k := range n {
-		g, o := mix[k*s:(k+1)*s], w.xs[k*s:(k+1)*s]
+	sc := tr / T(w.n*d)
+	sq := T(math.Sqrt(float64(sc)))
+	w.scale, w.sqrt = sc, sq
+	xs := w.xs[:len(mix)]
+	for k := 0; k+s <= len(mix); k += s {
+		g, o := mix[k:k+s], xs[k:k+s]
 		o[0] = g[0]
-		for c := range d {
-			o[1+c] = g[1+c] / w.sqrt
+		for c := 1; c <= d; c++ {
+			o[c] = g[c] / sq
 		}
-		for c := range d * d {
-			o[1+d+c] = g[1+d+c] / w.scale
+		for c := 1 + d; c < len(o); c++ {
+			o[c] = g[c] / sc
 		}
 	}
 }
@@ -618,8 +648,8 @@ func (w *hemWorker[T]) refitNode(dm *hemMixture, record bool) {
 		dm.refitK = min(dm.refitK, m)
 	}
 	if m <= dm.refitK {
-		for i, v := range w.vals[:m] {
-			copy(w.rcache[i*w.s:(i+1)*w.s], v)
+		for i := range m {
+			copy(w.rcache[i*w.s:(i+1)*w.s], w.value(i))
 		}
 		return
 	}
@@ -711,22 +741,25 @@ func (w *hemWorker[T]) backward(mix, g, dx []T, dm *hemMixture) {
 			w.backNode(x, dm, grads, w.t, dm.em(x, w.t))
 		}
 	}
-	for k := range w.n {
-		gk, xk, dk := w.gxs[k*s:(k+1)*s], mix[k*s:(k+1)*s], dx[k*s:(k+1)*s]
+	sc, sq := w.scale, w.sqrt
+	sc2sq, scsc := 2*sc*sq, sc*sc
+	gxs := w.gxs[:len(mix)]
+	for k := 0; k+s <= len(mix); k += s {
+		gk, xk, dk := gxs[k:k+s], mix[k:k+s], dx[k:k+s]
 		dk[0] = gk[0]
-		for c := range d {
-			dk[1+c] = gk[1+c] / w.sqrt
-			gs -= gk[1+c] * xk[1+c] / (2 * w.scale * w.sqrt)
+		for c := 1; c <= d; c++ {
+			dk[c] = gk[c] / sq
+			gs -= gk[c] * xk[c] / sc2sq
 		}
-		for c := range d * d {
-			dk[1+d+c] = gk[1+d+c] / w.scale
-			gs -= gk[1+d+c] * xk[1+d+c] / (w.scale * w.scale)
+		for c := 1 + d; c < len(dk); c++ {
+			dk[c] = gk[c] / sc
+			gs -= gk[c] * xk[c] / scsc
 		}
 	}
 	gtr := gs / T(w.n*d)
-	for k := range w.n {
-		for c := range d {
-			dx[k*s+1+d+c*d+c] += gtr
+	for k := 1 + d; k < len(dx); k += s {
+		for c := 0; c < d*d; c += d + 1 {
+			dx[k+c] += gtr
 		}
 	}
 }
