@@ -659,26 +659,37 @@ func hemDet[T Float](d int, m *[9]T) T {
 	return m[0]*(m[4]*m[8]-m[5]*m[7]) - m[1]*(m[3]*m[8]-m[5]*m[6]) + m[2]*(m[3]*m[7]-m[4]*m[6])
 }
 
-// hemExp replaces every v[i] by e^v[i] like expRow. In float32, where
-// expRow clamps arguments at expMaxArg = 88 (e^88 ≈ 1.7e38, float32 itself
-// overflows at 88.72), an argument above gives +Inf instead: a likelihood
-// that large overflows the products that follow anyway, and must make the
-// result non-finite, to be reported, rather than be silently capped.
+// hemExp replaces every v[i] by e^v[i], with hemExpFast where it runs, else
+// expRow. In float32, where both clamp arguments at expMaxArg = 88
+// (e^88 ≈ 1.7e38, float32 itself overflows at 88.72), an argument above gives
+// +Inf instead: a likelihood that large overflows the products that follow
+// anyway, and must make the result non-finite, to be reported, rather than
+// be silently capped.
 func hemExp[T Float](v []T) {
-	over := false
-	for _, x := range v {
-		over = over || x > expMaxArg
+	if unsafe.Sizeof(v[0]) == 4 {
+		for _, x := range v {
+			if x > expMaxArg {
+				hemExpOverflow(v)
+				return
+			}
+		}
 	}
-	if !over || unsafe.Sizeof(v[0]) != 4 {
+	if !hemExpFast(v) {
 		expRow(v)
-		return
 	}
-	for i, x := range v {
+}
+
+// hemExpOverflow is hemExp where some float32 arguments exceed expMaxArg.
+func hemExpOverflow[T Float](v []T) {
+	var args [hemMaxP]T
+	copy(args[:], v)
+	if !hemExpFast(v) {
+		expRow(v)
+	}
+	for i, x := range args[:len(v)] {
 		if x > expMaxArg {
 			v[i] = T(math.Inf(1))
-			continue
 		}
-		expRow(v[i : i+1])
 	}
 }
 
