@@ -497,8 +497,10 @@ func (e *emFit[T]) backward(dec emDecision) {
 				addScaled9(&x.gcov, bt, g)
 			}
 		}
-		// β_is = ρ_is / max(π_s, ε), π_s = Σ_i ρ_is, ρ_is = r_is ŵ_i
-		pic := atLeast(c.pi, hemEpsSmall)
+		// β_is = ρ_is / max(π_s, ε), π_s = Σ_i ρ_is, ρ_is = r_is ŵ_i. The
+		// reverse pass multiplies by reciprocals: divisions would make its
+		// critical path.
+		ipic := 1 / atLeast(c.pi, hemEpsSmall)
 		var gpic T
 		for i := range tg {
 			x, bt := &tg[i], e.pt[i*k+s].beta
@@ -506,14 +508,14 @@ func (e *emFit[T]) backward(dec emDecision) {
 			x.gmu[0] += bt * gmu[0]
 			x.gmu[1] += bt * gmu[1]
 			x.gmu[2] += bt * gmu[2]
-			gpic -= gbeta[i] * bt / pic
+			gpic -= gbeta[i] * bt * ipic
 		}
 		if c.pi > hemEpsSmall {
 			gpi += gpic
 		}
 		for i := range tg {
 			p := &e.pt[i*k+s]
-			grho := gbeta[i]/pic + gpi
+			grho := gbeta[i]*ipic + gpi
 			p.gq = grho * tg[i].what // ∂L/∂r_is for now
 			tg[i].gwhat += grho * p.r
 		}
@@ -525,8 +527,9 @@ func (e *emFit[T]) backward(dec emDecision) {
 		for s := range pt {
 			dot += pt[s].gq * pt[s].r
 		}
+		isumq := 1 / x.sumq
 		for s := range pt {
-			pt[s].gq = (pt[s].gq - dot) / x.sumq
+			pt[s].gq = (pt[s].gq - dot) * isumq
 		}
 		// q_is = max(v̂_s L_is, ε)·mask, L = max(ab, ε)^(4ŵ_i)
 		for s := range cp {
@@ -578,13 +581,14 @@ func (e *emFit[T]) backward(dec emDecision) {
 	// Σ'_s = Σ_j, which collect ½(Σ_i g_is at atᵀ − (Σ_i g_is) A + A W A)
 	// with W = Σ_i g_is Σ_i.
 	var gV T
+	ibigV := 1 / e.bigV
 	for s := range cp {
-		gV -= cp[s].gvhat * cp[s].vhat / e.bigV
+		gV -= cp[s].gvhat * cp[s].vhat * ibigV
 	}
 	for s := range cp {
 		c := &cp[s]
 		y := &tg[c.init]
-		gv := c.gvhat / e.bigV
+		gv := c.gvhat * ibigV
 		if e.sumv > hemEpsSmall {
 			gv += gV
 		}
@@ -599,12 +603,13 @@ func (e *emFit[T]) backward(dec emDecision) {
 			y.gcov[j] += 0.5 * (c.gaat[j] - c.gsum*a[j] + awa[j])
 		}
 	}
+	ibigW := 1 / e.bigW
 	for i := range tg {
-		gW -= tg[i].gwhat * tg[i].what / e.bigW
+		gW -= tg[i].gwhat * tg[i].what * ibigW
 	}
 	for i := range tg {
 		x := &tg[i]
-		x.gw += x.gwhat / e.bigW
+		x.gw += x.gwhat * ibigW
 		if e.sumw > hemEpsSmall {
 			x.gw += gW
 		}
