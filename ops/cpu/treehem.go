@@ -741,19 +741,20 @@ func (w *hemWorker[T]) backward(mix, g, dx []T, dm *hemMixture) {
 			w.backNode(x, dm, grads, w.t, dm.em(x, w.t))
 		}
 	}
-	sc, sq := w.scale, w.sqrt
-	sc2sq, scsc := 2*sc*sq, sc*sc
+	// Reciprocals: a division per value would dominate this loop.
+	isq, isc := 1/w.sqrt, 1/w.scale
+	isc2sq, isc2 := isc*isq/2, isc*isc
 	gxs := w.gxs[:len(mix)]
 	for k := 0; k+s <= len(mix); k += s {
 		gk, xk, dk := gxs[k:k+s], mix[k:k+s], dx[k:k+s]
 		dk[0] = gk[0]
 		for c := 1; c <= d; c++ {
-			dk[c] = gk[c] / sq
-			gs -= gk[c] * xk[c] / sc2sq
+			dk[c] = gk[c] * isq
+			gs -= gk[c] * xk[c] * isc2sq
 		}
 		for c := 1 + d; c < len(dk); c++ {
-			dk[c] = gk[c] / sc
-			gs -= gk[c] * xk[c] / scsc
+			dk[c] = gk[c] * isc
+			gs -= gk[c] * xk[c] * isc2
 		}
 	}
 	gtr := gs / T(w.n*d)
