@@ -307,8 +307,7 @@ type hemWorker[T Float] struct {
 
 	keys, kbuf []uint64
 	xs         []T // pre-scaled input, N·stride
-	cache      []T // per internal node T packed Gaussians: own or kept
-	own        []T // the worker's own node caches
+	cache      []T // per internal node T packed Gaussians
 	integ      []T // |integral| rating input per node (2N−1)
 	gxs        []T // ∂L/∂xs
 	gcache     []T // ∂L/∂cache
@@ -327,7 +326,7 @@ func newHEMWorker[T Float](l mixture.Layout, np int, o device.TreeHEMOptions) *h
 		d: l.D, s: s, t: t, n: n, np: np, under: o.UnderFill,
 		keys: make([]uint64, n), kbuf: make([]uint64, n),
 		xs:     make([]T, n*s),
-		own:    make([]T, (n-1)*t*s),
+		cache:  make([]T, (n-1)*t*s),
 		integ:  make([]T, 2*n-1),
 		gxs:    make([]T, n*s),
 		gcache: make([]T, (n-1)*t*s),
@@ -488,7 +487,7 @@ func (w *hemWorker[T]) backNode(x int32, dm *hemMixture, g []T, k int, dec emDec
 // run reduces mixture m of x into y, or with hemBackward writes its
 // gradient into dx, after validating it. It starts from the caches in kept
 // where TreeHEM recorded dec for this very mixture (see TreeHEMBackward),
-// stores them there when it records, and otherwise works in its own.
+// and stores them there when it records.
 func (w *hemWorker[T]) run(mode hemMode, m int, y, dx, x, g []T, dec *Decisions, kept *hemKept[T]) error {
 	l := dec.l
 	mix := mixture.Mixture(x, l, m)
@@ -499,18 +498,19 @@ func (w *hemWorker[T]) run(mode hemMode, m int, y, dx, x, g []T, dec *Decisions,
 	record := mode&hemReplay == 0
 	switch {
 	case kept != nil && mode == hemReplay|hemBackward && slices.Equal(mixture.Mixture(kept.x, l, m), mix):
-		w.cache = kept.caches(m, len(w.own))
+		// One sequential copy of the caches beats reading the large array in
+		// tree order.
+		copy(w.cache, kept.caches(m, len(w.cache)))
 		w.prescale(mix)
 	default:
 		if err := validMixture(mix, l, m); err != nil {
 			return err
 		}
-		w.cache = w.own
+		w.forward(record, mix, dm)
 		if kept != nil && record {
 			copy(mixture.Mixture(kept.x, l, m), mix)
-			w.cache = kept.caches(m, len(w.own))
+			copy(kept.caches(m, len(w.cache)), w.cache)
 		}
-		w.forward(record, mix, dm)
 	}
 	outLen := dec.np * w.s
 	if mode&hemBackward != 0 {
