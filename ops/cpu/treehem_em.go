@@ -747,15 +747,12 @@ func log32(x float32) float32 {
 	}
 	z := f - 1 // exact
 	zz := z * z
-	p := float32(logP0)
-	p = p*z + logP1
-	p = p*z + logP2
-	p = p*z + logP3
-	p = p*z + logP4
-	p = p*z + logP5
-	p = p*z + logP6
-	p = p*z + logP7
-	p = p*z + logP8
+	// P by Estrin's scheme: its chain of dependent operations is half as
+	// long as Horner's.
+	z4 := zz * zz
+	p01, p23 := float32(logP0)*z+logP1, float32(logP2)*z+logP3
+	p45, p67 := float32(logP4)*z+logP5, float32(logP6)*z+logP7
+	p := ((p01*zz+p23)*z4+(p45*zz+p67))*z + logP8
 	fe := float32(e)
 	y := p*z*zz + fe*log2Lo - 0.5*zz
 	return z + y + fe*log2Hi
