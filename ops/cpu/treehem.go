@@ -398,25 +398,27 @@ func (w *hemWorker[T]) collect(x int32, dm *hemMixture, record bool) int {
 			loc += w.s
 		}
 	}
-	node.keep = keep
+	if record {
+		node.keep = keep
+	}
 	return m
 }
 
 // value returns the collected entry i, packed.
 func (w *hemWorker[T]) value(i int) []T {
-	if k := w.loc[i]; k < 0 {
+	k := w.loc[i]
+	if k < 0 {
 		return w.xs[^k : ^k+w.s]
 	}
-	k := w.loc[i]
 	return w.cache[k : k+w.s]
 }
 
 // grad returns the gradient of the collected entry i.
 func (w *hemWorker[T]) grad(i int) []T {
-	if k := w.loc[i]; k < 0 {
+	k := w.loc[i]
+	if k < 0 {
 		return w.gxs[^k : ^k+w.s]
 	}
-	k := w.loc[i]
 	return w.gcache[k : k+w.s]
 }
 
