@@ -22,7 +22,11 @@ func hemExpFast[T Float](v []T) bool {
 		return false
 	}
 	for ; len(f) > 0; f = f[min(8, len(f)):] {
-		hemExpVec.exp(archsimd.LoadFloat32x8SlicePart(f)).StoreSlicePart(f)
+		// expVec8 clamps a NaN into range; it stays NaN as in expSlice32, so
+		// that a fit gone non-finite stays so and its entries are dropped by
+		// the parent's |w| filter instead of passing on as finite garbage.
+		x := archsimd.LoadFloat32x8SlicePart(f)
+		x.Merge(hemExpVec.exp(x), x.IsNaN()).StoreSlicePart(f)
 	}
 	return true
 }

@@ -613,3 +613,28 @@ func TestLog32(t *testing.T) {
 		}
 	}
 }
+
+// TestHEMExp checks the likelihood exponential of the EM in float32, with
+// the vector path where the build and CPU have it: close to math.Exp, NaN
+// stays NaN and arguments above expMaxArg give +Inf.
+func TestHEMExp(t *testing.T) {
+	nan := float32(math.NaN())
+	v := []float32{-100, -87.5, -30, -1, 0, 0.5, 10, 87.9, nan, 88.5, 200, -0.25}
+	got := slices.Clone(v)
+	hemExp(got)
+	for i, x := range v {
+		g, want := float64(got[i]), math.Exp(float64(x))
+		switch {
+		case x != x:
+			if !math.IsNaN(g) {
+				t.Errorf("e^NaN = %v, want NaN", g)
+			}
+		case x > expMaxArg:
+			if !math.IsInf(g, 1) {
+				t.Errorf("e^%v = %v, want +Inf", x, g)
+			}
+		case math.Abs(g-want) > 1e-6*want+1e-37:
+			t.Errorf("e^%v = %v, want %v", x, g, want)
+		}
+	}
+}
