@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"slices"
 
 	"github.com/gmcn-go/gmcn/internal/parallel"
 	"github.com/gmcn-go/gmcn/ops/device"
@@ -12,12 +13,12 @@ import (
 // hemNode is the frozen state of one internal tree node: how many Gaussians
 // its cache holds, which entries of its children's caches it collected
 // (bit j of keep for the j-th entry of [left cache, right cache]; entries
-// with |w| < 1e−7 are dropped), and, if it fitted them, the EM decisions.
+// with |w| < 1e−7 are dropped), and whether it fitted them (with the EM
+// decisions of hemMixture.em).
 type hemNode struct {
 	n    uint8
 	fit  bool
 	keep uint16
-	em   emDecision
 }
 
 // hemMixture is the frozen state of one mixture: the tree, the node states
@@ -27,12 +28,29 @@ type hemMixture struct {
 	tree  lbvh
 	order []int32 // internal nodes in pre-order (parents first)
 	nodes []hemNode
-	sel   []int32 // selected nodes, in output order
+	// EM decisions of the fitting nodes, T initial components and 2T masks
+	// per node, stored apart from nodes so that they take T + 4T bytes
+	// whatever hemMaxT.
+	emInit []uint8
+	emMask []uint16
+	sel    []int32 // selected nodes, in output order
 	// refit is the position in sel of the node that fills the last slots by a
 	// fit of its children's entries to refitK components, or −1.
-	refit   int
-	refitK  int
-	refitEM emDecision
+	refit     int
+	refitK    int
+	refitInit [hemMaxM]uint8
+	refitMask [hemMaxM]uint16
+}
+
+// em returns the EM decisions of internal node x, a fit to t components.
+func (dm *hemMixture) em(x int32, t int) emDecision {
+	k := int(x) * t
+	return emDecision{dm.emInit[k : k+t], dm.emMask[2*k : 2*k+2*t]}
+}
+
+// refitEM returns the EM decisions of the refit.
+func (dm *hemMixture) refitEM() emDecision {
+	return emDecision{dm.refitInit[:], dm.refitMask[:]}
 }
 
 // Decisions holds every discrete choice TreeHEM made for a batch: per
@@ -40,13 +58,31 @@ type hemMixture struct {
 // masks of every node, and the selection. TreeHEMFrozen and
 // TreeHEMBackward replay them, which makes the reduction a smooth function of
 // the input that finite differences can check.
+//
+// Per mixture the tree and the choices take about (20 + 5T)·N bytes.
+// Decisions from TreeHEM also keep what TreeHEMBackward needs again for the
+// same input: a copy of the input and the caches of all internal nodes,
+// N·S + (N−1)·T·S values of the input's type per mixture with
+// S = 1 + D + D², about T + 1 times the input.
 type Decisions struct {
 	l    mixture.Layout
 	np   int
 	o    device.TreeHEMOptions
 	mix  []hemMixture
 	pass bool // N ≤ Np: every mixture passes through unreduced
+	kept any  // *hemKept[T] from TreeHEM, else nil
 }
+
+// hemKept is what TreeHEM keeps of its forward pass for TreeHEMBackward: the
+// input x it made the decisions for, by which the backward recognises it,
+// and per mixture the caches of the N−1 internal nodes, T packed entries
+// each, that x's pre-scaled components produced.
+type hemKept[T Float] struct {
+	x, cache []T
+}
+
+// caches returns the node caches of mixture m, n values.
+func (k *hemKept[T]) caches(m, n int) []T { return k.cache[m*n : (m+1)*n] }
 
 func newDecisions(l mixture.Layout, np int, o device.TreeHEMOptions) *Decisions {
 	dec := &Decisions{l: l, np: np, o: o, pass: l.N <= np}
@@ -58,6 +94,8 @@ func newDecisions(l mixture.Layout, np int, o device.TreeHEMOptions) *Decisions 
 	obj := make([]int32, nm*n)
 	links := make([]int32, 3*nm*(n-1))
 	nodes := make([]hemNode, nm*(n-1))
+	t := o.Reduction
+	emInit, emMask := make([]uint8, nm*(n-1)*t), make([]uint16, nm*(n-1)*2*t)
 	sel := make([]int32, nm*np)
 	for m := range dec.mix {
 		dm := &dec.mix[m]
@@ -67,6 +105,8 @@ func newDecisions(l mixture.Layout, np int, o device.TreeHEMOptions) *Decisions 
 		dm.tree.right = links[k+n-1 : k+2*(n-1)]
 		dm.order = links[k+2*(n-1) : k+3*(n-1)]
 		dm.nodes = nodes[m*(n-1) : (m+1)*(n-1)]
+		dm.emInit = emInit[m*(n-1)*t : (m+1)*(n-1)*t]
+		dm.emMask = emMask[m*(n-1)*2*t : (m+1)*(n-1)*2*t]
 		dm.sel = sel[m*np : m*np : (m+1)*np]
 	}
 	return dec
@@ -96,6 +136,9 @@ func TreeHEM[T Float](y, x []T, l mixture.Layout, np int, o device.TreeHEMOption
 		return nil, err
 	}
 	dec := newDecisions(l, np, o)
+	if !dec.pass {
+		dec.kept = &hemKept[T]{x: make([]T, len(x)), cache: make([]T, l.Mixtures()*(l.N-1)*o.Reduction*l.Stride())}
+	}
 	return dec, runTreeHEM(hemRecord, y, nil, x, nil, dec)
 }
 
@@ -123,6 +166,12 @@ func TreeHEMFrozen[T Float](y, x []T, dec *Decisions) error {
 // TreeHEMFrozen(·, dec) at x: exact reverse mode through the scaling (s
 // included), every EM step and the copies, with the decisions frozen and
 // no gradient through clips where they are active.
+//
+// A mixture of x that equals (==, value by value) the input TreeHEM made dec
+// for, as in a training step whose backward follows its forward, starts from
+// the node caches TreeHEM kept and is not validated again; any other mixture,
+// and every mixture with decisions that kept none, is validated and its
+// forward pass replayed first. The result is the same either way.
 func TreeHEMBackward[T Float](dx, x, g []T, dec *Decisions) error {
 	if err := checkTreeHEMData(len(g), len(x), dec.l, dec.np, dec.o); err != nil {
 		return err
@@ -167,65 +216,75 @@ const (
 	hemBackward hemMode = 1 << 1 // compute ∂L/∂x instead of y
 )
 
+// runTreeHEM runs mode on every mixture, each validated before it is
+// reduced, and checks every result for finiteness. It reports the error of
+// the first mixture that has one.
 func runTreeHEM[T Float](mode hemMode, y, dx, x, g []T, dec *Decisions) error {
 	l, np := dec.l, dec.np
-	if err := mixture.Validate(x, l); err != nil {
-		return errors.Wrap(err, "TreeHEM input")
-	}
-	s := l.Stride()
-	outLen := np * s
+	outLen := np * l.Stride()
+	errs := make([]error, l.Mixtures())
 	if dec.pass {
 		parallel.For(l.Mixtures(), func(m int) {
 			in := mixture.Mixture(x, l, m)
+			if errs[m] = validMixture(in, l, m); errs[m] != nil {
+				return
+			}
 			if mode&hemBackward != 0 {
-				copy(mixture.Mixture(dx, l, m), g[m*outLen:m*outLen+len(in)])
+				out := mixture.Mixture(dx, l, m)
+				copy(out, g[m*outLen:m*outLen+len(in)])
+				errs[m] = finiteResult("gradient", out, l, m)
 				return
 			}
 			out := y[m*outLen : (m+1)*outLen]
 			copy(out, in)
 			padIdentity(l.D, out[len(in):])
 		})
-		return finiteResult(mode, y, dx, l, np)
-	}
-	workers := make([]*hemWorker[T], parallel.Workers(l.Mixtures()))
-	for w := range workers {
-		workers[w] = newHEMWorker[T](l, np, dec.o)
-	}
-	parallel.ForWorker(l.Mixtures(), func(w, m int) {
-		wk := workers[w]
-		dm := &wk.scratch
-		if dec.mix != nil {
-			dm = &dec.mix[m]
+	} else {
+		kept, _ := dec.kept.(*hemKept[T])
+		workers := make([]*hemWorker[T], parallel.Workers(l.Mixtures()))
+		for w := range workers {
+			workers[w] = newHEMWorker[T](l, np, dec.o)
 		}
-		wk.forward(mode, mixture.Mixture(x, l, m), dm)
-		if mode&hemBackward != 0 {
-			wk.backward(mixture.Mixture(x, l, m), g[m*outLen:(m+1)*outLen], mixture.Mixture(dx, l, m), dm)
-			return
-		}
-		wk.write(y[m*outLen:(m+1)*outLen], dm)
-	})
-	return finiteResult(mode, y, dx, l, np)
-}
-
-// finiteResult reports NaN or Inf in the result: TreeHEM's clips keep valid
-// input finite, so a non-finite value means the input was not a valid mixture
-// (or has weights of both signs extreme enough to overflow the likelihood).
-func finiteResult[T Float](mode hemMode, y, dx []T, l mixture.Layout, np int) error {
-	out, n, what := y, np, "output"
-	if mode&hemBackward != 0 {
-		out, n, what = dx, l.N, "gradient"
+		parallel.ForWorker(l.Mixtures(), func(w, m int) {
+			errs[m] = workers[w].run(mode, m, y, dx, x, g, dec, kept)
+		})
 	}
-	if err := mixture.CheckFinite(out); err != nil {
-		i := 0
-		for ; i < len(out); i++ {
-			if v := float64(out[i]); math.IsNaN(v) || math.IsInf(v, 0) {
-				break
-			}
+	for _, err := range errs {
+		if err != nil {
+			return err
 		}
-		m, k := i/(n*l.Stride()), (i/l.Stride())%n
-		return errors.Wrapf(err, "TreeHEM %s of mixture (b=%d, c=%d) component %d is not finite; the input must be finite with SPD covariances", what, m/l.C, m%l.C, k)
 	}
 	return nil
+}
+
+// validMixture validates mixture m, the packed components in.
+func validMixture[T Float](in []T, l mixture.Layout, m int) error {
+	if n, err := mixture.ValidateComponents(in, l.D); err != nil {
+		return errors.Wrapf(err, "TreeHEM input: component (b=%d, c=%d, n=%d)", m/l.C, m%l.C, n)
+	}
+	return nil
+}
+
+// finiteResult reports NaN or Inf in out, the output or gradient (what) of
+// mixture m: TreeHEM's clips keep valid input finite, so a non-finite value
+// means the input was not a valid mixture (or has weights of both signs
+// extreme enough to overflow the likelihood).
+func finiteResult[T Float](what string, out []T, l mixture.Layout, m int) error {
+	var z T
+	for _, v := range out {
+		z += v - v // 0 for finite v, NaN for NaN and ±Inf
+	}
+	if z == 0 {
+		return nil
+	}
+	i := 0
+	for ; i < len(out); i++ {
+		if v := float64(out[i]); math.IsNaN(v) || math.IsInf(v, 0) {
+			break
+		}
+	}
+	err := errors.Errorf("non-finite value %v at flat index %d", out[i], m*len(out)+i)
+	return errors.Wrapf(err, "TreeHEM %s of mixture (b=%d, c=%d) component %d is not finite; the input must be finite with SPD covariances", what, m/l.C, m%l.C, i/l.Stride())
 }
 
 // padIdentity fills the packed slots in out with {w = 0, μ = 0, Σ = I}.
@@ -255,8 +314,10 @@ type hemWorker[T Float] struct {
 	active     []bool
 	stack      []int32
 	rcache     [hemMaxM * 13]T // output of the refit node
-	em         emFit[T]
-	scratch    hemMixture // decisions of the current mixture when not stored
+	// loc holds the collected entries: k ≥ 0 for cache[k:], ^k for xs[k:].
+	loc     [hemMaxM]int
+	em      emFit[T]
+	scratch hemMixture // decisions of the current mixture when not stored
 }
 
 func newHEMWorker[T Float](l mixture.Layout, np int, o device.TreeHEMOptions) *hemWorker[T] {
@@ -275,11 +336,13 @@ func newHEMWorker[T Float](l mixture.Layout, np int, o device.TreeHEMOptions) *h
 	w.em.d = l.D
 	links := make([]int32, 3*(n-1))
 	w.scratch = hemMixture{
-		obj:   make([]int32, n),
-		tree:  lbvh{left: links[:n-1], right: links[n-1 : 2*(n-1)]},
-		order: links[2*(n-1):],
-		nodes: make([]hemNode, n-1),
-		sel:   make([]int32, 0, np),
+		obj:    make([]int32, n),
+		tree:   lbvh{left: links[:n-1], right: links[n-1 : 2*(n-1)]},
+		order:  links[2*(n-1):],
+		nodes:  make([]hemNode, n-1),
+		emInit: make([]uint8, (n-1)*t),
+		emMask: make([]uint16, (n-1)*2*t),
+		sel:    make([]int32, 0, np),
 	}
 	return w
 }
@@ -303,121 +366,199 @@ func (w *hemWorker[T]) size(c int32, dm *hemMixture) int {
 	return int(dm.nodes[c].n)
 }
 
-// collect loads the kept entries of x's children into the EM targets and
-// returns their count. In record mode it decides what is kept first.
+// collect lists the kept entries of x's children in loc[:m] and returns m.
+// In record mode it decides what is kept first.
 func (w *hemWorker[T]) collect(x int32, dm *hemMixture, record bool) int {
 	node := &dm.nodes[x]
+	keep := node.keep
 	if record {
-		node.keep = 0
+		keep = 0
 	}
 	m, bit := 0, 0
 	for _, c := range [2]int32{dm.tree.left[x], dm.tree.right[x]} {
-		vals, _ := w.entries(c, dm)
-		for k := 0; k < len(vals); k += w.s {
-			if record && abs(vals[k]) >= hemEpsLarge {
-				node.keep |= 1 << bit
-			}
-			if node.keep&(1<<bit) != 0 {
-				w.em.setTarget(m, vals[k:k+w.s])
-				m++
-			}
-			bit++
+		// A leaf holds its pre-scaled input Gaussian.
+		vals, loc, cnt := w.cache, int(c)*w.t*w.s, 0
+		if int(c) >= w.n-1 {
+			vals, loc, cnt = w.xs, int(dm.obj[int(c)-(w.n-1)])*w.s, 1
+		} else {
+			cnt = int(dm.nodes[c].n)
 		}
-	}
-	w.em.m = m
-	return m
-}
-
-// scatter adds the EM target gradients (or, for a copying node, the cache
-// gradients gsrc) to the kept entries of x's children.
-func (w *hemWorker[T]) scatter(x int32, dm *hemMixture, gsrc []T) {
-	keep := dm.nodes[x].keep
-	m, bit := 0, 0
-	d := w.d
-	for _, c := range [2]int32{dm.tree.left[x], dm.tree.right[x]} {
-		_, grads := w.entries(c, dm)
-		for k := 0; k < len(grads); k += w.s {
+		for range cnt {
+			if record && abs(vals[loc]) >= hemEpsLarge {
+				keep |= 1 << bit
+			}
 			if keep&(1<<bit) != 0 {
-				gk := grads[k : k+w.s]
-				if gsrc != nil {
-					for j := range w.s {
-						gk[j] += gsrc[m*w.s+j]
-					}
-				} else {
-					gk[0] += w.em.gtw[m]
-					for j := range d {
-						gk[1+j] += w.em.gtmu[m][j]
-					}
-					for j := range d * d {
-						gk[1+d+j] += w.em.gtcv[m][j]
-					}
+				w.loc[m] = loc
+				if int(c) >= w.n-1 {
+					w.loc[m] = ^loc
 				}
 				m++
 			}
 			bit++
+			loc += w.s
 		}
+	}
+	if record {
+		node.keep = keep
+	}
+	return m
+}
+
+// value returns the collected entry i, packed.
+func (w *hemWorker[T]) value(i int) []T {
+	k := w.loc[i]
+	if k < 0 {
+		return w.xs[^k : ^k+w.s]
+	}
+	return w.cache[k : k+w.s]
+}
+
+// grad returns the gradient of the collected entry i.
+func (w *hemWorker[T]) grad(i int) []T {
+	k := w.loc[i]
+	if k < 0 {
+		return w.gxs[^k : ^k+w.s]
+	}
+	return w.gcache[k : k+w.s]
+}
+
+// fit runs the EM step of the m collected entries to k components with the
+// decisions dec, making them in record mode.
+func (w *hemWorker[T]) fit(m, k int, dec emDecision, record bool) {
+	w.em.m, w.em.k = m, k
+	for i := range m {
+		w.em.setTarget(i, w.value(i))
+	}
+	w.em.fit(dec, record)
+}
+
+// fitNode computes the cache of internal node x from its children: their
+// kept entries if there are at most T, else their EM fit to T. In record
+// mode it decides and stores the entry count and whether it fits.
+func (w *hemWorker[T]) fitNode(x int32, dm *hemMixture, record bool) {
+	node := &dm.nodes[x]
+	m := w.collect(x, dm, record)
+	if record {
+		node.n, node.fit = uint8(min(m, w.t)), m > w.t
+	}
+	out := w.cache[int(x)*w.t*w.s : (int(x)+1)*w.t*w.s]
+	if !node.fit {
+		for i := range m {
+			copy(out[i*w.s:(i+1)*w.s], w.value(i))
+		}
+		return
+	}
+	w.fit(m, w.t, dm.em(x, w.t), record)
+	w.em.covariances()
+	for s := range w.t {
+		w.em.output(s, out[s*w.s:(s+1)*w.s])
+	}
+}
+
+// backNode propagates the gradients g of the entries of node x, fitted to k
+// components with decisions dec (the node's or the refit's), to its
+// children's: by the EM's reverse pass where there were more than k kept
+// entries, else as copies. It recomputes the fit from the children's caches
+// for the intermediates, and marks the internal children active.
+func (w *hemWorker[T]) backNode(x int32, dm *hemMixture, g []T, k int, dec emDecision) {
+	m := w.collect(x, dm, false)
+	if m <= k {
+		for i := range m {
+			gi := w.grad(i)
+			for j, v := range g[i*w.s : (i+1)*w.s] {
+				gi[j] += v
+			}
+		}
+	} else {
+		w.fit(m, k, dec, false)
+		for c := range k {
+			w.em.setOutputGrad(c, g[c*w.s:(c+1)*w.s])
+		}
+		w.em.backward(dec)
+		for i := range m {
+			w.em.addTargetGrad(i, w.grad(i))
+		}
+	}
+	for _, c := range [2]int32{dm.tree.left[x], dm.tree.right[x]} {
 		if int(c) < w.n-1 {
 			w.active[c] = true
 		}
 	}
 }
 
-// fitNode computes the cache of internal node x from its children into out
-// (room for T entries) and returns the entry count.
-func (w *hemWorker[T]) fitNode(x int32, dm *hemMixture, record bool, out []T) int {
-	node := &dm.nodes[x]
-	m := w.collect(x, dm, record)
-	if m <= w.t {
-		node.fit = false
-		for i := range m {
-			w.copyTarget(i, out[i*w.s:(i+1)*w.s])
+// run reduces mixture m of x into y, or with hemBackward writes its
+// gradient into dx, after validating it. It starts from the caches in kept
+// where TreeHEM recorded dec for this very mixture (see TreeHEMBackward),
+// and stores them there when it records.
+func (w *hemWorker[T]) run(mode hemMode, m int, y, dx, x, g []T, dec *Decisions, kept *hemKept[T]) error {
+	l := dec.l
+	mix := mixture.Mixture(x, l, m)
+	dm := &w.scratch
+	if dec.mix != nil {
+		dm = &dec.mix[m]
+	}
+	record := mode&hemReplay == 0
+	switch {
+	case kept != nil && mode == hemReplay|hemBackward && slices.Equal(mixture.Mixture(kept.x, l, m), mix):
+		// One sequential copy of the caches beats reading the large array in
+		// tree order.
+		copy(w.cache, kept.caches(m, len(w.cache)))
+		w.prescale(mix)
+	default:
+		if err := validMixture(mix, l, m); err != nil {
+			return err
 		}
-		return m
+		w.forward(record, mix, dm)
+		if kept != nil && record {
+			copy(mixture.Mixture(kept.x, l, m), mix)
+			copy(kept.caches(m, len(w.cache)), w.cache)
+		}
 	}
-	node.fit = true
-	w.em.k = w.t
-	if record {
-		w.em.decide(&node.em)
+	outLen := dec.np * w.s
+	if mode&hemBackward != 0 {
+		dxm := mixture.Mixture(dx, l, m)
+		w.backward(mix, g[m*outLen:(m+1)*outLen], dxm, dm)
+		return finiteResult("gradient", dxm, l, m)
 	}
-	w.em.forward(&node.em)
-	for s := range w.t {
-		w.em.output(s, out[s*w.s:(s+1)*w.s])
-	}
-	return w.t
+	ym := y[m*outLen : (m+1)*outLen]
+	w.write(ym, dm)
+	return finiteResult("output", ym, l, m)
 }
 
-func (w *hemWorker[T]) copyTarget(i int, g []T) {
-	d := w.d
-	g[0] = w.em.tw[i]
-	copy(g[1:1+d], w.em.tmu[i][:d])
-	copy(g[1+d:], w.em.tcov[i][:d*d])
+// prescale sets s = mean_k tr(Σ_k)/D and √s of mix, and its components with
+// positions divided by √s and covariances by s into xs.
+func (w *hemWorker[T]) prescale(mix []T) {
+	s, d := w.s, w.d
+	var tr T
+	for k := 1 + d; k < len(mix); k += s {
+		for c := 0; c < d*d; c += d + 1 {
+			tr += mix[k+c]
+		}
+	}
+	sc := tr / T(w.n*d)
+	sq := T(math.Sqrt(float64(sc)))
+	w.scale, w.sqrt = sc, sq
+	xs := w.xs[:len(mix)]
+	for k := 0; k+s <= len(mix); k += s {
+		g, o := mix[k:k+s], xs[k:k+s]
+		o[0] = g[0]
+		for c := 1; c <= d; c++ {
+			o[c] = g[c] / sq
+		}
+		for c := 1 + d; c < len(o); c++ {
+			o[c] = g[c] / sc
+		}
+	}
 }
 
 // forward pre-scales the mixture, builds (record) or reads (replay) the tree,
-// runs the bottom-up pass, and selects (record) the output nodes.
-func (w *hemWorker[T]) forward(mode hemMode, mix []T, dm *hemMixture) {
-	record := mode&hemReplay == 0
-	n, s, d := w.n, w.s, w.d
-	var tr T
-	for k := range n {
-		for c := range d {
-			tr += mix[k*s+1+d+c*d+c]
-		}
-	}
-	w.scale = tr / T(n*d)
-	w.sqrt = T(math.Sqrt(float64(w.scale)))
-	for k := range n {
-		g, o := mix[k*s:(k+1)*s], w.xs[k*s:(k+1)*s]
-		o[0] = g[0]
-		for c := range d {
-			o[1+c] = g[1+c] / w.sqrt
-		}
-		for c := range d * d {
-			o[1+d+c] = g[1+d+c] / w.scale
-		}
-	}
+// runs the bottom-up pass into the node caches, and selects (record) the
+// output nodes.
+func (w *hemWorker[T]) forward(record bool, mix []T, dm *hemMixture) {
+	d := w.d
+	w.prescale(mix)
 	if record {
-		mortonKeys(d, mix, n, w.keys, w.kbuf)
+		mortonKeys(d, mix, w.n, w.keys, w.kbuf)
 		for j, k := range w.keys {
 			dm.obj[j] = int32(k & 0xFFFF)
 		}
@@ -426,8 +567,7 @@ func (w *hemWorker[T]) forward(mode hemMode, mix []T, dm *hemMixture) {
 	}
 	for i := len(dm.order) - 1; i >= 0; i-- {
 		x := dm.order[i]
-		k := int(x) * w.t * s
-		dm.nodes[x].n = uint8(w.fitNode(x, dm, record, w.cache[k:k+w.t*s]))
+		w.fitNode(x, dm, record)
 		if record {
 			w.integ[x] = w.integral(dm.tree.left[x], dm) + w.integral(dm.tree.right[x], dm)
 		}
@@ -512,15 +652,12 @@ func (w *hemWorker[T]) refitNode(dm *hemMixture, record bool) {
 	}
 	if m <= dm.refitK {
 		for i := range m {
-			w.copyTarget(i, w.rcache[i*w.s:(i+1)*w.s])
+			copy(w.rcache[i*w.s:(i+1)*w.s], w.value(i))
 		}
 		return
 	}
-	w.em.k = dm.refitK
-	if record {
-		w.em.decide(&dm.refitEM)
-	}
-	w.em.forward(&dm.refitEM)
+	w.fit(m, dm.refitK, dm.refitEM(), record)
+	w.em.covariances()
 	for s := range dm.refitK {
 		w.em.output(s, w.rcache[s*w.s:(s+1)*w.s])
 	}
@@ -555,9 +692,11 @@ func (w *hemWorker[T]) write(out []T, dm *hemMixture) {
 	padIdentity(d, out[o:])
 }
 
-// backward propagates g (∂L/∂output) to dx after forward ran on mix:
-// unscaling, the selected caches, top-down through every copying or fitting
-// node, and finally the pre-scaling with s = mean_k tr(Σ_k)/D.
+// backward propagates g (∂L/∂output) to dx, given the node caches and the
+// pre-scaled mix: unscaling, the selected caches, top-down through every
+// copying or fitting node (refitting each from its children's caches for the
+// intermediates of the reverse pass), and finally the pre-scaling with
+// s = mean_k tr(Σ_k)/D.
 //
 // With μ' = μ/√s and Σ' = Σ/s on input and μ = √s μ', Σ = s Σ' on output:
 // ∂L/∂s = Σ_out [gμ·μ'/(2√s) + ⟨gΣ, Σ'⟩] − Σ_in [gμ'·μ/(2 s√s) + ⟨gΣ', Σ⟩/s²],
@@ -567,6 +706,9 @@ func (w *hemWorker[T]) backward(mix, g, dx []T, dm *hemMixture) {
 	clear(w.gxs)
 	clear(w.gcache)
 	clear(w.active)
+	if dm.refit >= 0 {
+		w.refitNode(dm, false) // rcache
+	}
 	var gs T
 	o := 0
 	var gref [hemMaxM * 13]T
@@ -593,62 +735,35 @@ func (w *hemWorker[T]) backward(mix, g, dx []T, dm *hemMixture) {
 		}
 	}
 	if dm.refit >= 0 {
-		x := dm.sel[dm.refit]
-		m := w.collect(x, dm, false)
-		if m <= dm.refitK {
-			w.scatter(x, dm, gref[:m*s])
-		} else {
-			w.em.k = dm.refitK
-			w.em.forward(&dm.refitEM)
-			w.setOutputGrads(gref[:dm.refitK*s])
-			w.em.backward(&dm.refitEM)
-			w.scatter(x, dm, nil)
-		}
+		k := dm.refitK
+		w.backNode(dm.sel[dm.refit], dm, gref[:k*s], k, dm.refitEM())
 	}
 	for _, x := range dm.order {
-		if !w.active[x] {
-			continue
+		if w.active[x] {
+			_, grads := w.entries(x, dm)
+			w.backNode(x, dm, grads, w.t, dm.em(x, w.t))
 		}
-		node := &dm.nodes[x]
-		_, grads := w.entries(x, dm)
-		if !node.fit {
-			w.scatter(x, dm, grads)
-			continue
-		}
-		w.collect(x, dm, false)
-		w.em.k = w.t
-		w.em.forward(&node.em)
-		w.setOutputGrads(grads)
-		w.em.backward(&node.em)
-		w.scatter(x, dm, nil)
 	}
-	for k := range w.n {
-		gk, xk, dk := w.gxs[k*s:(k+1)*s], mix[k*s:(k+1)*s], dx[k*s:(k+1)*s]
+	// Reciprocals: a division per value would dominate this loop.
+	isq, isc := 1/w.sqrt, 1/w.scale
+	isc2sq, isc2 := isc*isq/2, isc*isc
+	gxs := w.gxs[:len(mix)]
+	for k := 0; k+s <= len(mix); k += s {
+		gk, xk, dk := gxs[k:k+s], mix[k:k+s], dx[k:k+s]
 		dk[0] = gk[0]
-		for c := range d {
-			dk[1+c] = gk[1+c] / w.sqrt
-			gs -= gk[1+c] * xk[1+c] / (2 * w.scale * w.sqrt)
+		for c := 1; c <= d; c++ {
+			dk[c] = gk[c] * isq
+			gs -= gk[c] * xk[c] * isc2sq
 		}
-		for c := range d * d {
-			dk[1+d+c] = gk[1+d+c] / w.scale
-			gs -= gk[1+d+c] * xk[1+d+c] / (w.scale * w.scale)
+		for c := 1 + d; c < len(dk); c++ {
+			dk[c] = gk[c] * isc
+			gs -= gk[c] * xk[c] * isc2
 		}
 	}
 	gtr := gs / T(w.n*d)
-	for k := range w.n {
-		for c := range d {
-			dx[k*s+1+d+c*d+c] += gtr
+	for k := 1 + d; k < len(dx); k += s {
+		for c := 0; c < d*d; c += d + 1 {
+			dx[k+c] += gtr
 		}
-	}
-}
-
-// setOutputGrads loads packed gradients of the fitted components into the EM.
-func (w *hemWorker[T]) setOutputGrads(g []T) {
-	d := w.d
-	for c := range w.em.k {
-		gc := g[c*w.s : (c+1)*w.s]
-		w.em.gow[c] = gc[0]
-		copy(w.em.gomu[c][:d], gc[1:1+d])
-		copy(w.em.gocv[c][:d*d], gc[1+d:])
 	}
 }

@@ -52,4 +52,34 @@ func BenchmarkTreeHEM(b *testing.B) {
 			}
 		})
 	}
+	benchmarkTreeHEMFwdBwd(b)
+}
+
+// benchmarkTreeHEMFwdBwd measures one training step of the reduction
+// [21, 16, 1280] → 16 with T = 2 in float32 as the ops run it: TreeHEM
+// keeping its decisions, then TreeHEMBackward with them.
+func benchmarkTreeHEMFwdBwd(b *testing.B) {
+	const B, C, N, np = 21, 16, 1280, 16
+	o := device.TreeHEMOptions{Reduction: 2}
+	for _, d := range []int{2, 3} {
+		l := mixture.Layout{B: B, C: C, N: N, D: d}
+		x := treehemBenchInput(l)
+		y := make([]float32, B*C*np*l.Stride())
+		g := make([]float32, len(y))
+		for i := range g {
+			g[i] = float32(i%7) - 3
+		}
+		dx := make([]float32, len(x))
+		b.Run(fmt.Sprintf("FwdBwd/%dD_B%d_C%d_N%d_Np%d_T2", d, B, C, N, np), func(b *testing.B) {
+			for b.Loop() {
+				dec, err := TreeHEM(y, x, l, np, o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := TreeHEMBackward(dx, x, g, dec); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

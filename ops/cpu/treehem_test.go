@@ -86,10 +86,11 @@ func TestTreeHEMGradient(t *testing.T) {
 			}
 			fitted, refit, soft := 0, 0, 0
 			for m := range dec.mix {
-				for _, nd := range dec.mix[m].nodes {
+				dm := &dec.mix[m]
+				for x, nd := range dm.nodes {
 					if nd.fit {
 						fitted++
-						for _, mask := range nd.em.mask {
+						for _, mask := range dm.em(int32(x), c.t).mask {
 							if bits.OnesCount16(mask) > 1 {
 								soft++
 							}
@@ -136,6 +137,90 @@ func TestTreeHEMGradient(t *testing.T) {
 				t.Errorf("TreeHEMGrad (recomputed decisions) differs from TreeHEMBackward")
 			}
 		})
+	}
+}
+
+// TestTreeHEMBackwardKept checks TreeHEMBackward with the decisions of
+// TreeHEM, which keep the forward's node caches, against TreeHEMGrad, which
+// recomputes everything: the results must be identical. For an input other
+// than the forward's the backward must replay the forward instead (identical
+// to decisions that kept nothing), and invalid input must give an error.
+func TestTreeHEMBackwardKept(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		for _, tt := range []int{2, 4} {
+			l := mixture.Layout{B: 3, C: 2, N: 150, D: d}
+			x := treehemMixtureIn(rand.New(rand.NewPCG(17, uint64(d*tt))), l, 0.1, 1)
+			o := device.TreeHEMOptions{Reduction: tt}
+			name := fmt.Sprintf("%dD_T%d", d, tt)
+			t.Run(name+"/float64", func(t *testing.T) { treehemBackwardKept(t, x, l, 13, o) })
+			x32 := make([]float32, len(x))
+			for i, v := range x {
+				x32[i] = float32(v)
+			}
+			t.Run(name+"/float32", func(t *testing.T) { treehemBackwardKept(t, x32, l, 13, o) })
+		}
+	}
+}
+
+func treehemBackwardKept[T Float](t *testing.T, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) {
+	rng := rand.New(rand.NewPCG(19, uint64(l.D)))
+	y := make([]T, l.Mixtures()*np*l.Stride())
+	g := make([]T, len(y))
+	for i := range g {
+		g[i] = T(rng.NormFloat64())
+	}
+	dec, err := TreeHEM(y, x, l, np, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := dec.kept.(*hemKept[T])
+	dx, want := make([]T, len(x)), make([]T, len(x))
+	if err := TreeHEMBackward(dx, x, g, dec); err != nil {
+		t.Fatal(err)
+	}
+	if err := TreeHEMGrad(want, x, g, l, np, o); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(dx, want) {
+		t.Errorf("TreeHEMBackward with the kept caches differs from TreeHEMGrad")
+	}
+	// Scaled caches change the result only if the backward reads them.
+	scaled := *dec
+	scaled.kept = &hemKept[T]{x: kept.x, cache: slices.Clone(kept.cache)}
+	for i := range kept.cache {
+		scaled.kept.(*hemKept[T]).cache[i] *= 1.5
+	}
+	if err := TreeHEMBackward(dx, x, g, &scaled); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(dx, want) {
+		t.Errorf("TreeHEMBackward does not use the kept caches")
+	}
+
+	// Another input: mixture 1 moved, the others as recorded.
+	xp := slices.Clone(x)
+	mp := mixture.Mixture(xp, l, 1)
+	for k := 0; k < len(mp); k += l.Stride() {
+		mp[k] *= 1.01
+		mp[k+1] += 0.01
+	}
+	bare := *dec
+	bare.kept = nil
+	if err := TreeHEMBackward(dx, xp, g, dec); err != nil {
+		t.Fatal(err)
+	}
+	if err := TreeHEMBackward(want, xp, g, &bare); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(dx, want) {
+		t.Errorf("TreeHEMBackward on another input differs from the replay")
+	}
+	if slices.Equal(mixture.Mixture(dx, l, 1), mixture.Mixture(dx, l, 2)) {
+		t.Errorf("TreeHEMBackward ignored the moved mixture")
+	}
+	xp[l.N*l.Stride()+1] = T(math.NaN())
+	if err := TreeHEMBackward(dx, xp, g, dec); err == nil || !containsFold(err.Error(), "non-finite") {
+		t.Errorf("TreeHEMBackward on invalid input: got error %v, want one about a non-finite value", err)
 	}
 }
 
@@ -489,5 +574,67 @@ func TestMortonZeroExtent(t *testing.T) {
 	}
 	if expandBits(0x3FF) != 0x09249249 {
 		t.Errorf("expandBits(0x3FF) = %#x", expandBits(0x3FF))
+	}
+}
+
+// TestLog32 checks TreeHEM's float32 logarithm against math.Log: within 2
+// ulp over normal and subnormal arguments, and math.Log's special values.
+func TestLog32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 29))
+	ulps := func(a, b float32) int64 {
+		d := int64(math.Float32bits(a)) - int64(math.Float32bits(b))
+		if math.Signbit(float64(a)) != math.Signbit(float64(b)) {
+			d = int64(math.Float32bits(a)&0x7FFFFFFF) + int64(math.Float32bits(b)&0x7FFFFFFF)
+		}
+		return max(d, -d)
+	}
+	worst := int64(0)
+	for i := range 1 << 20 {
+		x := math.Float32frombits(rng.Uint32() & 0x7F7FFFFF) // positive, finite
+		if i%4 == 0 {
+			x = float32(1 + math.Ldexp(rng.Float64()-0.5, -rng.IntN(20))) // near 1
+		}
+		if x == 0 {
+			continue
+		}
+		got, want := log32(x), float32(math.Log(float64(x)))
+		if u := ulps(got, want); u > worst {
+			worst = u
+			if u > 2 {
+				t.Errorf("log32(%g) = %g, want %g (%d ulp)", x, got, want, u)
+			}
+		}
+	}
+	t.Logf("worst error %d ulp", worst)
+	for _, x := range []float32{0, -1, float32(math.Inf(1)), float32(math.NaN()), 1} {
+		got, want := log32(x), float32(math.Log(float64(x)))
+		if got != want && !(got != got && want != want) {
+			t.Errorf("log32(%g) = %g, want %g", x, got, want)
+		}
+	}
+}
+
+// TestHEMExp checks the likelihood exponential of the EM in float32, with
+// the vector path where the build and CPU have it: close to math.Exp, NaN
+// stays NaN and arguments above expMaxArg give +Inf.
+func TestHEMExp(t *testing.T) {
+	nan := float32(math.NaN())
+	v := []float32{-100, -87.5, -30, -1, 0, 0.5, 10, 87.9, nan, 88.5, 200, -0.25}
+	got := slices.Clone(v)
+	hemExp(got)
+	for i, x := range v {
+		g, want := float64(got[i]), math.Exp(float64(x))
+		switch {
+		case x != x:
+			if !math.IsNaN(g) {
+				t.Errorf("e^NaN = %v, want NaN", g)
+			}
+		case x > expMaxArg:
+			if !math.IsInf(g, 1) {
+				t.Errorf("e^%v = %v, want +Inf", x, g)
+			}
+		case math.Abs(g-want) > 1e-6*want+1e-37:
+			t.Errorf("e^%v = %v, want %v", x, g, want)
+		}
 	}
 }
