@@ -7,9 +7,12 @@
 // implements gorgonia.Op and gorgonia.SDOp. Differentiation is symbolic: for a
 // forward op y = f(x_0, …, x_k) the SymDiff of each differentiable input x_i
 // is one grad op applied to (x_0, …, x_k, y, ∂L/∂y) that returns ∂L/∂x_i.
-// Grad ops recompute any discrete decision of the forward pass (trees,
-// selections, masks) from the same inputs, so forward and backward always see
-// the same decisions and no state is shared between them.
+// Grad ops take the discrete decisions of the forward pass (trees,
+// selections, masks) from the same inputs: they recompute them, or, for the
+// dense ReLU fit and TreeHEM in a graph that contains their gradient, reuse
+// what the forward run saved for bitwise the same inputs (its memo). Both
+// give the same decisions, so forward and backward always agree and the
+// saved state is only ever a shortcut.
 //
 // Ops check ranks and sizes in InferShape and the values (finite, symmetric
 // positive-definite covariances, matching dtypes) in Do, and return errors
