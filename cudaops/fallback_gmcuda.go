@@ -12,7 +12,7 @@ import (
 // already live on the host (every launcher uploads and downloads), so the
 // delegation costs no transfer.
 var fallbackComputations = []string{
-	"ConvFit", "ConvFitBackward", "KeepLargest", "KeepLargestBackward",
+	"ConvFit", "ConvFitSaving", "ConvFitBackward", "KeepLargest", "KeepLargestBackward",
 	"TreeHEM", "TreeHEMSaving", "TreeHEMBackward", "MEM", "MEMBackward",
 	"WeightDecay", "WeightDecayBackward",
 	"StandardiseScale", "Standardise", "StandardiseBackward",
@@ -24,9 +24,14 @@ func (c Kernels[T]) ConvFit(y, x, k []T, lx, lk mixture.Layout, n int) error {
 	return c.cpu.ConvFit(y, x, k, lx, lk, n)
 }
 
+// ConvFitSaving is delegated.
+func (c Kernels[T]) ConvFitSaving(y, x, k []T, lx, lk mixture.Layout, n int) (device.Saved, error) {
+	return c.cpu.ConvFitSaving(y, x, k, lx, lk, n)
+}
+
 // ConvFitBackward is delegated.
-func (c Kernels[T]) ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, n int) error {
-	return c.cpu.ConvFitBackward(dx, dk, g, x, k, lx, lk, n)
+func (c Kernels[T]) ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, n int, saved device.Saved) error {
+	return c.cpu.ConvFitBackward(dx, dk, g, x, k, lx, lk, n, saved)
 }
 
 // KeepLargest is delegated.

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/gmcn-go/gmcn/ops/device"
+	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -32,7 +33,7 @@ func (convFitSpec) inputNames() []string      { return []string{"data", "kernels
 func (convFitSpec) ranks() []int              { return []int{4, 4, 4} }
 func (s convFitSpec) writeParams(w io.Writer) { fmt.Fprintf(w, "n=%d", s.n) }
 func (convFitSpec) diffWRT() []bool           { return []bool{true, true} }
-func (convFitSpec) computations() []string    { return []string{"ConvFit"} }
+func (convFitSpec) computations() []string    { return []string{"ConvFit", "ConvFitSaving"} }
 
 func (s convFitSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	if s.n < 1 {
@@ -63,9 +64,17 @@ func (k convFitKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand
 	return dev.ConvFit(out.data, in[0].data, in[1].data, lx, lk, k.n)
 }
 
+func (k convFitKernel[T]) doSaving(dev device.Kernels[T], out operand[T], in []operand[T]) (device.Saved, error) {
+	lx, lk, err := checkedConvInputs(in)
+	if err != nil {
+		return nil, err
+	}
+	return dev.ConvFitSaving(out.data, in[0].data, in[1].data, lx, lk, k.n)
+}
+
 // convFitGradKernel computes ∂L/∂data (wrt = 0) or ∂L/∂kernels (wrt = 1)
-// from (data, kernels, output, grad); it rebuilds the tree and the
-// selection from the inputs.
+// from (data, kernels, output, grad), with the selection the forward run
+// saved for these inputs, or one rebuilt from them.
 type convFitGradKernel[T Float] struct {
 	convFitSpec
 	wrt int
@@ -84,9 +93,21 @@ func (g convFitGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []ope
 	if err != nil {
 		return err
 	}
+	return g.backward(dev, out, in, lx, lk, nil)
+}
+
+func (g convFitGradKernel[T]) doSaved(dev device.Kernels[T], out operand[T], in []operand[T], saved device.Saved) error {
+	lx, lk, err := convLayouts(in[0].shape, in[1].shape)
+	if err != nil {
+		return err
+	}
+	return g.backward(dev, out, in, lx, lk, saved)
+}
+
+func (g convFitGradKernel[T]) backward(dev device.Kernels[T], out operand[T], in []operand[T], lx, lk mixture.Layout, saved device.Saved) error {
 	dx, dk := out.data, []T(nil)
 	if g.wrt == 1 {
 		dx, dk = nil, out.data
 	}
-	return dev.ConvFitBackward(dx, dk, in[3].data, in[0].data, in[1].data, lx, lk, g.n)
+	return dev.ConvFitBackward(dx, dk, in[3].data, in[0].data, in[1].data, lx, lk, g.n, saved)
 }

@@ -87,9 +87,14 @@ func (r recorder[T]) ConvFit(y, x, k []T, lx, lk mixture.Layout, n int) error {
 	return r.k.ConvFit(y, x, k, lx, lk, n)
 }
 
-func (r recorder[T]) ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, n int) error {
-	r.log.add("ConvFitBackward")
-	return r.k.ConvFitBackward(dx, dk, g, x, k, lx, lk, n)
+func (r recorder[T]) ConvFitSaving(y, x, k []T, lx, lk mixture.Layout, n int) (device.Saved, error) {
+	r.log.add("ConvFitSaving")
+	return r.k.ConvFitSaving(y, x, k, lx, lk, n)
+}
+
+func (r recorder[T]) ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, n int, saved device.Saved) error {
+	r.log.add(savedName("ConvFitBackward", saved))
+	return r.k.ConvFitBackward(dx, dk, g, x, k, lx, lk, n, saved)
 }
 
 func (r recorder[T]) KeepLargest(y, x []T, l mixture.Layout, np int) error {

@@ -61,21 +61,26 @@ func TestMemoGradMatchesRecompute(t *testing.T) {
 							t.Fatal(err)
 						}
 						args := append(values(in), yi, g)
-						want, err := plain.gradOp(0).Do(args...)
-						if err != nil {
-							t.Fatal(err)
-						}
-						log.take()
-						got, err := memoised.gradOp(0).Do(args...)
-						if err != nil {
-							t.Fatal(err)
-						}
-						calls := log.take()
-						if saved := strings.HasSuffix(calls[0], "(saved)"); saved != (i == 0) {
-							t.Errorf("input %d: the grad op called %v", i, calls)
-						}
-						if !slicesEqual(got.Data(), want.Data()) {
-							t.Errorf("the grad op with a memo differs from the recomputing one")
+						for wrt, ok := range plain.DiffWRT(len(in)) {
+							if !ok {
+								continue
+							}
+							want, err := plain.gradOp(wrt).Do(args...)
+							if err != nil {
+								t.Fatal(err)
+							}
+							log.take()
+							got, err := memoised.gradOp(wrt).Do(args...)
+							if err != nil {
+								t.Fatal(err)
+							}
+							calls := log.take()
+							if saved := strings.HasSuffix(calls[0], "(saved)"); saved != (i == 0) {
+								t.Errorf("inputs %d, grad %d: the grad op called %v", i, wrt, calls)
+							}
+							if !slicesEqual(got.Data(), want.Data()) {
+								t.Errorf("inputs %d, grad %d: the grad op with a memo differs from the recomputing one", i, wrt)
+							}
 						}
 					}
 				})

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/gmcn-go/gmcn/internal/parallel"
@@ -29,6 +30,34 @@ import (
 // The caller guarantees lx.C == lk.C, lx.D == lk.D, n ≥ 1, Nv < 2³¹ and the
 // slice lengths. Work is spread over the B·Fo output mixtures.
 func ConvFit[T Float](y, x, k []T, lx, lk mixture.Layout, n int) {
+	convFitInto(y, x, k, lx, lk, n, nil)
+}
+
+// ConvFitSelection holds the discrete decisions of one ConvFit call, which
+// ConvFitBackward needs: per output mixture the order of the virtual
+// components under the sort keys and the selected nodes. Its size is
+// B·Fo·(4·Nv + 8·n) bytes.
+type ConvFitSelection struct {
+	lx, lk mixture.Layout
+	n      int
+	perm   []int32 // [B·Fo][Nv]
+	sel    []span  // [B·Fo][n], the first nsel[m] used
+	nsel   []int32
+}
+
+// ConvFitSaving is ConvFit that also returns its selection, so that
+// ConvFitBackwardSaved can skip making the sort keys, sorting them and
+// selecting the nodes again.
+func ConvFitSaving[T Float](y, x, k []T, lx, lk mixture.Layout, n int) *ConvFitSelection {
+	nm, nv := lx.B*lk.B, lx.C*lx.N*lk.N
+	sel := &ConvFitSelection{lx: lx, lk: lk, n: n,
+		perm: make([]int32, nm*nv), sel: make([]span, nm*n), nsel: make([]int32, nm)}
+	convFitInto(y, x, k, lx, lk, n, sel)
+	return sel
+}
+
+// convFitInto is ConvFit, recording its selection into save unless it is nil.
+func convFitInto[T Float](y, x, k []T, lx, lk mixture.Layout, n int, save *ConvFitSelection) {
 	ly := device.ConvFitLayout(lx, lk, n)
 	s := ly.Stride()
 	work := make([]*convFit[T], parallel.Workers(ly.Mixtures()))
@@ -38,6 +67,11 @@ func ConvFit[T Float](y, x, k []T, lx, lk mixture.Layout, n int) {
 		}
 		cf := work[w]
 		cf.selectNodes(m, n)
+		if save != nil {
+			copy(save.perm[m*cf.nv:], cf.perm)
+			copy(save.sel[m*n:], cf.sel)
+			save.nsel[m] = int32(len(cf.sel))
+		}
 		out := mixture.Mixture(y, ly, m)
 		for i, sp := range cf.sel {
 			var mm convFitMoments
@@ -59,21 +93,33 @@ func ConvFit[T Float](y, x, k []T, lx, lk mixture.Layout, n int) {
 // which keeps the result deterministic. The selection is recomputed for
 // each destination.
 func ConvFitBackward[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, n int) {
+	ConvFitBackwardSaved(dx, dk, g, x, k, lx, lk, n, nil)
+}
+
+// ConvFitBackwardSaved is ConvFitBackward with the selection that
+// ConvFitSaving returned for the same x, k and n instead of a recomputed
+// one; with sel nil it recomputes. It panics if sel was made for other
+// layouts or another n (a caller's bug: the ops pass a selection only to the
+// computation it was made for).
+func ConvFitBackwardSaved[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, n int, sel *ConvFitSelection) {
+	if sel != nil && (sel.lx != lx || sel.lk != lk || sel.n != n) {
+		panic(fmt.Sprintf("cpu: ConvFit selection made for %v ⊛ %v → %d, used for %v ⊛ %v → %d", sel.lx.Shape(), sel.lk.Shape(), sel.n, lx.Shape(), lk.Shape(), n))
+	}
 	fo := lk.B
 	if dx != nil {
 		clear(dx)
-		convFitBackward(dx, nil, g, x, k, lx, lk, n, lx.B, func(b, o int) int { return b*fo + o })
+		convFitBackward(dx, nil, g, x, k, lx, lk, n, lx.B, sel, func(b, o int) int { return b*fo + o })
 	}
 	if dk != nil {
 		clear(dk)
-		convFitBackward(nil, dk, g, x, k, lx, lk, n, fo, func(o, b int) int { return b*fo + o })
+		convFitBackward(nil, dk, g, x, k, lx, lk, n, fo, sel, func(o, b int) int { return b*fo + o })
 	}
 }
 
 // convFitBackward runs the backward of the output mixtures mix(r, i) for
 // every row r < rows (in parallel) and every i (in order), accumulating
-// into dx or dk.
-func convFitBackward[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, n, rows int, mix func(r, i int) int) {
+// into dx or dk, with the selection from sel unless it is nil.
+func convFitBackward[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, n, rows int, sel *ConvFitSelection, mix func(r, i int) int) {
 	ly := device.ConvFitLayout(lx, lk, n)
 	s := ly.Stride()
 	inner := ly.Mixtures() / rows
@@ -86,7 +132,11 @@ func convFitBackward[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, n, row
 		cf := work[w]
 		for i := range inner {
 			m := mix(r, i)
-			cf.selectNodes(m, n)
+			if sel != nil {
+				cf.replay(m, sel.perm[m*cf.nv:(m+1)*cf.nv], sel.sel[m*n:m*n+int(sel.nsel[m])])
+			} else {
+				cf.selectNodes(m, n)
+			}
 			gm := mixture.Mixture(g, ly, m)
 			for j, sp := range cf.sel {
 				var mm convFitMoments
@@ -146,10 +196,37 @@ func newConvFit[T Float](x, k []T, lx, lk mixture.Layout) *convFit[T] {
 // the split of Karras' construction, so splitting only the selected nodes
 // walks the same tree in O(n log Nv) instead of building its Nv − 1 nodes.
 func (cf *convFit[T]) selectNodes(m, n int) {
-	fi, ni, nk, d := cf.lx.C, cf.lx.N, cf.lk.N, cf.lx.D
-	s := cf.lx.Stride()
 	cf.b, cf.o = m/cf.lk.B, m%cf.lk.B
 	box := cf.bounds()
+	cf.virtual(&box)
+	// The keys were made in index order, so the stable radix sort over the
+	// sign and Morton bits leaves equal codes in index order.
+	sortKeyBits(cf.keys, cf.buf, 32, 63)
+	for j, key := range cf.keys {
+		cf.perm[j] = int32(uint32(key))
+		// The sorted position replaces the index in the low bits: keys stay
+		// unique, and runs of equal codes split in the middle.
+		cf.keys[j] = key&^0xFFFFFFFF | uint64(j)
+	}
+	cf.gather()
+	cf.choose(n)
+}
+
+// replay is selectNodes with the order perm and the selection sel recorded
+// by an earlier selectNodes of output mixture m.
+func (cf *convFit[T]) replay(m int, perm []int32, sel []span) {
+	cf.b, cf.o = m/cf.lk.B, m%cf.lk.B
+	cf.virtual(nil)
+	copy(cf.perm, perm)
+	cf.gather()
+	cf.sel = append(cf.sel[:0], sel...)
+}
+
+// virtual makes the virtual components of output mixture (cf.b, cf.o) in
+// index order, and their sort keys under box unless box is nil.
+func (cf *convFit[T]) virtual(box *mortonBox) {
+	fi, ni, nk, d := cf.lx.C, cf.lx.N, cf.lk.N, cf.lx.D
+	s := cf.lx.Stride()
 	v := 0
 	for j := range nk {
 		for c := range fi {
@@ -168,28 +245,19 @@ func (cf *convFit[T]) selectNodes(m, n int) {
 				for e := 1 + d; e < s; e++ {
 					g[e] = float64(xg[e]) + float64(kg[e])
 				}
-				// The sign of the product, exactly: no underflow to 0.
-				var sign uint64
-				if (xg[0] > 0 && kg[0] > 0) || (xg[0] < 0 && kg[0] < 0) {
-					sign = 1
+				if box != nil {
+					// The sign of the product, exactly: no underflow to 0.
+					var sign uint64
+					if (xg[0] > 0 && kg[0] > 0) || (xg[0] < 0 && kg[0] < 0) {
+						sign = 1
+					}
+					cf.keys[v] = sign<<62 | uint64(box.code(p))<<32 | uint64(v)
 				}
-				cf.keys[v] = sign<<62 | uint64(box.code(p))<<32 | uint64(v)
 				cf.xo[v], cf.ko[v] = int32(xo+i*s), int32(ko)
 				v++
 			}
 		}
 	}
-	// The keys were made in index order, so the stable radix sort over the
-	// sign and Morton bits leaves equal codes in index order.
-	sortKeyBits(cf.keys, cf.buf, 32, 63)
-	for j, key := range cf.keys {
-		cf.perm[j] = int32(uint32(key))
-		// The sorted position replaces the index in the low bits: keys stay
-		// unique, and runs of equal codes split in the middle.
-		cf.keys[j] = key&^0xFFFFFFFF | uint64(j)
-	}
-	cf.gather()
-	cf.choose(n)
 }
 
 // gather puts the virtual components into key order (sg) and sums their

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gmcn-go/gmcn/ops/device"
@@ -40,10 +41,7 @@ func convFitFrozen(x, k, x0, k0 []float64, lx, lk mixture.Layout, n int) []float
 	at, ref := newConvFit(x, k, lx, lk), newConvFit(x0, k0, lx, lk)
 	for m := range ly.Mixtures() {
 		ref.selectNodes(m, n)
-		at.selectNodes(m, n) // for the components at x, k; then ref's order
-		copy(at.perm, ref.perm)
-		at.gather()
-		at.sel = ref.sel
+		at.replay(m, ref.perm, ref.sel)
 		out := mixture.Mixture(y, ly, m)
 		for i, sp := range at.sel {
 			var mm convFitMoments
@@ -331,4 +329,58 @@ func TestConvFitSelection(t *testing.T) {
 	if slices.Contains(cf.sel, heaviest) {
 		t.Errorf("the heaviest internal node %v of the 6-node selection was not split for 7", heaviest)
 	}
+}
+
+// TestConvFitSaved checks that ConvFitSaving writes ConvFit's output and that
+// the backward pass with its selection writes bitwise what the recomputing
+// one does, for both destinations, in 2D and 3D and both float types, and
+// that a selection made for another n is refused.
+func TestConvFitSaved(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		lx := mixture.Layout{B: 2, C: 3, N: 4, D: d}
+		lk := mixture.Layout{B: 2, C: 3, N: 3, D: d}
+		rng := rand.New(rand.NewPCG(7, uint64(d)))
+		x, k := relufitRandom(rng, lx, 0.1, 2), relufitRandom(rng, lk, 0.1, 1)
+		for _, n := range []int{1, 5, 40} {
+			g := relufitRandom(rng, device.ConvFitLayout(lx, lk, n), 0, 1)
+			checkConvFitSaved(t, x, k, g, lx, lk, n)
+			checkConvFitSaved(t, relufitTo32(x), relufitTo32(k), relufitTo32(g), lx, lk, n)
+		}
+	}
+	// Through the device methods a mismatch is an error, not a panic.
+	lx := mixture.Layout{B: 1, C: 1, N: 2, D: 2}
+	x := relufitRandom(rand.New(rand.NewPCG(1, 9)), lx, 0.1, 1)
+	saved, err := Kernels[float64]{}.ConvFitSaving(make([]float64, device.ConvFitLayout(lx, lx, 2).Len()), x, x, lx, lx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := make([]float64, device.ConvFitLayout(lx, lx, 3).Len())
+	err = Kernels[float64]{}.ConvFitBackward(make([]float64, len(x)), nil, g, x, x, lx, lx, 3, saved)
+	if err == nil || !strings.Contains(err.Error(), "→ 2, used for") {
+		t.Errorf("selection for n=2 used for n=3: error %v, want one naming both", err)
+	}
+}
+
+func checkConvFitSaved[T Float](t *testing.T, x, k, g []T, lx, lk mixture.Layout, n int) {
+	t.Helper()
+	ly := device.ConvFitLayout(lx, lk, n)
+	y, want := make([]T, ly.Len()), make([]T, ly.Len())
+	ConvFit(want, x, k, lx, lk, n)
+	sel := ConvFitSaving(y, x, k, lx, lk, n)
+	if !slices.Equal(y, want) {
+		t.Errorf("%dD %T n=%d: ConvFitSaving's output differs from ConvFit's", lx.D, y[0], n)
+	}
+	dx, dk := make([]T, len(x)), make([]T, len(k))
+	dxs, dks := make([]T, len(x)), make([]T, len(k))
+	ConvFitBackward(dx, dk, g, x, k, lx, lk, n)
+	ConvFitBackwardSaved(dxs, dks, g, x, k, lx, lk, n, sel)
+	if !slices.Equal(dx, dxs) || !slices.Equal(dk, dks) {
+		t.Errorf("%dD %T n=%d: the backward pass with the saved selection differs from the recomputing one", lx.D, y[0], n)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Errorf("%dD %T: a selection for n=%d used for n=%d did not panic", lx.D, y[0], n, n+1)
+		}
+	}()
+	ConvFitBackwardSaved(dxs, dks, make([]T, device.ConvFitLayout(lx, lk, n+1).Len()), x, k, lx, lk, n+1, sel)
 }

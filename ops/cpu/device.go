@@ -57,9 +57,21 @@ func (Kernels[T]) ConvFit(y, x, k []T, lx, lk mixture.Layout, n int) error {
 	return nil
 }
 
-// ConvFitBackward is ConvFitBackward.
-func (Kernels[T]) ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, n int) error {
-	ConvFitBackward(dx, dk, g, x, k, lx, lk, n)
+// ConvFitSaving is ConvFitSaving; the saved state is the *ConvFitSelection.
+func (Kernels[T]) ConvFitSaving(y, x, k []T, lx, lk mixture.Layout, n int) (device.Saved, error) {
+	return ConvFitSaving(y, x, k, lx, lk, n), nil
+}
+
+// ConvFitBackward is ConvFitBackwardSaved.
+func (Kernels[T]) ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, n int, saved device.Saved) error {
+	sel, err := savedAs[*ConvFitSelection](saved, "ConvFitBackward")
+	if err != nil {
+		return err
+	}
+	if sel != nil && (sel.lx != lx || sel.lk != lk || sel.n != n) {
+		return errors.Errorf("ConvFitBackward: selection made for %v ⊛ %v → %d, used for %v ⊛ %v → %d", sel.lx.Shape(), sel.lk.Shape(), sel.n, lx.Shape(), lk.Shape(), n)
+	}
+	ConvFitBackwardSaved(dx, dk, g, x, k, lx, lk, n, sel)
 	return nil
 }
 
