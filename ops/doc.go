@@ -9,7 +9,7 @@
 // is one grad op applied to (x_0, …, x_k, y, ∂L/∂y) that returns ∂L/∂x_i.
 // Grad ops take the discrete decisions of the forward pass (trees,
 // selections, masks) from the same inputs: they recompute them, or, for the
-// dense ReLU fit and TreeHEM in a graph that contains their gradient, reuse
+// dense ReLU fit, TreeHEM and ConvFit in a graph with their gradient, reuse
 // what the forward run saved for bitwise the same inputs (its memo). Both
 // give the same decisions, so forward and backward always agree and the
 // saved state is only ever a shortcut.
