@@ -115,7 +115,7 @@ func (s *reluWork[T]) load(mx []T, p device.ReLUFitParams) error {
 		g := mx[j*st : (j+1)*st]
 		det := invDet(d, g[1+d:], inv[:d*d])
 		nrm := T(norm / math.Sqrt(float64(det)))
-		if !(det > 0) || !finite(nrm) || !allFinite(inv[:d*d]) {
+		if !(det > 0) || !mixture.Finite(nrm) || !allFinite(inv[:d*d]) {
 			return errors.Errorf("component %d: covariance %v is singular in %T (det %v)", j, g[1+d:], det, det)
 		}
 		s.a[j] = g[0]
@@ -142,12 +142,9 @@ func (s *reluWork[T]) load(mx []T, p device.ReLUFitParams) error {
 	return nil
 }
 
-// finite reports whether v is neither NaN nor ±Inf: only then is v − v zero.
-func finite[T Float](v T) bool { return v-v == 0 }
-
 func allFinite[T Float](v []T) bool {
 	for _, x := range v {
-		if !finite(x) {
+		if !mixture.Finite(x) {
 			return false
 		}
 	}
@@ -248,7 +245,7 @@ func checkFiniteResult[T Float](data []T, l mixture.Layout, what string, weights
 		step = st
 	}
 	for i := 0; i < len(data); i += step {
-		if v := data[i]; !finite(v) {
+		if v := data[i]; !mixture.Finite(v) {
 			c := i / st
 			return errors.Errorf("non-finite %s %v at component (b=%d, c=%d, n=%d): a covariance is too ill-conditioned for this precision",
 				what, v, c/(l.C*l.N), (c/l.N)%l.C, c%l.N)
