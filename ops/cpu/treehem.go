@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/gmcn-go/gmcn/internal/parallel"
 	"github.com/gmcn-go/gmcn/ops/device"
@@ -318,6 +319,11 @@ type hemWorker[T Float] struct {
 	loc     [hemMaxM]int
 	em      emFit[T]
 	scratch hemMixture // decisions of the current mixture when not stored
+	// With lanes (float32 where hemLanesOK), nodes are fitted level by
+	// level, hemLanesN at a time; see treehem_levels.go.
+	lanes *hemLanes
+	levels
+	batch
 }
 
 func newHEMWorker[T Float](l mixture.Layout, np int, o device.TreeHEMOptions) *hemWorker[T] {
@@ -332,6 +338,10 @@ func newHEMWorker[T Float](l mixture.Layout, np int, o device.TreeHEMOptions) *h
 		gcache: make([]T, (n-1)*t*s),
 		active: make([]bool, n-1),
 		stack:  make([]int32, 0, 64),
+	}
+	if hemLanesOK && unsafe.Sizeof(T(0)) == 4 {
+		w.lanes = newHEMLanes()
+		w.levels = newLevels(n)
 	}
 	w.em.d = l.D
 	links := make([]int32, 3*(n-1))
@@ -405,17 +415,21 @@ func (w *hemWorker[T]) collect(x int32, dm *hemMixture, record bool) int {
 }
 
 // value returns the collected entry i, packed.
-func (w *hemWorker[T]) value(i int) []T {
-	k := w.loc[i]
+func (w *hemWorker[T]) value(i int) []T { return w.valueAt(w.loc[i]) }
+
+// grad returns the gradient of the collected entry i.
+func (w *hemWorker[T]) grad(i int) []T { return w.gradAt(w.loc[i]) }
+
+// valueAt returns the packed entry at k, a location as in loc.
+func (w *hemWorker[T]) valueAt(k int) []T {
 	if k < 0 {
 		return w.xs[^k : ^k+w.s]
 	}
 	return w.cache[k : k+w.s]
 }
 
-// grad returns the gradient of the collected entry i.
-func (w *hemWorker[T]) grad(i int) []T {
-	k := w.loc[i]
+// gradAt returns the gradient of the entry at k, a location as in loc.
+func (w *hemWorker[T]) gradAt(k int) []T {
 	if k < 0 {
 		return w.gxs[^k : ^k+w.s]
 	}
@@ -443,15 +457,31 @@ func (w *hemWorker[T]) fitNode(x int32, dm *hemMixture, record bool) {
 	}
 	out := w.cache[int(x)*w.t*w.s : (int(x)+1)*w.t*w.s]
 	if !node.fit {
-		for i := range m {
-			copy(out[i*w.s:(i+1)*w.s], w.value(i))
-		}
+		w.copyEntries(m, out)
 		return
 	}
 	w.fit(m, w.t, dm.em(x, w.t), record)
 	w.em.covariances()
 	for s := range w.t {
 		w.em.output(s, out[s*w.s:(s+1)*w.s])
+	}
+}
+
+// copyEntries copies the m collected entries into out.
+func (w *hemWorker[T]) copyEntries(m int, out []T) {
+	for i := range m {
+		copy(out[i*w.s:(i+1)*w.s], w.value(i))
+	}
+}
+
+// addGrads adds the gradients g of m copied entries to those of the m
+// collected entries.
+func (w *hemWorker[T]) addGrads(m int, g []T) {
+	for i := range m {
+		gi := w.grad(i)
+		for j, v := range g[i*w.s : (i+1)*w.s] {
+			gi[j] += v
+		}
 	}
 }
 
@@ -463,12 +493,7 @@ func (w *hemWorker[T]) fitNode(x int32, dm *hemMixture, record bool) {
 func (w *hemWorker[T]) backNode(x int32, dm *hemMixture, g []T, k int, dec emDecision) {
 	m := w.collect(x, dm, false)
 	if m <= k {
-		for i := range m {
-			gi := w.grad(i)
-			for j, v := range g[i*w.s : (i+1)*w.s] {
-				gi[j] += v
-			}
-		}
+		w.addGrads(m, g)
 	} else {
 		w.fit(m, k, dec, false)
 		for c := range k {
@@ -479,6 +504,11 @@ func (w *hemWorker[T]) backNode(x int32, dm *hemMixture, g []T, k int, dec emDec
 			w.em.addTargetGrad(i, w.grad(i))
 		}
 	}
+	w.activate(x, dm)
+}
+
+// activate marks the internal children of x as receiving gradient.
+func (w *hemWorker[T]) activate(x int32, dm *hemMixture) {
 	for _, c := range [2]int32{dm.tree.left[x], dm.tree.right[x]} {
 		if int(c) < w.n-1 {
 			w.active[c] = true
@@ -539,6 +569,23 @@ func (w *hemWorker[T]) prescale(mix []T) {
 	sq := T(math.Sqrt(float64(sc)))
 	w.scale, w.sqrt = sc, sq
 	xs := w.xs[:len(mix)]
+	if unsafe.Sizeof(sc) == 4 {
+		// float32 multiplies by the reciprocals: the divisions cost more
+		// than the rest of the loop, and the extra rounding is below the
+		// tolerance float32 is held to. float64 divides, as the reference.
+		isq, isc := 1/sq, 1/sc
+		for k := 0; k+s <= len(mix); k += s {
+			g, o := mix[k:k+s], xs[k:k+s]
+			o[0] = g[0]
+			for c := 1; c <= d; c++ {
+				o[c] = g[c] * isq
+			}
+			for c := 1 + d; c < len(o); c++ {
+				o[c] = g[c] * isc
+			}
+		}
+		return
+	}
 	for k := 0; k+s <= len(mix); k += s {
 		g, o := mix[k:k+s], xs[k:k+s]
 		o[0] = g[0]
@@ -565,11 +612,15 @@ func (w *hemWorker[T]) forward(record bool, mix []T, dm *hemMixture) {
 		dm.tree.build(w.keys)
 		w.preorder(dm)
 	}
-	for i := len(dm.order) - 1; i >= 0; i-- {
-		x := dm.order[i]
-		w.fitNode(x, dm, record)
-		if record {
-			w.integ[x] = w.integral(dm.tree.left[x], dm) + w.integral(dm.tree.right[x], dm)
+	if w.lanes != nil {
+		w.forwardLevels(dm, record)
+	} else {
+		for i := len(dm.order) - 1; i >= 0; i-- {
+			x := dm.order[i]
+			w.fitNode(x, dm, record)
+			if record {
+				w.rate(x, dm)
+			}
 		}
 	}
 	if record {
@@ -578,6 +629,11 @@ func (w *hemWorker[T]) forward(record bool, mix []T, dm *hemMixture) {
 	if dm.refit >= 0 {
 		w.refitNode(dm, record)
 	}
+}
+
+// rate sets the |integral| rating input of internal node x.
+func (w *hemWorker[T]) rate(x int32, dm *hemMixture) {
+	w.integ[x] = w.integral(dm.tree.left[x], dm) + w.integral(dm.tree.right[x], dm)
 }
 
 func (w *hemWorker[T]) integral(c int32, dm *hemMixture) T {
@@ -651,9 +707,7 @@ func (w *hemWorker[T]) refitNode(dm *hemMixture, record bool) {
 		dm.refitK = min(dm.refitK, m)
 	}
 	if m <= dm.refitK {
-		for i := range m {
-			copy(w.rcache[i*w.s:(i+1)*w.s], w.value(i))
-		}
+		w.copyEntries(m, w.rcache[:])
 		return
 	}
 	w.fit(m, dm.refitK, dm.refitEM(), record)
@@ -738,10 +792,14 @@ func (w *hemWorker[T]) backward(mix, g, dx []T, dm *hemMixture) {
 		k := dm.refitK
 		w.backNode(dm.sel[dm.refit], dm, gref[:k*s], k, dm.refitEM())
 	}
-	for _, x := range dm.order {
-		if w.active[x] {
-			_, grads := w.entries(x, dm)
-			w.backNode(x, dm, grads, w.t, dm.em(x, w.t))
+	if w.lanes != nil {
+		w.backwardLevels(dm)
+	} else {
+		for _, x := range dm.order {
+			if w.active[x] {
+				_, grads := w.entries(x, dm)
+				w.backNode(x, dm, grads, w.t, dm.em(x, w.t))
+			}
 		}
 	}
 	// Reciprocals: a division per value would dominate this loop.

@@ -182,19 +182,17 @@ func (e *emFit[T]) fit(dec emDecision, record bool) {
 	e.forward(dec)
 }
 
-// decide makes the discrete choices of a fit of the current m targets to k
-// components (reference fit_initial with CentroidDistance/MaxWeight, then the
-// KL mask of fit_em), and prepares the fit.
+// initial chooses the targets the k components of a fit of the current m
+// targets start from into init[:k] (reference fit_initial with
+// CentroidDistance/MaxWeight); it reads only the targets' weights and
+// positions.
 //
-// Initial selection: single-linkage clustering (Kruskal) on squared centroid
-// distances, +∞ between targets of different sign, merged until k clusters
-// remain; a cluster is named by its smallest member and absorbs the larger
-// name. Clusters in ascending name order each contribute their member of
-// largest |w| (first wins ties).
-//
-// Mask: target i may be assigned to component s if both have the same sign and
-// KL(N(μ_i,Σ_i) ‖ N(μ'_s,Σ'_s)) < 0.5, and always to its KL-closest component.
-func (e *emFit[T]) decide(dec emDecision) {
+// Single-linkage clustering (Kruskal) on squared centroid distances, +∞
+// between targets of different sign, merged until k clusters remain; a
+// cluster is named by its smallest member and absorbs the larger name.
+// Clusters in ascending name order each contribute their member of largest
+// |w| (first wins ties).
+func (e *emFit[T]) initial(init []uint8) {
 	d, m, k := e.d, e.m, e.k
 	tg := e.tg[:m]
 	// Pairs are made in ascending (i, j) order, and the insertion sort is
@@ -251,9 +249,21 @@ func (e *emFit[T]) decide(dec emDecision) {
 				best = i
 			}
 		}
-		dec.init[s] = uint8(best)
+		init[s] = uint8(best)
 		s++
 	}
+}
+
+// decide makes the discrete choices of a fit of the current m targets to k
+// components (initial, then the KL mask of the reference's fit_em), and
+// prepares the fit.
+//
+// Mask: target i may be assigned to component s if both have the same sign and
+// KL(N(μ_i,Σ_i) ‖ N(μ'_s,Σ'_s)) < 0.5, and always to its KL-closest component.
+func (e *emFit[T]) decide(dec emDecision) {
+	d, m, k := e.d, e.m, e.k
+	tg := e.tg[:m]
+	e.initial(dec.init)
 	for i := range tg {
 		tg[i].logDet = hemLog(hemDet(d, &tg[i].cov))
 	}
