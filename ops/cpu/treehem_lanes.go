@@ -29,6 +29,12 @@ type hemLanes struct {
 	mu, gmu                          [hemMaxM][3]hemLane
 	cov, gcov                        [hemMaxM][9]hemLane
 
+	// Targets per lane, and initial's pairwise distances and cluster
+	// labels.
+	mj    [hemLanesN]int32
+	dist  [hemMaxM * (hemMaxM - 1) / 2]hemLane
+	label [hemMaxM][hemLanesN]int32
+
 	// The KL masks as emDecision holds them (bit s of dmask[i]: target i
 	// may take component s); the kernels work on mask.
 	dmask [hemMaxM][hemLanesN]int32
@@ -141,6 +147,13 @@ func (e *hemLanes) padLane(j, mj int) {
 func (e *hemLanes) setInit(j int, init []uint8) {
 	for s, i := range init[:e.k] {
 		e.init[s][j] = int32(i)
+	}
+}
+
+// getInit writes the start targets of lane j's components into init[:k].
+func (e *hemLanes) getInit(j int, init []uint8) {
+	for s := range init[:e.k] {
+		init[s] = uint8(e.init[s][j])
 	}
 }
 

@@ -113,10 +113,12 @@ func hemExp16(c *expVec16, x vec16) vec16 {
 func (e *hemLanes) fit(record bool) {
 	d, m, k, n := e.d, e.m, e.k, e.n
 	eps := broadcast16(hemEpsSmall)
-	e.selectInit()
-	if !record {
+	if record {
+		e.initial()
+	} else {
 		e.unpackMasks()
 	}
+	e.selectInit()
 	var sumw vec16
 	for i := range m {
 		sumw = sumw.Add(lane16(&e.w[i]))
@@ -150,6 +152,80 @@ func (e *hemLanes) fit(record bool) {
 		e.packMasks()
 	}
 	e.forward()
+}
+
+// initial is emFit.initial on every lane, over lane j's mj[j] targets (the
+// padding takes no part): Kruskal's merges of the closest pair of
+// different clusters, pairs in (i, j) order breaking ties, mj[j] − k times;
+// then per cluster, in ascending name order, its member of largest |w|.
+func (e *hemLanes) initial() {
+	d, m, k := e.d, e.m, e.k
+	mj := archsimd.LoadInt32x16(&e.mj)
+	inf := broadcast16(float32(math.Inf(1)))
+	absMask := archsimd.BroadcastInt32x16(math.MaxInt32)
+	var zero vec16
+	var valid, neg [hemMaxM]uint16
+	for i := range m {
+		valid[i] = mj.Greater(archsimd.BroadcastInt32x16(int32(i))).ToBits()
+		neg[i] = lane16(&e.w[i]).Less(zero).ToBits()
+		archsimd.BroadcastInt32x16(int32(i)).Store(&e.label[i])
+	}
+	p := 0
+	for i := range m {
+		for j := i + 1; j < m; j++ {
+			var dist vec16
+			for c := range d {
+				t := lane16(&e.mu[i][c]).Sub(lane16(&e.mu[j][c]))
+				dist = dist.Add(t.Mul(t))
+			}
+			dist.Merge(inf, bits16(^(neg[i] ^ neg[j]))).Store(&e.dist[p])
+			p++
+		}
+	}
+	for step := range m - k {
+		active := mj.Greater(archsimd.BroadcastInt32x16(int32(step + k))).ToBits()
+		var found uint16
+		var bestD vec16
+		var bestA, bestB archsimd.Int32x16
+		p := 0
+		for i := range m {
+			li := archsimd.LoadInt32x16(&e.label[i])
+			for j := i + 1; j < m; j++ {
+				lj := archsimd.LoadInt32x16(&e.label[j])
+				dist := lane16(&e.dist[p])
+				p++
+				ok := valid[i] & valid[j] & li.NotEqual(lj).ToBits()
+				better := ok & (^found | dist.Less(bestD).ToBits())
+				b := bits16(better)
+				bestD, bestA, bestB = dist.Merge(bestD, b), li.Merge(bestA, b), lj.Merge(bestB, b)
+				found |= better
+			}
+		}
+		keep, drop, apply := bestA.Min(bestB), bestA.Max(bestB), active&found
+		for i := range m {
+			li := archsimd.LoadInt32x16(&e.label[i])
+			keep.Merge(li, bits16(li.Equal(drop).ToBits()&apply)).Store(&e.label[i])
+		}
+	}
+	var next archsimd.Int32x16 // clusters named so far
+	for c := range m {
+		cv := archsimd.BroadcastInt32x16(int32(c))
+		root := archsimd.LoadInt32x16(&e.label[c]).Equal(cv).ToBits() & valid[c]
+		if root == 0 {
+			continue
+		}
+		best, bestW := cv, lane16(&e.w[c]).AsInt32x16().And(absMask).AsFloat32x16()
+		for i := c + 1; i < m; i++ {
+			wi := lane16(&e.w[i]).AsInt32x16().And(absMask).AsFloat32x16()
+			take := bits16(archsimd.LoadInt32x16(&e.label[i]).Equal(cv).ToBits() & valid[i] & wi.Greater(bestW).ToBits())
+			best, bestW = archsimd.BroadcastInt32x16(int32(i)).Merge(best, take), wi.Merge(bestW, take)
+		}
+		for s := range k {
+			set := bits16(root & next.Equal(archsimd.BroadcastInt32x16(int32(s))).ToBits())
+			best.Merge(archsimd.LoadInt32x16(&e.init[s]), set).Store(&e.init[s])
+		}
+		next = next.Add(archsimd.BroadcastInt32x16(1).Masked(bits16(root)))
+	}
 }
 
 // selectInit copies every lane's start targets of the components into yw,

@@ -59,9 +59,9 @@ type batch struct {
 	loc [hemLanesN][hemMaxM]int
 }
 
-// stage adds node x, with its m collected entries in w.loc and the EM
-// decisions dec, to the next lane; in record mode it chooses the initial
-// components (the KL masks come from the lanes' fit).
+// stage adds node x, with its m collected entries in w.loc and, unless
+// recording (then the lanes' fit makes them), the EM decisions dec, to the
+// next lane.
 func (w *hemWorker[T]) stage(x int32, m int, dec emDecision, record bool) {
 	e := w.lanes
 	j := e.n
@@ -71,21 +71,11 @@ func (w *hemWorker[T]) stage(x int32, m int, dec emDecision, record bool) {
 	for i := range m {
 		laneSetTarget(e, j, i, w.value(i))
 	}
-	if record {
-		// initial reads only weights and positions.
-		w.em.m, w.em.k = m, w.t
-		for i := range m {
-			g, x := w.value(i), &w.em.tg[i]
-			x.w, x.mu = g[0], [3]T{g[1], g[2]}
-			if w.d == 3 {
-				x.mu[2] = g[3]
-			}
-		}
-		w.em.initial(dec.init)
-	} else {
+	e.mj[j] = int32(m)
+	if !record {
 		e.setMask(j, dec.mask[:m])
+		e.setInit(j, dec.init)
 	}
-	e.setInit(j, dec.init)
 }
 
 // forwardLevels is forward's bottom-up pass with the lanes: per height, the
@@ -135,7 +125,9 @@ func (w *hemWorker[T]) flushFit(dm *hemMixture, record bool) {
 			laneOutput(e, j, s, out[s*w.s:(s+1)*w.s])
 		}
 		if record {
-			e.getMask(j, dm.em(x, w.t).mask[:w.bm[j]])
+			dec := dm.em(x, w.t)
+			e.getInit(j, dec.init)
+			e.getMask(j, dec.mask[:w.bm[j]])
 		}
 	}
 }
