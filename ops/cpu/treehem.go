@@ -271,11 +271,7 @@ func validMixture[T Float](in []T, l mixture.Layout, m int) error {
 // means the input was not a valid mixture (or has weights of both signs
 // extreme enough to overflow the likelihood).
 func finiteResult[T Float](what string, out []T, l mixture.Layout, m int) error {
-	var z T
-	for _, v := range out {
-		z += v - v // 0 for finite v, NaN for NaN and ±Inf
-	}
-	if z == 0 {
+	if mixture.CheckFinite(out) == nil {
 		return nil
 	}
 	i := 0

@@ -82,6 +82,7 @@ func (e *hemLanes) start(d, k int) {
 // laneSet stores the packed d-dimensional Gaussian g into lane j of w, μ
 // and Σ.
 func laneSet[T Float](d, j int, g []T, w *hemLane, mu *[3]hemLane, cov *[9]hemLane) {
+	j &= hemLanesN - 1 // j is a lane; this lets the compiler drop the bounds checks
 	if d == 2 {
 		g = g[:7]
 		w[j], mu[0][j], mu[1][j] = float32(g[0]), float32(g[1]), float32(g[2])
@@ -89,35 +90,32 @@ func laneSet[T Float](d, j int, g []T, w *hemLane, mu *[3]hemLane, cov *[9]hemLa
 		return
 	}
 	g = g[:13]
-	w[j] = float32(g[0])
-	for c := range 3 {
-		mu[c][j] = float32(g[1+c])
-	}
-	for c := range 9 {
-		cov[c][j] = float32(g[4+c])
-	}
+	w[j], mu[0][j], mu[1][j], mu[2][j] = float32(g[0]), float32(g[1]), float32(g[2]), float32(g[3])
+	cov[0][j], cov[1][j], cov[2][j] = float32(g[4]), float32(g[5]), float32(g[6])
+	cov[3][j], cov[4][j], cov[5][j] = float32(g[7]), float32(g[8]), float32(g[9])
+	cov[6][j], cov[7][j], cov[8][j] = float32(g[10]), float32(g[11]), float32(g[12])
 }
 
 // laneGet is laneSet's inverse; with add it adds to g instead.
 func laneGet[T Float](d, j int, g []T, w *hemLane, mu *[3]hemLane, cov *[9]hemLane, add bool) {
-	var v [13]T
-	if add {
-		copy(v[:], g)
-	}
+	j &= hemLanesN - 1 // j is a lane; this lets the compiler drop the bounds checks
 	if d == 2 {
 		g = g[:7]
-		g[0], g[1], g[2] = v[0]+T(w[j]), v[1]+T(mu[0][j]), v[2]+T(mu[1][j])
-		g[3], g[4], g[5], g[6] = v[3]+T(cov[0][j]), v[4]+T(cov[1][j]), v[5]+T(cov[2][j]), v[6]+T(cov[3][j])
+		if !add {
+			clear(g)
+		}
+		g[0], g[1], g[2] = g[0]+T(w[j]), g[1]+T(mu[0][j]), g[2]+T(mu[1][j])
+		g[3], g[4], g[5], g[6] = g[3]+T(cov[0][j]), g[4]+T(cov[1][j]), g[5]+T(cov[2][j]), g[6]+T(cov[3][j])
 		return
 	}
 	g = g[:13]
-	g[0] = v[0] + T(w[j])
-	for c := range 3 {
-		g[1+c] = v[1+c] + T(mu[c][j])
+	if !add {
+		clear(g)
 	}
-	for c := range 9 {
-		g[4+c] = v[4+c] + T(cov[c][j])
-	}
+	g[0], g[1], g[2], g[3] = g[0]+T(w[j]), g[1]+T(mu[0][j]), g[2]+T(mu[1][j]), g[3]+T(mu[2][j])
+	g[4], g[5], g[6] = g[4]+T(cov[0][j]), g[5]+T(cov[1][j]), g[6]+T(cov[2][j])
+	g[7], g[8], g[9] = g[7]+T(cov[3][j]), g[8]+T(cov[4][j]), g[9]+T(cov[5][j])
+	g[10], g[11], g[12] = g[10]+T(cov[6][j]), g[11]+T(cov[7][j]), g[12]+T(cov[8][j])
 }
 
 // laneSetTarget stages the packed Gaussian g as target i of lane j.
@@ -128,6 +126,9 @@ func laneSetTarget[T Float](e *hemLanes, j, i int, g []T) {
 // padLane fills the targets mj…m−1 of lane j with the neutral padding, and lets
 // them take component 0.
 func (e *hemLanes) padLane(j, mj int) {
+	if mj == e.m {
+		return
+	}
 	for i := mj; i < e.m; i++ {
 		e.w[i][j] = 0
 		for c := range e.d {
