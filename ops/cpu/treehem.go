@@ -805,14 +805,18 @@ func (w *hemWorker[T]) backward(mix, g, dx []T, dm *hemMixture) {
 	for k := 0; k+s <= len(mix); k += s {
 		gk, xk, dk := gxs[k:k+s], mix[k:k+s], dx[k:k+s]
 		dk[0] = gk[0]
+		// Per-component partial sums: one running sum over all values
+		// would make a chain of dependent additions as long as the input.
+		var pm, pc T
 		for c := 1; c <= d; c++ {
 			dk[c] = gk[c] * isq
-			gs -= gk[c] * xk[c] * isc2sq
+			pm += gk[c] * xk[c]
 		}
 		for c := 1 + d; c < len(dk); c++ {
 			dk[c] = gk[c] * isc
-			gs -= gk[c] * xk[c] * isc2
+			pc += gk[c] * xk[c]
 		}
+		gs -= pm*isc2sq + pc*isc2
 	}
 	gtr := gs / T(w.n*d)
 	for k := 1 + d; k < len(dx); k += s {

@@ -4,14 +4,14 @@ package cpu
 // internal node one more than its higher child): the nodes of one height
 // depend only on lower ones, so their EM fits can run side by side.
 type levels struct {
-	height []int32 // per internal node
+	height []int32 // per node: internal nodes, then the leaves at height 0
 	// byLevel lists the internal nodes by height, those of height h in
 	// byLevel[end[h−1]:end[h]].
 	byLevel, end []int32
 }
 
 func newLevels(n int) levels {
-	return levels{height: make([]int32, n-1), byLevel: make([]int32, n-1), end: make([]int32, 0, 64)}
+	return levels{height: make([]int32, 2*n-1), byLevel: make([]int32, n-1), end: make([]int32, 0, 64)}
 }
 
 // level returns the internal nodes of height h ≥ 1.
@@ -23,15 +23,12 @@ func (w *hemWorker[T]) order(dm *hemMixture) {
 	lv, n1 := &w.levels, int32(w.n-1)
 	top := int32(0)
 	for i := len(dm.order) - 1; i >= 0; i-- {
+		// The leaves' zero heights make this branch-free: whether a child
+		// is a leaf is as good as random.
 		x := dm.order[i]
-		var h int32
-		for _, c := range [2]int32{dm.tree.left[x], dm.tree.right[x]} {
-			if c < n1 {
-				h = max(h, lv.height[c])
-			}
-		}
-		lv.height[x] = h + 1
-		top = max(top, h+1)
+		h := max(lv.height[dm.tree.left[x]], lv.height[dm.tree.right[x]]) + 1
+		lv.height[x] = h
+		top = max(top, h)
 	}
 	lv.end = append(lv.end[:0], make([]int32, top+1)...)
 	for _, x := range dm.order {
