@@ -25,9 +25,14 @@ type hemNode struct {
 // hemMixture is the frozen state of one mixture: the tree, the node states
 // and the top-down selection.
 type hemMixture struct {
-	obj   []int32 // component index of leaf n−1+j
-	tree  lbvh
-	order []int32 // internal nodes in pre-order (parents first)
+	obj  []int32 // component index of leaf n−1+j
+	tree lbvh
+	// order lists the internal nodes by descending height (a leaf has
+	// height 0, an internal node one more than its higher child), so
+	// parents come before children; the nodes of height h are
+	// order[lvEnd[h+1]:lvEnd[h]].
+	order []int32
+	lvEnd []int32
 	nodes []hemNode
 	// EM decisions of the fitting nodes, T initial components and 2T masks
 	// per node, stored apart from nodes so that they take T + 4T bytes
@@ -315,11 +320,11 @@ type hemWorker[T Float] struct {
 	loc     [hemMaxM]int
 	em      emFit[T]
 	scratch hemMixture // decisions of the current mixture when not stored
-	// With lanes (float32 where hemLanesOK), nodes are fitted level by
-	// level, hemLanesN at a time; see treehem_levels.go.
+	// With lanes (float32 where hemLanesOK), nodes are fitted height by
+	// height, hemLanesN at a time; see treehem_levels.go.
 	lanes *hemLanes
-	levels
 	batch
+	height, sorted []int32 // scratch of sortByHeight
 }
 
 func newHEMWorker[T Float](l mixture.Layout, np int, o device.TreeHEMOptions) *hemWorker[T] {
@@ -335,9 +340,9 @@ func newHEMWorker[T Float](l mixture.Layout, np int, o device.TreeHEMOptions) *h
 		active: make([]bool, n-1),
 		stack:  make([]int32, 0, 64),
 	}
+	w.height, w.sorted = make([]int32, 2*n-1), make([]int32, n-1)
 	if hemLanesOK && unsafe.Sizeof(T(0)) == 4 {
 		w.lanes = newHEMLanes()
-		w.levels = newLevels(n)
 	}
 	w.em.d = l.D
 	links := make([]int32, 3*(n-1))
@@ -607,6 +612,7 @@ func (w *hemWorker[T]) forward(record bool, mix []T, dm *hemMixture) {
 		}
 		dm.tree.build(w.keys)
 		w.preorder(dm)
+		w.sortByHeight(dm)
 	}
 	if w.lanes != nil {
 		w.forwardLevels(dm, record)
@@ -639,7 +645,7 @@ func (w *hemWorker[T]) integral(c int32, dm *hemMixture) T {
 	return w.integ[c]
 }
 
-// preorder lists the internal nodes parents first.
+// preorder lists the internal nodes in pre-order, parents first.
 func (w *hemWorker[T]) preorder(dm *hemMixture) {
 	stack := append(w.stack[:0], 0)
 	i := 0

@@ -1,52 +1,45 @@
 package cpu
 
-// levels orders a tree's internal nodes by height (a leaf has height 0, an
-// internal node one more than its higher child): the nodes of one height
-// depend only on lower ones, so their EM fits can run side by side.
-type levels struct {
-	height []int32 // per node: internal nodes, then the leaves at height 0
-	// byLevel lists the internal nodes by height, those of height h in
-	// byLevel[end[h−1]:end[h]].
-	byLevel, end []int32
-}
-
-func newLevels(n int) levels {
-	return levels{height: make([]int32, 2*n-1), byLevel: make([]int32, n-1), end: make([]int32, 0, 64)}
-}
-
-// level returns the internal nodes of height h ≥ 1.
-func (lv *levels) level(h int) []int32 { return lv.byLevel[lv.end[h-1]:lv.end[h]] }
-
-// order sorts the internal nodes of dm by height (counting sort; within a
-// height, in dm.order's order).
-func (w *hemWorker[T]) order(dm *hemMixture) {
-	lv, n1 := &w.levels, int32(w.n-1)
-	top := int32(0)
+// sortByHeight reorders dm.order, a pre-order, by descending height and
+// sets dm.lvEnd: the nodes of one height depend only on lower ones, so
+// their EM fits can run side by side. Within a height, nodes keep their
+// pre-order.
+func (w *hemWorker[T]) sortByHeight(dm *hemMixture) {
+	// The leaves' zero heights (after the internal nodes in height) make
+	// the loop branch-free: whether a child is a leaf is as good as random.
+	height, top := w.height, int32(0)
 	for i := len(dm.order) - 1; i >= 0; i-- {
-		// The leaves' zero heights make this branch-free: whether a child
-		// is a leaf is as good as random.
 		x := dm.order[i]
-		h := max(lv.height[dm.tree.left[x]], lv.height[dm.tree.right[x]]) + 1
-		lv.height[x] = h
+		h := max(height[dm.tree.left[x]], height[dm.tree.right[x]]) + 1
+		height[x] = h
 		top = max(top, h)
 	}
-	lv.end = append(lv.end[:0], make([]int32, top+1)...)
+	// Counting sort: lvEnd[h] ends up as the end of height h, which starts
+	// where height h+1 ends.
+	dm.lvEnd = append(dm.lvEnd[:0], make([]int32, top+2)...)
 	for _, x := range dm.order {
-		lv.end[lv.height[x]]++
+		dm.lvEnd[height[x]]++
 	}
-	for h := 1; h <= int(top); h++ {
-		lv.end[h] += lv.end[h-1]
+	for h := top - 1; h >= 1; h-- {
+		dm.lvEnd[h] += dm.lvEnd[h+1]
 	}
 	for i := len(dm.order) - 1; i >= 0; i-- { // back to front: stable
 		x := dm.order[i]
-		h := lv.height[x]
-		lv.end[h]--
-		lv.byLevel[lv.end[h]] = x
+		dm.lvEnd[height[x]]--
+		w.sorted[dm.lvEnd[height[x]]] = x
 	}
-	// Now end[h] is where height h starts; shift to ends.
-	copy(lv.end, lv.end[1:])
-	lv.end[top] = n1
+	// Now lvEnd[h] is where height h starts, which is where h−1 ends;
+	// height 1 ends at the end.
+	copy(dm.lvEnd[2:], dm.lvEnd[1:top+1])
+	dm.lvEnd[1] = int32(len(dm.order))
+	copy(dm.order, w.sorted)
 }
+
+// level returns the internal nodes of height h ≥ 1.
+func (dm *hemMixture) level(h int) []int32 { return dm.order[dm.lvEnd[h+1]:dm.lvEnd[h]] }
+
+// heights returns the largest height.
+func (dm *hemMixture) heights() int { return len(dm.lvEnd) - 2 }
 
 // batch is the bookkeeping of the nodes staged in the lanes: node, number
 // of collected entries and their locations (as in hemWorker.loc), per lane.
@@ -79,11 +72,10 @@ func (w *hemWorker[T]) stage(x int32, m int, dec emDecision, record bool) {
 // nodes that copy do so at once, those that fit are staged and fitted
 // hemLanesN at a time.
 func (w *hemWorker[T]) forwardLevels(dm *hemMixture, record bool) {
-	w.order(dm)
 	e := w.lanes
-	for h := 1; h < len(w.end); h++ {
+	for h := 1; h <= dm.heights(); h++ {
 		e.start(w.d, w.t)
-		for _, x := range w.level(h) {
+		for _, x := range dm.level(h) {
 			node := &dm.nodes[x]
 			m := w.collect(x, dm, record)
 			if record {
@@ -134,11 +126,10 @@ func (w *hemWorker[T]) flushFit(dm *hemMixture, record bool) {
 // those that fitted are staged and run through the EM's reverse pass
 // hemLanesN at a time.
 func (w *hemWorker[T]) backwardLevels(dm *hemMixture) {
-	w.order(dm)
 	e := w.lanes
-	for h := len(w.end) - 1; h >= 1; h-- {
+	for h := dm.heights(); h >= 1; h-- {
 		e.start(w.d, w.t)
-		for _, x := range w.level(h) {
+		for _, x := range dm.level(h) {
 			if !w.active[x] {
 				continue
 			}
