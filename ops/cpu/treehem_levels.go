@@ -102,10 +102,7 @@ func (w *hemWorker[T]) forwardLevels(dm *hemMixture, record bool) {
 // their KL masks).
 func (w *hemWorker[T]) flushFit(dm *hemMixture, record bool) {
 	e := w.lanes
-	for j := range e.n {
-		e.padLane(j, int(w.bm[j]))
-	}
-	e.fit(record)
+	w.fitStaged(record)
 	e.covariances()
 	for j := range e.n {
 		x := w.bx[j]
@@ -160,14 +157,20 @@ func (w *hemWorker[T]) backwardLevels(dm *hemMixture) {
 // gradients of their entries to their children's.
 func (w *hemWorker[T]) flushBack() {
 	e := w.lanes
-	for j := range e.n {
-		e.padLane(j, int(w.bm[j]))
-	}
-	e.fit(false)
+	w.fitStaged(false)
 	e.backward()
 	for j := range e.n {
 		for i, k := range w.batch.loc[j][:w.bm[j]] {
 			laneAddTargetGrad(e, j, i, w.gradAt(k))
 		}
 	}
+}
+
+// fitStaged pads the staged lanes and runs their fits.
+func (w *hemWorker[T]) fitStaged(record bool) {
+	e := w.lanes
+	for j := range e.n {
+		e.padLane(j, int(w.bm[j]))
+	}
+	e.fit(record)
 }
