@@ -24,8 +24,8 @@ race: ## the tests of the parallel kernels, training loop and data code under th
 
 vet: ## go vet, plain and SIMD builds, and the SIMD build for arm64 (the amd64-only files' tags)
 	$(GO) vet $(PKGS)
-	GOEXPERIMENT=simd $(GO) vet ./ops/...
-	GOARCH=arm64 GOEXPERIMENT=simd $(GO) vet ./ops/...
+	GOEXPERIMENT=simd $(GO) vet $(PKGS)
+	GOARCH=arm64 GOEXPERIMENT=simd $(GO) vet $(PKGS)
 
 fmt-check: ## fail if any Go file is not gofmt-formatted
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -15,8 +15,9 @@ func MEM(x *G.Node, np int) (*G.Node, error) {
 	return G.ApplyOp(ops.NewMEM(np), x)
 }
 
-// Reduction is a reduction method for ReLUFitReduce, made by UseMEM or
-// UseTreeHEM. The zero value is no method and is rejected unless np < 0.
+// Reduction is a reduction method for ReLUFitReduce, made by UseTreeHEM,
+// UseMEM or UseKeepLargest. The zero value is no method and is rejected
+// unless np < 0.
 type Reduction struct {
 	name   string
 	reduce func(x *G.Node, np int) (*G.Node, error)

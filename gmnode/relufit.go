@@ -7,9 +7,10 @@ import (
 )
 
 // ReLUFit returns the dense ReLU fit of every mixture of x [B, C, N, ·]: a
-// node of the same shape with x's positions and covariances and new positive
-// weights that approximate max(f, 0) (see ops.NewReLUFit). Without options
-// it uses the reference code's formulas and constants; at most one
+// node of the same shape with x's positions and covariances and new weights
+// that approximate max(f, 0) (see ops.NewReLUFit). Without options it uses
+// the reference code's formulas and constants, whose weights are all
+// positive (the paper's variant gives weights ≥ 0); at most one
 // ops.ReLUFitOptions may be given. The fit assumes a zero mixture constant,
 // as the model uses it.
 func ReLUFit(x *G.Node, opts ...ops.ReLUFitOptions) (*G.Node, error) {

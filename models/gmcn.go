@@ -47,14 +47,21 @@ type Model struct {
 	// LogProb [B, classes] and the mean NLL Loss.
 	LogProb, Loss *G.Node
 
-	Kernels  []*gmnode.Kernel
-	Gain     *G.Node
-	BNScale  *G.Node
-	BNBias   *G.Node
-	DenseW   G.Nodes
-	DenseB   G.Nodes
-	BN       *G.BatchNormOp
+	// Kernels are the blocks' convolution kernels, in block order.
+	Kernels []*gmnode.Kernel
+	// Gain is the learnable [1] gain of the input weight standardisation.
+	Gain *G.Node
+	// BNScale and BNBias are the [1, C] affine parameters of the BatchNorm
+	// of the integrals (C the last block's channels), and BN is its op.
+	BNScale, BNBias *G.Node
+	BN              *G.BatchNormOp
+	// DenseW and DenseB are the dense head's weights and biases, per layer;
+	// empty without a dense head.
+	DenseW, DenseB G.Nodes
+	// CovNorms are the blocks' running-average CovScaleNorm ops, in block
+	// order.
 	CovNorms []*ops.CovScaleNorm
+
 	logProb  G.Value
 	integral G.Value
 	rows     []string

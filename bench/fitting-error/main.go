@@ -180,7 +180,7 @@ func convolveFused(x, k []float64, lx, lk mixture.Layout, n int) ([]float64, mix
 }
 
 // randomKernels returns reference-initialised 2D kernels [fo, fi, 5, 7]
-// (spec §2.1): raw weights N(0, 1) mapped to N(0.1, 1); positions the
+// (docs/algorithms.md, "Kernels and convolution"): raw weights N(0, 1) mapped to N(0.1, 1); positions the
 // origin and 4 points (sin θ, cos θ), θ = j·π/2, times the radius;
 // covariance (r/3)²(A·Aᵀ + εI) with A = I + 0.05·U(−1, 1).
 func randomKernels(rng *rand.Rand, fo, fi int, radius float64) ([]float64, mixture.Layout) {

@@ -14,7 +14,7 @@ import (
 // machines return false and take evaluateGeneric.
 func evaluateFast[T Float](y, x, pts []T, l mixture.Layout, pb, pc, m int) bool {
 	y32, ok := any(y).([]float32)
-	if !ok || !archsimd.X86.AVX2() || !archsimd.X86.FMA() {
+	if !ok || !cpuAVX2FMA {
 		return false
 	}
 	evaluate32x8(y32, any(x).([]float32), any(pts).([]float32), l, pb, pc, m)
@@ -211,13 +211,13 @@ var (
 
 // evalBackwardWide reports whether the backward kernels use sixteen AVX-512
 // lanes; tests clear it to run the eight-lane kernels on AVX-512 machines.
-var evalBackwardWide = archsimd.X86.AVX512()
+var evalBackwardWide = cpuAVX512
 
 // evalBackwardKernels returns the backward kernels for dtype T on this CPU,
 // or nil where the generic code runs (float64, no AVX2 and FMA).
 func evalBackwardKernels[T Float]() *evalBackward {
 	var z T
-	if _, ok := any(z).(float32); !ok || !archsimd.X86.AVX2() || !archsimd.X86.FMA() {
+	if _, ok := any(z).(float32); !ok || !cpuAVX2FMA {
 		return nil
 	}
 	if evalBackwardWide {

@@ -107,7 +107,8 @@ func TestMEMFrozenGrad(t *testing.T) {
 }
 
 // TestMEMMatchesReference compares MEM with a direct float64 transcription
-// of spec §4.1 (pow of the likelihood base, no log space), and checks that
+// of the reference's modified EM (docs/algorithms.md, "Modified EM"), with
+// the power of the likelihood base and no log space, and checks that
 // MEM and MEMBackward equal their frozen forms under MEMDecisions.
 func TestMEMMatchesReference(t *testing.T) {
 	for _, d := range []int{2, 3} {
@@ -148,7 +149,8 @@ func TestMEMMatchesReference(t *testing.T) {
 	}
 }
 
-// memReference is spec §4.1 written out naively, one mixture at a time.
+// memReference is the reference's modified EM written out naively, one
+// mixture at a time (docs/algorithms.md, "Modified EM").
 func memReference(x []float64, l mixture.Layout, np int) []float64 {
 	lo := l
 	lo.N = np

@@ -7,17 +7,6 @@ import (
 	"unsafe"
 )
 
-// reluSIMD reports whether the CPU runs the 8-lane float32 loops: they need
-// AVX2 (integer shifts of the exponent, masks) and FMA. reluSIMD16 reports
-// whether it runs the 16-lane AVX-512 loops instead. Both widths are kept:
-// on AVX-512 the wider loops issue half the instructions per term (and
-// VSCALEFPS shortens the exponential), while AVX2-only CPUs would otherwise
-// fall back to the scalar loops, several times slower.
-var (
-	reluSIMD   = archsimd.X86.AVX2() && archsimd.X86.FMA()
-	reluSIMD16 = archsimd.X86.AVX512()
-)
-
 // reluForwardFast runs the forward sums with AVX-512 or AVX2 for float32 and
 // reports whether it did; other types and CPUs take the scalar loops.
 func reluForwardFast[T Float](s *reluWork[T]) bool {
@@ -25,13 +14,13 @@ func reluForwardFast[T Float](s *reluWork[T]) bool {
 	switch {
 	case !ok:
 		return false
-	case reluSIMD16 && f.d == 2:
+	case cpuAVX512 && f.d == 2:
 		reluForward2x16(f)
-	case reluSIMD16:
+	case cpuAVX512:
 		reluForward3x16(f)
-	case reluSIMD && f.d == 2:
+	case cpuAVX2FMA && f.d == 2:
 		reluForward2x8(f)
-	case reluSIMD:
+	case cpuAVX2FMA:
 		reluForward3x8(f)
 	default:
 		return false
@@ -45,13 +34,13 @@ func reluBackwardFast[T Float](s *reluWork[T]) bool {
 	switch {
 	case !ok:
 		return false
-	case reluSIMD16 && f.d == 2:
+	case cpuAVX512 && f.d == 2:
 		reluBackward2x16(f)
-	case reluSIMD16:
+	case cpuAVX512:
 		reluBackward3x16(f)
-	case reluSIMD && f.d == 2:
+	case cpuAVX2FMA && f.d == 2:
 		reluBackward2x8(f)
-	case reluSIMD:
+	case cpuAVX2FMA:
 		reluBackward3x8(f)
 	default:
 		return false

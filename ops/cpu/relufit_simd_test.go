@@ -22,10 +22,10 @@ func TestReLUFitExpVec(t *testing.T) {
 		w    int     // lanes
 		exp  func(in, out []float32)
 	}{
-		{"expVec8", reluSIMD, -87.3, 8, func(in, out []float32) {
+		{"expVec8", cpuAVX2FMA, -87.3, 8, func(in, out []float32) {
 			c8.exp(archsimd.LoadFloat32x8Slice(in)).StoreSlice(out)
 		}},
-		{"expVec16", archsimd.X86.AVX512(), -103.9, 16, func(in, out []float32) {
+		{"expVec16", cpuAVX512, -103.9, 16, func(in, out []float32) {
 			c16.exp(archsimd.LoadFloat32x16Slice(in)).StoreSlice(out)
 		}},
 	} {
@@ -41,7 +41,7 @@ func TestReLUFitExpVec(t *testing.T) {
 // TestExp2Vec16 compares exp2Vec16 with math.Exp2 over its range, the
 // subnormal results included, and checks the clamping at both ends.
 func TestExp2Vec16(t *testing.T) {
-	if !archsimd.X86.AVX512() {
+	if !cpuAVX512 {
 		t.Skip("CPU without AVX-512")
 	}
 	c := newExp2Vec16()

@@ -6,6 +6,11 @@ import "unsafe"
 // lanes of hemLanes: one AVX-512 vector of float32.
 const hemLanesN = 16
 
+// hemLanesOK reports whether TreeHEM fits float32 nodes in the sixteen
+// AVX-512 lanes of hemLanes: on CPUs with AVX-512 in a SIMD build, unless a
+// test turns it off to compare with the scalar step.
+var hemLanesOK = cpuAVX512
+
 // hemLane holds one value of every lane.
 type hemLane = [hemLanesN]float32
 

@@ -2,10 +2,6 @@
 
 package cpu
 
-// hemLanesOK reports whether TreeHEM fits float32 nodes in vector lanes:
-// never in this build, which has no vector kernels for hemLanes.
-var hemLanesOK = false
-
 // The kernels of hemLanes exist only with SIMD; TreeHEM never calls these,
 // since hemLanesOK is false.
 

@@ -7,11 +7,6 @@ import (
 	"simd/archsimd"
 )
 
-// hemLanesOK reports whether TreeHEM fits float32 nodes in the sixteen
-// AVX-512 lanes of hemLanes: on CPUs with AVX-512, unless a test turns it
-// off to compare with the scalar step.
-var hemLanesOK = reluSIMD16
-
 type vec16 = archsimd.Float32x16
 
 func lane16(p *hemLane) vec16 { return archsimd.LoadFloat32x16(p) }

@@ -7,7 +7,7 @@ import "simd/archsimd"
 // hemExpVec holds the constants of expVec8 for hemExpFast, made only where
 // the CPU runs them.
 var hemExpVec = func() (c expVec8) {
-	if reluSIMD {
+	if cpuAVX2FMA {
 		c = newExpVec8()
 	}
 	return c
@@ -18,7 +18,7 @@ var hemExpVec = func() (c expVec8) {
 // An EM fit of TreeHEM with T = 2 has at most eight likelihoods.
 func hemExpFast[T Float](v []T) bool {
 	f, ok := any(v).([]float32)
-	if !ok || !reluSIMD {
+	if !ok || !cpuAVX2FMA {
 		return false
 	}
 	for ; len(f) > 0; f = f[min(8, len(f)):] {

@@ -26,7 +26,8 @@ func DimsFromPackedLen(p int) (int, error) {
 }
 
 // LayoutOf checks a tensor shape [B, C, N, 1+D+D·D] and returns its layout.
-// N may be zero only if allowEmpty is set.
+// B, C and N must all be at least 1: an empty batch or a mixture without
+// components is an error.
 func LayoutOf(shape []int) (Layout, error) {
 	if len(shape) != 4 {
 		return Layout{}, errors.Errorf("mixture tensor must have rank 4 [B, C, N, 1+D+D·D], got rank %d %v", len(shape), shape)
