@@ -27,7 +27,7 @@ type Options struct {
 	Resume string
 	// Hooks are called in this order at the points Hook documents; nothing
 	// is written to disk but by hooks (DefaultHooks writes the checkpoint,
-	// metrics and plot).
+	// the metrics, their plot and the confusion matrix).
 	Hooks []Hook
 	Log   io.Writer // the model table, progress bars and epoch summaries; nil discards them
 	// StopAfter, if > 0, stops the run after that many training batches as
