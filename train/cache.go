@@ -11,6 +11,7 @@ import (
 
 	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"github.com/gmcn-go/gmcn/ops/mixture"
+	"github.com/gmcn-go/gmcn/train/report"
 	"github.com/pkg/errors"
 )
 
@@ -177,7 +178,7 @@ func WriteCache(path, settings string, in *Inputs) error {
 // cacheFile atomically. Why a cache is not used (missing, corrupt, other
 // format version, other settings or data) is written to log, as is the
 // refit; nothing is reused silently. A nil log discards the messages.
-func LoadOrFitInputs(cacheFile, name string, s Split, cfg FitConfig, progress *Progress, log io.Writer) (*Inputs, error) {
+func LoadOrFitInputs(cacheFile, name string, s Split, cfg FitConfig, progress *report.Progress, log io.Writer) (*Inputs, error) {
 	if log == nil {
 		log = io.Discard
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gmcn-go/gmcn/ops/mixture"
+	"github.com/gmcn-go/gmcn/train/report"
 )
 
 // testInputs returns n valid packed 2D mixtures of K components with labels.
@@ -139,12 +140,12 @@ func TestLoadOrFitInputs(t *testing.T) {
 		t.Helper()
 		var log bytes.Buffer
 		var progress bytes.Buffer
-		p := newProgress(&progress, "fit", s.N, false, fixedClock())
+		p := report.NewProgress(&progress, "fit", s.N)
 		in, err := LoadOrFitInputs(path, "synthetic", s, cfg, p, &log)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return in, log.String(), p.done
+		return in, log.String(), p.Done()
 	}
 	first, msg, fitted := load(s, cfg)
 	if fitted != 4 || !strings.Contains(msg, "no input cache") || !strings.Contains(msg, "wrote input cache") {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sync"
 
+	"github.com/gmcn-go/gmcn/train/report"
 	"github.com/pkg/errors"
 
 	"github.com/gmcn-go/gmcn/internal/parallel"
@@ -125,7 +126,7 @@ func FitLayout(n, k int) mixture.Layout { return mixture.Layout{B: n, C: 1, N: k
 // cfg.K): weights standardised per sample (spec §5.3), positions (column,
 // row) and covariances in pixel units. A nil progress is allowed. An image
 // without any intensity cannot be sampled and is an error naming it.
-func FitInputs(im Images, cfg FitConfig, progress *Progress) ([]float32, mixture.Layout, error) {
+func FitInputs(im Images, cfg FitConfig, progress *report.Progress) ([]float32, mixture.Layout, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, mixture.Layout{}, err
 	}

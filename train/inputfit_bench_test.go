@@ -5,6 +5,8 @@ import (
 	"os"
 	"slices"
 	"testing"
+
+	"github.com/gmcn-go/gmcn/train/report"
 )
 
 // BenchmarkFitInputs fits the first 64 MNIST training images per iteration
@@ -54,7 +56,7 @@ func BenchmarkFullMNISTFit(b *testing.B) {
 	cfg := DefaultFitConfig()
 	b.Run(fmt.Sprintf("K%d_S%d_images%d", cfg.K, cfg.Samples, im.N), func(b *testing.B) {
 		for b.Loop() {
-			p := NewProgress(os.Stderr, "fit mnist", im.N)
+			p := report.NewProgress(os.Stderr, "fit mnist", im.N)
 			if _, _, err := FitInputs(im, cfg, p); err != nil {
 				b.Fatal(err)
 			}

@@ -3,10 +3,17 @@ package train
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"testing"
 
 	"github.com/gmcn-go/gmcn/models"
 )
+
+// testOptions returns the reference's weight-decay rate with epochs and lr,
+// writing DefaultHooks' outputs into dir.
+func testOptions(epochs int, lr float64, dir string) Options {
+	return Options{Epochs: epochs, LR: lr, DecayRate: 0.05, Hooks: DefaultHooks(dir)}
+}
 
 func tinyConfig(t *testing.T) models.Config {
 	t.Helper()
@@ -21,8 +28,7 @@ func tinyConfig(t *testing.T) models.Config {
 // the real runs and requires ≥ 95% test accuracy on the two-class problem.
 func TestTrainSynthetic(t *testing.T) {
 	trainSet, testSet := SyntheticLines(96, 8, 1), SyntheticLines(48, 8, 2)
-	opt := Defaults()
-	opt.Epochs, opt.LR, opt.Dir = 6, 1e-2, t.TempDir()
+	opt := testOptions(6, 1e-2, t.TempDir())
 	rows, err := Run(context.Background(), tinyConfig(t), trainSet, testSet, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -38,19 +44,18 @@ func TestTrainSynthetic(t *testing.T) {
 // the checkpoint and requires exactly the metrics of an uninterrupted run.
 func TestResumeMatchesUninterrupted(t *testing.T) {
 	trainSet, testSet := SyntheticLines(40, 8, 3), SyntheticLines(16, 8, 4)
-	opt := Defaults()
-	opt.Epochs, opt.LR = 2, 1e-2
-	opt.Dir = t.TempDir()
+	opt := testOptions(2, 1e-2, t.TempDir())
 	want, err := Run(context.Background(), tinyConfig(t), trainSet, testSet, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt.Dir = t.TempDir()
+	dir := t.TempDir()
+	opt.Hooks = DefaultHooks(dir)
 	opt.StopAfter = 7 // one epoch has 5 batches: stop in the middle of the second
 	if _, err := Run(context.Background(), tinyConfig(t), trainSet, testSet, opt); !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("interrupted run returned %v, want ErrInterrupted", err)
 	}
-	opt.StopAfter, opt.Resume = 0, true
+	opt.StopAfter, opt.Resume = 0, filepath.Join(dir, CheckpointFile)
 	got, err := Run(context.Background(), tinyConfig(t), trainSet, testSet, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -76,8 +81,7 @@ func TestTrainDenseHead(t *testing.T) {
 	}
 	cfg := models.Config{Layout: l, D: 2, Classes: 2, Batch: 8, Seed: 5, DenseHead: 8}
 	trainSet, testSet := SyntheticLines(96, 8, 5), SyntheticLines(48, 8, 6)
-	opt := Defaults()
-	opt.Epochs, opt.LR, opt.Dir = 6, 1e-2, t.TempDir()
+	opt := testOptions(6, 1e-2, t.TempDir())
 	rows, err := Run(context.Background(), cfg, trainSet, testSet, opt)
 	if err != nil {
 		t.Fatal(err)

@@ -33,8 +33,7 @@ func TestTrainModelNetTree(t *testing.T) {
 	if trainSet.Len() != 20 || testSet.Len() != 10 || trainSet.Layout.D != 3 || trainSet.Layout.N != 8 {
 		t.Fatalf("train %v, test %v samples", trainSet.Layout, testSet.Layout)
 	}
-	opt := Defaults()
-	opt.Epochs, opt.Dir = 1, t.TempDir()
+	opt := testOptions(1, 1e-3, t.TempDir())
 	rows, err := Run(context.Background(), mc, trainSet, testSet, opt)
 	if err != nil {
 		t.Fatal(err)

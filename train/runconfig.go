@@ -12,6 +12,7 @@ import (
 	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"github.com/gmcn-go/gmcn/models"
 	"github.com/gmcn-go/gmcn/shapes"
+	"github.com/gmcn-go/gmcn/train/report"
 	"github.com/pkg/errors"
 )
 
@@ -237,7 +238,7 @@ func LoadInputs(c RunConfig, testOnly bool, log io.Writer) (trainSet, testSet Sa
 	load := func(split string, s Split, limit int) (Samples, error) {
 		s = headSplit(s, limit)
 		file := filepath.Join(cache, strings.Join([]string{ds.Name, split, fitName(fc, s.N)}, "-")+".gmfit")
-		in, err := LoadOrFitInputs(file, ds.Name+"/"+split, s, fc, NewProgress(log, "fitting "+split+" inputs", s.N), log)
+		in, err := LoadOrFitInputs(file, ds.Name+"/"+split, s, fc, report.NewProgress(log, "fitting "+split+" inputs", s.N), log)
 		if err != nil {
 			return Samples{}, err
 		}
@@ -282,7 +283,7 @@ func loadModelNet(c RunConfig, cache string, testOnly bool, log io.Writer) (trai
 	if err != nil {
 		return trainSet, testSet, err
 	}
-	newBar := func(label string, total int) shapes.Progress { return NewProgress(log, label, total) }
+	newBar := func(label string, total int) shapes.Progress { return report.NewProgress(log, label, total) }
 	tr, te, err := shapes.LoadModelNet(c.DataDir, c.Dataset, fc, cache, newBar, log)
 	if err != nil {
 		return trainSet, testSet, err

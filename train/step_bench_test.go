@@ -27,7 +27,7 @@ func BenchmarkTrainStep(b *testing.B) {
 			// the cost of a step does not depend on the labels.
 			s := SyntheticLines(mc.Batch, mc.Layout.InputGaussians, 1)
 			s.Classes = mc.Classes
-			tr, err := newTrainer(mc, s, s, Options{Epochs: 1, LR: 1e-3, DecayRate: 0.05, Dir: b.TempDir(), Log: io.Discard})
+			tr, err := newTrainer(mc, s, s, Options{Epochs: 1, LR: 1e-3, DecayRate: 0.05, Log: io.Discard})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/gmcn-go/gmcn/models"
 	"github.com/gmcn-go/gmcn/train"
+	"github.com/gmcn-go/gmcn/train/checkpoint"
+	"github.com/gmcn-go/gmcn/train/report"
 	G "gorgonia.org/gorgonia"
 )
 
@@ -67,7 +69,10 @@ func trainCmd(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	opt := train.Options{Epochs: c.Epochs, LR: c.LR, DecayRate: c.DecayRate, Seed: c.Seed, Dir: *out, Resume: *resume, Log: os.Stderr}
+	opt := train.Options{Epochs: c.Epochs, LR: c.LR, DecayRate: c.DecayRate, Seed: c.Seed, Hooks: train.DefaultHooks(*out), Log: os.Stderr}
+	if *resume {
+		opt.Resume = filepath.Join(*out, train.CheckpointFile)
+	}
 	rows, err := train.Run(ctx, mc, trainSet, testSet, opt)
 	if errors.Is(err, train.ErrInterrupted) {
 		fmt.Fprintf(os.Stderr, "\ninterrupted: checkpoint written to %s; continue with: gmcn train --out %s --resume\n", *out, *out)
@@ -98,7 +103,7 @@ func evalCmd(args []string) error {
 	if *testLimit >= 0 {
 		c.TestLimit = *testLimit
 	}
-	st, err := train.LoadCheckpoint(filepath.Join(*out, train.CheckpointFile))
+	st, err := checkpoint.Load(filepath.Join(*out, train.CheckpointFile))
 	if err != nil {
 		return err
 	}
@@ -136,5 +141,5 @@ func evalCmd(args []string) error {
 		}
 		fmt.Println()
 	}
-	return train.WriteConfusionCSV(filepath.Join(*out, train.ConfusionFile), conf)
+	return report.WriteConfusionCSV(filepath.Join(*out, train.ConfusionFile), conf)
 }

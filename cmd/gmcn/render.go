@@ -17,6 +17,7 @@ import (
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/gmcn-go/gmcn/shapes"
 	"github.com/gmcn-go/gmcn/train"
+	"github.com/gmcn-go/gmcn/train/checkpoint"
 	"gorgonia.org/tensor"
 )
 
@@ -43,7 +44,7 @@ func renderCmd(args []string) error {
 		return err
 	}
 	fmt.Printf("wrote %s\n", filepath.Join(*out, "inputs.png"))
-	st, err := train.LoadCheckpoint(filepath.Join(*out, train.CheckpointFile))
+	st, err := checkpoint.Load(filepath.Join(*out, train.CheckpointFile))
 	if err != nil {
 		fmt.Printf("no kernels drawn: %v\n", err)
 		return nil

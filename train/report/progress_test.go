@@ -1,4 +1,4 @@
-package train
+package report
 
 import (
 	"bytes"
@@ -125,6 +125,9 @@ func TestProgressZeroTotalAndNil(t *testing.T) {
 	nilP.Add(1)
 	nilP.Set("k", 1)
 	nilP.Finish()
+	if nilP.Done() != 0 {
+		t.Errorf("nil Progress: Done() = %d, want 0", nilP.Done())
+	}
 	if NewProgress(&out, "x", 1).terminal {
 		t.Error("a buffer is not a terminal")
 	}
@@ -144,7 +147,7 @@ func TestProgressConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	p.Finish()
-	if p.done != 4000 {
-		t.Errorf("done = %d, want 4000", p.done)
+	if p.Done() != 4000 {
+		t.Errorf("Done() = %d, want 4000", p.Done())
 	}
 }

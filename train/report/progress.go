@@ -1,4 +1,4 @@
-package train
+package report
 
 import (
 	"fmt"
@@ -89,6 +89,16 @@ func (p *Progress) Add(n int) {
 		p.lastTick = tick
 		p.draw(now)
 	}
+}
+
+// Done returns the number of items finished so far; 0 for a nil *Progress.
+func (p *Progress) Done() int {
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.done
 }
 
 // Set sets the extra field key to value, shown after the rate in the order

@@ -1,4 +1,4 @@
-package train
+package report
 
 import (
 	"bytes"
@@ -48,28 +48,4 @@ func WriteMetricsCSV(path string, rows []EpochMetrics) error {
 func (r EpochMetrics) String() string {
 	return fmt.Sprintf("epoch %3d  train loss %.4f acc %6.2f%%  test loss %.4f acc %6.2f%%  lr %.2g  %.0f samples/s  %.0fs",
 		r.Epoch, r.TrainLoss, 100*r.TrainAcc, r.TestLoss, 100*r.TestAcc, r.LR, r.SamplesPerSec, r.Seconds)
-}
-
-// WriteConfusionCSV writes a confusion matrix (rows: true class, columns:
-// predicted class) atomically to path.
-func WriteConfusionCSV(path string, confusion [][]int) error {
-	var buf bytes.Buffer
-	w := csv.NewWriter(&buf)
-	head := []string{"true\\predicted"}
-	for j := range confusion {
-		head = append(head, strconv.Itoa(j))
-	}
-	w.Write(head)
-	for i, r := range confusion {
-		row := []string{strconv.Itoa(i)}
-		for _, v := range r {
-			row = append(row, strconv.Itoa(v))
-		}
-		w.Write(row)
-	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		return err
-	}
-	return errors.Wrapf(atomicfile.Write(path, buf.Bytes()), "confusion matrix %s", path)
 }

@@ -1,4 +1,4 @@
-package train
+package report
 
 import (
 	"bytes"
@@ -14,18 +14,18 @@ import (
 	"golang.org/x/image/math/fixed"
 )
 
-// Series is one named curve of a chart panel.
-type Series struct {
+// series is one named curve of a chart panel.
+type series struct {
 	Name  string
 	Color color.RGBA
 	X, Y  []float64
 }
 
-// Panel is one chart: a title, its y-axis label and its curves.
-type Panel struct {
+// panel is one chart: a title, its y-axis label and its curves.
+type panel struct {
 	Title  string
 	YLabel string
-	Series []Series
+	Series []series
 }
 
 var (
@@ -44,14 +44,14 @@ func PlotMetrics(rows []EpochMetrics) ([]byte, error) {
 		trL, teL = append(trL, r.TrainLoss), append(teL, r.TestLoss)
 		trA, teA = append(trA, 100*r.TrainAcc), append(teA, 100*r.TestAcc)
 	}
-	return PlotPanels([]Panel{
-		{Title: "loss", YLabel: "NLL", Series: []Series{{"train", blue, ep, trL}, {"test", orange, ep, teL}}},
-		{Title: "accuracy", YLabel: "%", Series: []Series{{"train", blue, ep, trA}, {"test", orange, ep, teA}}},
+	return plotPanels([]panel{
+		{Title: "loss", YLabel: "NLL", Series: []series{{"train", blue, ep, trL}, {"test", orange, ep, teL}}},
+		{Title: "accuracy", YLabel: "%", Series: []series{{"train", blue, ep, trA}, {"test", orange, ep, teA}}},
 	}, 480, 360)
 }
 
-// PlotPanels draws the panels in a row, each w×h pixels, and encodes a PNG.
-func PlotPanels(panels []Panel, w, h int) ([]byte, error) {
+// plotPanels draws the panels in a row, each w×h pixels, and encodes a PNG.
+func plotPanels(panels []panel, w, h int) ([]byte, error) {
 	img := image.NewRGBA(image.Rect(0, 0, w*len(panels), h))
 	draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
 	for i, p := range panels {
@@ -62,7 +62,7 @@ func PlotPanels(panels []Panel, w, h int) ([]byte, error) {
 	return buf.Bytes(), err
 }
 
-func drawPanel(img *image.RGBA, r image.Rectangle, p Panel) {
+func drawPanel(img *image.RGBA, r image.Rectangle, p panel) {
 	plot := image.Rect(r.Min.X+60, r.Min.Y+30, r.Max.X-15, r.Max.Y-40)
 	xmin, xmax, ymin, ymax := bounds(p.Series)
 	px := func(x float64) int { return plot.Min.X + int((x-xmin)/(xmax-xmin)*float64(plot.Dx())) }
@@ -94,7 +94,7 @@ func drawPanel(img *image.RGBA, r image.Rectangle, p Panel) {
 
 // bounds returns the data range, widened where it is empty so no axis has
 // zero extent.
-func bounds(ss []Series) (xmin, xmax, ymin, ymax float64) {
+func bounds(ss []series) (xmin, xmax, ymin, ymax float64) {
 	xmin, ymin = math.Inf(1), math.Inf(1)
 	xmax, ymax = math.Inf(-1), math.Inf(-1)
 	for _, s := range ss {

@@ -1,4 +1,4 @@
-package train
+package checkpoint
 
 import (
 	"bytes"
@@ -8,14 +8,16 @@ import (
 	"os"
 
 	"github.com/gmcn-go/gmcn/internal/atomicfile"
+	"github.com/gmcn-go/gmcn/train/optim"
+	"github.com/gmcn-go/gmcn/train/report"
 	"github.com/pkg/errors"
 )
 
-// checkpointMagic opens every checkpoint file; checkpointVersion changes
-// whenever the encoded State changes incompatibly.
+// magic opens every checkpoint file; version changes whenever the encoded
+// State changes incompatibly.
 const (
-	checkpointMagic   = "GMCNCKPT"
-	checkpointVersion = 1
+	magic   = "GMCNCKPT"
+	version = 1
 )
 
 // State is everything a training run needs to continue exactly where it
@@ -36,11 +38,11 @@ type State struct {
 	BNMean    []float64
 	BNVar     []float64
 	CovNorms  [][]float64
-	Adam      Adam
-	Plateau   Plateau
+	Adam      optim.Adam
+	Plateau   optim.Plateau
 	LR        float64
 	Partial   EpochSums // sums of the epoch in progress
-	Metrics   []EpochMetrics
+	Metrics   []report.EpochMetrics
 	Completed bool
 }
 
@@ -52,16 +54,16 @@ type EpochSums struct {
 	Seconds        float64
 }
 
-// EncodeCheckpoint returns the file bytes of s: magic, version, payload
+// Encode returns the file bytes of s: magic, version, payload
 // length, the gob payload and its SHA-256.
-func EncodeCheckpoint(s *State) ([]byte, error) {
+func Encode(s *State) ([]byte, error) {
 	var payload bytes.Buffer
 	if err := gob.NewEncoder(&payload).Encode(s); err != nil {
 		return nil, errors.Wrap(err, "encoding checkpoint")
 	}
 	var out bytes.Buffer
-	out.WriteString(checkpointMagic)
-	binary.Write(&out, binary.LittleEndian, uint32(checkpointVersion))
+	out.WriteString(magic)
+	binary.Write(&out, binary.LittleEndian, uint32(version))
 	binary.Write(&out, binary.LittleEndian, uint64(payload.Len()))
 	out.Write(payload.Bytes())
 	sum := sha256.Sum256(payload.Bytes())
@@ -69,18 +71,18 @@ func EncodeCheckpoint(s *State) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// DecodeCheckpoint parses file bytes written by EncodeCheckpoint. Any damage
+// Decode parses file bytes written by Encode. Any damage
 // (wrong magic, version, length or checksum, undecodable payload) is an
 // error; nothing partial is returned.
-func DecodeCheckpoint(data []byte) (*State, error) {
-	head := len(checkpointMagic) + 4 + 8
-	if len(data) < head+sha256.Size || string(data[:len(checkpointMagic)]) != checkpointMagic {
+func Decode(data []byte) (*State, error) {
+	head := len(magic) + 4 + 8
+	if len(data) < head+sha256.Size || string(data[:len(magic)]) != magic {
 		return nil, errors.New("not a gmcn checkpoint (bad magic or too short)")
 	}
-	if v := binary.LittleEndian.Uint32(data[len(checkpointMagic):]); v != checkpointVersion {
-		return nil, errors.Errorf("checkpoint version %d, this build reads version %d", v, checkpointVersion)
+	if v := binary.LittleEndian.Uint32(data[len(magic):]); v != version {
+		return nil, errors.Errorf("checkpoint version %d, this build reads version %d", v, version)
 	}
-	n := binary.LittleEndian.Uint64(data[len(checkpointMagic)+4:])
+	n := binary.LittleEndian.Uint64(data[len(magic)+4:])
 	if n != uint64(len(data)-head-sha256.Size) {
 		return nil, errors.Errorf("checkpoint is truncated or padded: payload length %d, file holds %d", n, len(data)-head-sha256.Size)
 	}
@@ -95,23 +97,23 @@ func DecodeCheckpoint(data []byte) (*State, error) {
 	return &s, nil
 }
 
-// SaveCheckpoint writes s atomically to path.
-func SaveCheckpoint(path string, s *State) error {
-	data, err := EncodeCheckpoint(s)
+// Save writes s atomically to path.
+func Save(path string, s *State) error {
+	data, err := Encode(s)
 	if err != nil {
 		return err
 	}
 	return atomicfile.Write(path, data)
 }
 
-// LoadCheckpoint reads the checkpoint at path; errors name the file and say
+// Load reads the checkpoint at path; errors name the file and say
 // what to do about it.
-func LoadCheckpoint(path string) (*State, error) {
+func Load(path string) (*State, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, errors.Wrapf(err, "reading checkpoint %s (train without --resume to start afresh)", path)
 	}
-	s, err := DecodeCheckpoint(data)
+	s, err := Decode(data)
 	if err != nil {
 		return nil, errors.Wrapf(err, "checkpoint %s is unusable (delete it and train without --resume to start afresh)", path)
 	}

@@ -1,4 +1,4 @@
-package train
+package optim
 
 import (
 	"math"
@@ -8,9 +8,9 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// Adam is the Adam optimiser (Kingma & Ba) with PyTorch's defaults, plus the
-// decoupled weight-decay step of the reference (spec §6), with state that can
-// be saved and restored exactly. It replaces gorgonia.AdamSolver in the
+// Adam is the Adam optimiser (Kingma & Ba) with PyTorch's defaults
+// (docs/algorithms.md, "Optimisation"), with state that can be saved and
+// restored exactly. It replaces gorgonia.AdamSolver in the
 // training loop because that solver keeps its moment estimates and step count
 // unexported (a resumed run could not continue exactly) and cannot change its
 // learning rate (ReduceLROnPlateau needs to).
@@ -70,33 +70,6 @@ func (a *Adam) Step(params []G.ValueGrad) error {
 			}
 		default:
 			return errors.Errorf("adam: parameter %d has unsupported dtype %v", i, w.Dtype())
-		}
-	}
-	return nil
-}
-
-// DecayStep takes the reference's decoupled weight-decay step: a plain SGD
-// step w ← w − lr·∂D/∂w on the gradients accumulated for the decay loss D,
-// then zeroes them.
-func DecayStep(lr float64, params []G.ValueGrad) error {
-	for i, p := range params {
-		w, g, err := valueAndGrad(p)
-		if err != nil {
-			return errors.Wrapf(err, "weight decay: parameter %d", i)
-		}
-		switch wd := w.Data().(type) {
-		case []float32:
-			gd := g.Data().([]float32)
-			for j := range wd {
-				wd[j] -= float32(lr) * gd[j]
-				gd[j] = 0
-			}
-		case []float64:
-			gd := g.Data().([]float64)
-			for j := range wd {
-				wd[j] -= lr * gd[j]
-				gd[j] = 0
-			}
 		}
 	}
 	return nil

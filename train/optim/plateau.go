@@ -1,7 +1,7 @@
-package train
+package optim
 
 // Plateau is ReduceLROnPlateau in "max" mode on a metric such as test
-// accuracy (spec §6): when the metric has not improved by more than the
+// accuracy (docs/algorithms.md, "Optimisation"): when the metric has not improved by more than the
 // relative Threshold for Patience epochs, the learning rate is multiplied by
 // Factor, after which Cooldown epochs pass before counting again. Its fields
 // are its whole state, so a checkpoint restores it exactly.

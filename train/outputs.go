@@ -1,0 +1,69 @@
+package train
+
+import (
+	"path/filepath"
+
+	"github.com/gmcn-go/gmcn/internal/atomicfile"
+	"github.com/gmcn-go/gmcn/train/checkpoint"
+	"github.com/gmcn-go/gmcn/train/report"
+	"github.com/pkg/errors"
+)
+
+// File names DefaultHooks writes inside its directory.
+const (
+	CheckpointFile = "checkpoint.gmcn"
+	MetricsFile    = "metrics.csv"
+	PlotFile       = "metrics.png"
+	ConfusionFile  = "confusion.csv" // of the latest evaluation
+)
+
+// DefaultHooks returns the hooks that write the command line's training
+// outputs into dir. At the end of every epoch they write, in this order, the
+// test set's confusion matrix (ConfusionFile), the checkpoint that resumes
+// the run (CheckpointFile), the metrics of every epoch so far (MetricsFile)
+// and their plot (PlotFile). When the run is interrupted they write the
+// checkpoint and, once an epoch has finished, the metrics and the plot. Every
+// file is replaced atomically.
+func DefaultHooks(dir string) []Hook {
+	return []Hook{
+		{Name: "confusion", Epoch: func(e EpochInfo) error {
+			return report.WriteConfusionCSV(filepath.Join(dir, ConfusionFile), e.Confusion)
+		}},
+		atEpochsAndInterrupt("checkpoint", func(_ []report.EpochMetrics, state func() *checkpoint.State) error {
+			return checkpoint.Save(filepath.Join(dir, CheckpointFile), state())
+		}),
+		atEpochsAndInterrupt("metrics", func(rows []report.EpochMetrics, _ func() *checkpoint.State) error {
+			if len(rows) == 0 {
+				return nil
+			}
+			return report.WriteMetricsCSV(filepath.Join(dir, MetricsFile), rows)
+		}),
+		atEpochsAndInterrupt("plot", func(rows []report.EpochMetrics, _ func() *checkpoint.State) error {
+			if len(rows) == 0 {
+				return nil
+			}
+			png, err := report.PlotMetrics(rows)
+			if err != nil {
+				return errors.Wrap(err, "plotting metrics")
+			}
+			return atomicfile.Write(filepath.Join(dir, PlotFile), png)
+		}),
+	}
+}
+
+// atEpochsAndInterrupt returns the hook named name that calls write at the
+// end of every epoch and when the run is interrupted, which is when an output
+// changes: a run that ends normally has written everything at its last
+// epoch.
+func atEpochsAndInterrupt(name string, write func(rows []report.EpochMetrics, state func() *checkpoint.State) error) Hook {
+	return Hook{
+		Name:  name,
+		Epoch: func(e EpochInfo) error { return write(e.Metrics, e.State) },
+		End: func(e EndInfo) error {
+			if !e.Interrupted {
+				return nil
+			}
+			return write(e.Metrics, e.State)
+		},
+	}
+}

@@ -1,0 +1,63 @@
+package train
+
+import (
+	"math"
+
+	"gorgonia.org/tensor"
+)
+
+// recalibrationBatches is how many training batches recalibrateBN reads.
+const recalibrationBatches = 20
+
+// recalibrateBN replaces BatchNorm's running statistics by the exact mean
+// and unbiased variance of the integrals of the current model over the
+// epoch's first recalibrationBatches training batches ("precise BN"). The
+// momentum-averaged statistics of training lag behind a model that changes
+// quickly: on the demo run they cost 14 points of test accuracy (76 % →
+// 90 % after recalibration, docs/deviations.md). The passes run on the
+// evaluation model, so nothing else changes.
+func (t *trainer) recalibrateBN() error {
+	if err := t.eval.SetState(t.m.State()); err != nil {
+		return err
+	}
+	if err := t.eval.SetTraining(false); err != nil {
+		return err
+	}
+	B, n := t.cfg.Batch, t.train.Len()
+	batches := min(recalibrationBatches, (n+B-1)/B)
+	var sum, sum2 []float64
+	count := 0
+	for b := range batches {
+		idx := batchIndices(t.st.EpochPerm, b, B)
+		real := min(B, n-b*B)
+		if err := setBatch(t.eval, t.train, idx); err != nil {
+			return err
+		}
+		t.evm.Reset()
+		if err := t.evm.RunAll(); err != nil {
+			return err
+		}
+		v := toFloat64s(t.eval.IntegralValue().(*tensor.Dense))
+		c := len(v) / B
+		if sum == nil {
+			sum, sum2 = make([]float64, c), make([]float64, c)
+		}
+		for i := range real {
+			for j := range c {
+				x := v[i*c+j]
+				sum[j] += x
+				sum2[j] += x * x
+			}
+		}
+		count += real
+	}
+	if count < 2 {
+		return nil
+	}
+	mean, variance := make([]float64, len(sum)), make([]float64, len(sum))
+	for j := range sum {
+		mean[j] = sum[j] / float64(count)
+		variance[j] = math.Max(0, (sum2[j]-float64(count)*mean[j]*mean[j])/float64(count-1))
+	}
+	return t.m.SetBNStats(mean, variance)
+}
