@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -90,7 +90,7 @@ func TestEvaluateDirect(t *testing.T) {
 				if !y.Shape().Eq(tensor.Shape{2, 3, 7}) {
 					t.Fatalf("output shape %v, want [2 3 7]", y.Shape())
 				}
-				if e := gradcheck.RelErr(y.Data().([]float64), want); e > 1e-12 {
+				if e := gmtest.RelErr(y.Data().([]float64), want); e > 1e-12 {
 					t.Errorf("differs from the direct formula by %.3g relative\ngot  %v\nwant %v", e, y.Data(), want)
 				}
 			})
@@ -133,7 +133,7 @@ func TestEvaluateFloat32(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if e := gradcheck.RelErr(evalTo64(b.(*tensor.Dense)), a.Data().([]float64)); e > 1e-5 {
+					if e := gmtest.RelErr(evalTo64(b.(*tensor.Dense)), a.Data().([]float64)); e > 1e-5 {
 						t.Errorf("%v: float32 differs from float64 by %.3g relative", o, e)
 					}
 					return b

@@ -5,12 +5,12 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
 
-// gradTol is the relative error (gradcheck.RelErr) every float64 gradient
+// gradTol is the relative error (gmtest.RelErr) every float64 gradient
 // check must reach on well-conditioned inputs.
 const gradTol = 1e-6
 
@@ -85,9 +85,9 @@ func checkGraphGrad(t *testing.T, rng *rand.Rand, inputs []*tensor.Dense, build 
 	}
 
 	for i, w := range wrt {
-		numeric := gradcheck.Central(run, inputs[w].Data().([]float64), gradcheck.Step)
+		numeric := gmtest.Central(run, inputs[w].Data().([]float64), gmtest.Step)
 		for _, m := range []string{"TapeMachine", "LispMachine"} {
-			if e := gradcheck.RelErr(analytic[m][i], numeric); e > gradTol {
+			if e := gmtest.RelErr(analytic[m][i], numeric); e > gradTol {
 				t.Errorf("%s, input %d: relative gradient error %.3g > %g\nanalytic %v\nnumeric  %v", m, w, e, gradTol, analytic[m][i], numeric)
 			}
 		}

@@ -5,8 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/cpu"
-	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -40,10 +40,10 @@ func TestStandardiseGradMixtureFrozenSD(t *testing.T) {
 			r[i] = rng.NormFloat64()
 		}
 		y := make([]float64, len(x))
-		loss := func() float64 { cpu.Standardise(y, x, sd, 1.3, l); return gradcheck.Dot(y, r) }
+		loss := func() float64 { cpu.Standardise(y, x, sd, 1.3, l); return gmtest.Dot(y, r) }
 		dx := make([]float64, len(x))
 		cpu.StandardiseBackward(dx, x, r, sd, 1.3, l)
-		if e := gradcheck.RelErr(dx, gradcheck.Central(loss, x, gradcheck.Step)); e > gradTol {
+		if e := gmtest.RelErr(dx, gmtest.Central(loss, x, gmtest.Step)); e > gradTol {
 			t.Errorf("D=%d: relative gradient error %.3g > %g", d, e, gradTol)
 		}
 	}

@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/device"
-	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -227,16 +227,16 @@ func TestConvGradient(t *testing.T) {
 		for i := range r {
 			r[i] = rng.NormFloat64()
 		}
-		loss := func() float64 { return gradcheck.Dot(convRun(x, k, lx, lk), r) }
+		loss := func() float64 { return gmtest.Dot(convRun(x, k, lx, lk), r) }
 
 		dx := make([]float64, len(x))
 		ConvBackwardData(dx, r, k, lx, lk)
-		if e := gradcheck.RelErr(dx, gradcheck.Central(loss, x, gradcheck.Step)); e > 1e-6 {
+		if e := gmtest.RelErr(dx, gmtest.Central(loss, x, gmtest.Step)); e > 1e-6 {
 			t.Errorf("%dD data gradient: relative error %.3g", d, e)
 		}
 		dk := make([]float64, len(k))
 		ConvBackwardKernels(dk, r, x, lx, lk)
-		if e := gradcheck.RelErr(dk, gradcheck.Central(loss, k, gradcheck.Step)); e > 1e-6 {
+		if e := gmtest.RelErr(dk, gmtest.Central(loss, k, gmtest.Step)); e > 1e-6 {
 			t.Errorf("%dD kernel gradient: relative error %.3g", d, e)
 		}
 	}
@@ -322,9 +322,9 @@ func TestConvScaleWeights(t *testing.T) {
 		ScaleWeights(dx, r, l, s)
 		loss := func() float64 {
 			ScaleWeights(y, x, l, s)
-			return gradcheck.Dot(y, r)
+			return gmtest.Dot(y, r)
 		}
-		if e := gradcheck.RelErr(dx, gradcheck.Central(loss, x, gradcheck.Step)); e > 1e-6 {
+		if e := gmtest.RelErr(dx, gmtest.Central(loss, x, gmtest.Step)); e > 1e-6 {
 			t.Errorf("%dD gradient: relative error %.3g", d, e)
 		}
 	}

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/device"
-	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -68,13 +68,13 @@ func TestConvFitGradient(t *testing.T) {
 				for i := range r {
 					r[i] = rng.NormFloat64()
 				}
-				loss := func() float64 { return gradcheck.Dot(convFitFrozen(x, k, x0, k0, lx, lk, n), r) }
+				loss := func() float64 { return gmtest.Dot(convFitFrozen(x, k, x0, k0, lx, lk, n), r) }
 				dx, dk := make([]float64, len(x)), make([]float64, len(k))
 				ConvFitBackward(dx, dk, r, x, k, lx, lk, n)
-				if e := gradcheck.RelErr(dx, gradcheck.Central(loss, x, gradcheck.Step)); e > 1e-6 {
+				if e := gmtest.RelErr(dx, gmtest.Central(loss, x, gmtest.Step)); e > 1e-6 {
 					t.Errorf("%dD case %d n=%d: data gradient relative error %.3g", d, ci, n, e)
 				}
-				if e := gradcheck.RelErr(dk, gradcheck.Central(loss, k, gradcheck.Step)); e > 1e-6 {
+				if e := gmtest.RelErr(dk, gmtest.Central(loss, k, gmtest.Step)); e > 1e-6 {
 					t.Errorf("%dD case %d n=%d: kernel gradient relative error %.3g", d, ci, n, e)
 				}
 				// One destination alone gives the same values.

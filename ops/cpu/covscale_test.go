@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/device"
-	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -77,13 +77,13 @@ func TestCovScaleBackwardPerSample(t *testing.T) {
 			y := make([]float64, l.Len())
 			loss := func() float64 {
 				covscalePerSample(t, y, x, l)
-				return gradcheck.Dot(y, r)
+				return gmtest.Dot(y, r)
 			}
 			s, tau := covscalePerSample(t, y, x, l)
 			dx := make([]float64, l.Len())
 			CovScaleBackward(dx, r, x, l, s, tau)
-			num := gradcheck.Central(loss, x, gradcheck.Step)
-			if e := gradcheck.RelErr(dx, num); e > 1e-6 {
+			num := gmtest.Central(loss, x, gmtest.Step)
+			if e := gmtest.RelErr(dx, num); e > 1e-6 {
 				t.Errorf("relative gradient error %.3g > 1e-6", e)
 			}
 		})
@@ -107,11 +107,11 @@ func TestCovScaleBackwardDetached(t *testing.T) {
 			y := make([]float64, l.Len())
 			loss := func() float64 {
 				ScaleMixtures(y, x, l, s)
-				return gradcheck.Dot(y, r)
+				return gmtest.Dot(y, r)
 			}
 			dx := make([]float64, l.Len())
 			ScaleMixturesBackward(dx, r, l, s)
-			if e := gradcheck.RelErr(dx, gradcheck.Central(loss, x, gradcheck.Step)); e > 1e-6 {
+			if e := gmtest.RelErr(dx, gmtest.Central(loss, x, gmtest.Step)); e > 1e-6 {
 				t.Errorf("relative gradient error %.3g > 1e-6", e)
 			}
 		})

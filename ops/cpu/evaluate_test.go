@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -84,12 +84,12 @@ func TestEvaluateBackwardMixture(t *testing.T) {
 			y := make([]float64, len(r))
 			loss := func() float64 {
 				Evaluate(y, x, pts, l, c.PB, c.PC, c.M)
-				return gradcheck.Dot(y, r)
+				return gmtest.Dot(y, r)
 			}
 			dx := make([]float64, len(x))
 			EvaluateBackwardMixture(dx, x, pts, r, l, c.PB, c.PC, c.M)
-			num := gradcheck.Central(loss, x, gradcheck.Step)
-			if e := gradcheck.RelErr(dx, num); e > 1e-6 {
+			num := gmtest.Central(loss, x, gmtest.Step)
+			if e := gmtest.RelErr(dx, num); e > 1e-6 {
 				t.Errorf("relative error %.3g > 1e-6", e)
 			}
 		})
@@ -111,7 +111,7 @@ func TestEvaluateBackwardPoints(t *testing.T) {
 			y := make([]float64, len(r))
 			loss := func() float64 {
 				Evaluate(y, x, pts, l, c.PB, c.PC, c.M)
-				return gradcheck.Dot(y, r)
+				return gmtest.Dot(y, r)
 			}
 			// Poisoned so a row the kernel forgets to clear fails the check.
 			dp := make([]float64, len(pts))
@@ -119,8 +119,8 @@ func TestEvaluateBackwardPoints(t *testing.T) {
 				dp[i] = math.NaN()
 			}
 			EvaluateBackwardPoints(dp, x, pts, r, l, c.PB, c.PC, c.M)
-			num := gradcheck.Central(loss, pts, gradcheck.Step)
-			if e := gradcheck.RelErr(dp, num); !(e <= 1e-6) {
+			num := gmtest.Central(loss, pts, gmtest.Step)
+			if e := gmtest.RelErr(dp, num); !(e <= 1e-6) {
 				t.Errorf("relative error %.3g > 1e-6", e)
 			}
 		})
@@ -149,7 +149,7 @@ func TestEvaluateBackwardPointsBlocks(t *testing.T) {
 			pointGrad(c.D, &sc, pts[i*c.D:(i+1)*c.D], g[mi*c.M+i], want[i*c.D:(i+1)*c.D])
 		}
 	}
-	if e := gradcheck.RelErr(dp, want); e > 1e-12 {
+	if e := gmtest.RelErr(dp, want); e > 1e-12 {
 		t.Errorf("blocked result differs from the unblocked sum: relative error %.3g", e)
 	}
 }
@@ -174,7 +174,7 @@ func TestEvaluateFloat32(t *testing.T) {
 			x32, pts32, g32 := evalTo32(x), evalTo32(pts), evalTo32(g)
 			check := func(what string, f32 []float32, f64 []float64) {
 				t.Helper()
-				if e := gradcheck.RelErr(evalTo64(f32), f64); e > 1e-5 {
+				if e := gmtest.RelErr(evalTo64(f32), f64); e > 1e-5 {
 					t.Errorf("%s: float32 differs from float64 by %.3g relative", what, e)
 				}
 			}
@@ -224,7 +224,7 @@ func checkEvalBackwardFast(t *testing.T) {
 					l := c.layout()
 					check := func(what string, got, want []float32) {
 						t.Helper()
-						if e := gradcheck.RelErr(evalTo64(got), evalTo64(want)); !(e <= 1e-5) {
+						if e := gmtest.RelErr(evalTo64(got), evalTo64(want)); !(e <= 1e-5) {
 							t.Errorf("%s: fast path differs from the generic one by %.3g relative", what, e)
 						}
 					}

@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/device"
-	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -50,7 +50,7 @@ func TestAssembleKernelBackward(t *testing.T) {
 			out := make([]float64, l.Len())
 			loss := func() float64 {
 				AssembleKernel(out, w, p, a, l, cfg, eps)
-				return gradcheck.Dot(out, r)
+				return gmtest.Dot(out, r)
 			}
 			dw, dp, da := make([]float64, len(w)), make([]float64, len(p)), make([]float64, len(a))
 			KernelWeightsBackward(dw, r, l, cfg)
@@ -60,7 +60,7 @@ func TestAssembleKernelBackward(t *testing.T) {
 				name   string
 				x, got []float64
 			}{{"weights", w, dw}, {"positions", p, dp}, {"factors", a, da}} {
-				if e := gradcheck.RelErr(c.got, gradcheck.Central(loss, c.x, gradcheck.Step)); e > 1e-6 {
+				if e := gmtest.RelErr(c.got, gmtest.Central(loss, c.x, gmtest.Step)); e > 1e-6 {
 					t.Errorf("%s: relative gradient error %.3g > 1e-6", c.name, e)
 				}
 			}
@@ -103,10 +103,10 @@ func TestWeightDecayBackward(t *testing.T) {
 			dw, da := make([]float64, len(w)), make([]float64, len(a))
 			WeightDecayWeightsBackward(dw, w, g)
 			WeightDecayFactorsBackward(da, a, d, g)
-			if e := gradcheck.RelErr(dw, gradcheck.Central(loss, w, gradcheck.Step)); e > 1e-6 {
+			if e := gmtest.RelErr(dw, gmtest.Central(loss, w, gmtest.Step)); e > 1e-6 {
 				t.Errorf("weights: relative gradient error %.3g > 1e-6", e)
 			}
-			if e := gradcheck.RelErr(da, gradcheck.Central(loss, a, gradcheck.Step)); e > 1e-6 {
+			if e := gmtest.RelErr(da, gmtest.Central(loss, a, gmtest.Step)); e > 1e-6 {
 				t.Errorf("factors: relative gradient error %.3g > 1e-6", e)
 			}
 		})

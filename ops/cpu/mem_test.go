@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -62,12 +62,12 @@ type memCase struct {
 // Σ_s q_is under 1e-5. The small-mass case needs a step far below its
 // weights (≈ 0.005), else the truncation error (h/w)² exceeds the tolerance.
 var memCases = []memCase{
-	{"overlapping", 9, 3, 1.5, 1, 1, false, gradcheck.Step},
-	{"positive", 8, 4, 1.5, 0.4, 1, true, gradcheck.Step},
-	{"padding", 3, 5, 1, 1, 1, false, gradcheck.Step},
-	{"single", 1, 2, 1, 1, 0.1, true, gradcheck.Step},
+	{"overlapping", 9, 3, 1.5, 1, 1, false, gmtest.Step},
+	{"positive", 8, 4, 1.5, 0.4, 1, true, gmtest.Step},
+	{"padding", 3, 5, 1, 1, 1, false, gmtest.Step},
+	{"single", 1, 2, 1, 1, 0.1, true, gmtest.Step},
 	{"small-mass", 6, 2, 1, 0.003, 1, true, 1e-7},
-	{"far-apart", 6, 2, 12, 2, 1, true, gradcheck.Step},
+	{"far-apart", 6, 2, 12, 2, 1, true, gmtest.Step},
 }
 
 // TestMEMFrozenGrad checks MEMFrozenBackward against central differences of
@@ -93,12 +93,12 @@ func TestMEMFrozenGrad(t *testing.T) {
 				y := make([]float64, lo.Len())
 				loss := func() float64 {
 					MEMFrozen(y, x, lik, sel, l, tc.np)
-					return gradcheck.Dot(y, r)
+					return gmtest.Dot(y, r)
 				}
 				dx := make([]float64, l.Len())
 				MEMFrozenBackward(dx, x, r, lik, sel, l, tc.np)
-				num := gradcheck.Central(loss, x, tc.step)
-				if e := gradcheck.RelErr(dx, num); e > 1e-6 {
+				num := gmtest.Central(loss, x, tc.step)
+				if e := gmtest.RelErr(dx, num); e > 1e-6 {
 					t.Errorf("relative gradient error %.3g > 1e-6\nanalytic %v\nnumeric  %v", e, dx, num)
 				}
 			})

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/device"
-	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -203,13 +203,13 @@ func relufitCheckGrad(t *testing.T, name string, x []float64, l mixture.Layout, 
 		if err := ReLUFit(y, x, l, opts); err != nil {
 			t.Fatal(err)
 		}
-		return gradcheck.Dot(y, r)
+		return gmtest.Dot(y, r)
 	}
 	_, t0 := relufitNaive(x, l, opts)
-	numeric := gradcheck.Central(loss, x, gradcheck.Step)
+	numeric := gmtest.Central(loss, x, gmtest.Step)
 	// The decisions must not have flipped anywhere along the differences.
 	for i := range x {
-		for _, h := range []float64{-gradcheck.Step, gradcheck.Step} {
+		for _, h := range []float64{-gmtest.Step, gmtest.Step} {
 			x[i] += h
 			_, th := relufitNaive(x, l, opts)
 			x[i] -= h
@@ -219,7 +219,7 @@ func relufitCheckGrad(t *testing.T, name string, x []float64, l mixture.Layout, 
 				}
 			}
 		}
-		if i%l.Stride() == 0 && math.Abs(x[i]) < 10*gradcheck.Step {
+		if i%l.Stride() == 0 && math.Abs(x[i]) < 10*gmtest.Step {
 			t.Fatalf("%s: weight %d = %v too close to 0", name, i, x[i])
 		}
 	}
@@ -227,7 +227,7 @@ func relufitCheckGrad(t *testing.T, name string, x []float64, l mixture.Layout, 
 	if err := ReLUFitBackward(analytic, x, r, l, opts); err != nil {
 		t.Fatal(err)
 	}
-	if e := gradcheck.RelErr(analytic, numeric); e > 1e-6 {
+	if e := gmtest.RelErr(analytic, numeric); e > 1e-6 {
 		t.Errorf("%s: relative gradient error %.3g > 1e-6\nanalytic %v\nnumeric  %v", name, e, analytic, numeric)
 	}
 }

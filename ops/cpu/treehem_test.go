@@ -8,8 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/device"
-	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -116,17 +116,17 @@ func TestTreeHEMGradient(t *testing.T) {
 				if err := TreeHEMFrozen(yf, x, dec); err != nil {
 					t.Fatal(err)
 				}
-				return gradcheck.Dot(yf, r)
+				return gmtest.Dot(yf, r)
 			}
-			if loss() != gradcheck.Dot(y, r) {
+			if loss() != gmtest.Dot(y, r) {
 				t.Fatalf("frozen forward differs from the recording forward")
 			}
 			dx := make([]float64, len(x))
 			if err := TreeHEMBackward(dx, x, r, dec); err != nil {
 				t.Fatal(err)
 			}
-			num := gradcheck.Central(loss, x, gradcheck.Step)
-			if e := gradcheck.RelErr(dx, num); e > 1e-6 {
+			num := gmtest.Central(loss, x, gmtest.Step)
+			if e := gmtest.RelErr(dx, num); e > 1e-6 {
 				t.Errorf("relative gradient error %.3g > 1e-6 (%d fitted nodes, %d refits)\nanalytic %v\nnumeric  %v", e, fitted, refit, dx, num)
 			}
 			dx2 := make([]float64, len(x))
