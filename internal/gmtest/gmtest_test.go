@@ -191,6 +191,28 @@ func TestWantErr(t *testing.T) {
 	}
 }
 
+func TestWantClose(t *testing.T) {
+	want := []float64{1, -2, 4}
+	cases := []struct {
+		name   string
+		got    []float32
+		fatal  bool
+		failed int
+	}{
+		{"within", []float32{1, -2, 4.00001}, false, 0},
+		{"outside", []float32{1, -2.01, 4}, false, 1},
+		{"NaN", []float32{1, float32(math.NaN()), 4}, false, 1},
+		{"short", []float32{1, -2}, true, 1},
+	}
+	for _, c := range cases {
+		r := &recorder{TB: t}
+		WantClose(r, c.name, c.got, want, 1e-5)
+		if r.fatal != c.fatal || len(r.errors) != c.failed {
+			t.Errorf("%s: fatal %v and failures %q, want fatal %v and %d failures", c.name, r.fatal, r.errors, c.fatal, c.failed)
+		}
+	}
+}
+
 // TestOnlyImportedByTests walks the module and fails for every non-test Go
 // file that imports this package: its helpers must never reach a program.
 func TestOnlyImportedByTests(t *testing.T) {

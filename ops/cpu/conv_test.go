@@ -11,37 +11,10 @@ import (
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
-// convRandom returns packed Gaussians of layout l with weights in [-1, 1),
-// positions in [-2, 2) and covariances A·Aᵀ + 0.5·I, A ∈ [-½, ½)^{D×D}. The
-// eigenvalues of such a covariance lie in [0.5, 0.5 + ‖A‖²_F] ⊂ [0.5, 1.5]
-// for D = 2 and [0.5, 2.75] for D = 3.
+// convRandom returns a float64 batch of layout l drawn from
+// gmtest.StandardSpec.
 func convRandom(rng *rand.Rand, l mixture.Layout) []float64 {
-	s, d := l.Stride(), l.D
-	data := make([]float64, l.Len())
-	for g := 0; g < len(data); g += s {
-		p := data[g : g+s]
-		p[0] = 2*rng.Float64() - 1
-		for j := range d {
-			p[1+j] = 4*rng.Float64() - 2
-		}
-		var a [9]float64
-		for j := range d * d {
-			a[j] = rng.Float64() - 0.5
-		}
-		for r := range d {
-			for c := range d {
-				v := 0.0
-				for q := range d {
-					v += a[r*d+q] * a[c*d+q]
-				}
-				if r == c {
-					v += 0.5
-				}
-				p[1+d+r*d+c] = v
-			}
-		}
-	}
-	return data
+	return gmtest.Mixtures[float64](rng, gmtest.StandardSpec(), l.B, l.C, l.N, l.D)
 }
 
 // convLayouts returns the data and kernel layouts of a test case.
@@ -256,42 +229,22 @@ func TestConvFloat32(t *testing.T) {
 		for i := range g {
 			g[i] = rng.NormFloat64()
 		}
-		x32, k32, g32 := convTo32(x), convTo32(k), convTo32(g)
+		x32, k32, g32 := gmtest.To32(x), gmtest.To32(k), gmtest.To32(g)
 
 		y, y32 := make([]float64, ly.Len()), make([]float32, ly.Len())
 		Conv(y, x, k, lx, lk)
 		Conv(y32, x32, k32, lx, lk)
-		convCompare32(t, fmt.Sprintf("%dD forward", d), y32, y)
+		gmtest.WantClose(t, fmt.Sprintf("%dD forward", d), y32, y, 1e-5)
 
 		dx, dx32 := make([]float64, len(x)), make([]float32, len(x))
 		ConvBackwardData(dx, g, k, lx, lk)
 		ConvBackwardData(dx32, g32, k32, lx, lk)
-		convCompare32(t, fmt.Sprintf("%dD data gradient", d), dx32, dx)
+		gmtest.WantClose(t, fmt.Sprintf("%dD data gradient", d), dx32, dx, 1e-5)
 
 		dk, dk32 := make([]float64, len(k)), make([]float32, len(k))
 		ConvBackwardKernels(dk, g, x, lx, lk)
 		ConvBackwardKernels(dk32, g32, x32, lx, lk)
-		convCompare32(t, fmt.Sprintf("%dD kernel gradient", d), dk32, dk)
-	}
-}
-
-func convTo32(a []float64) []float32 {
-	b := make([]float32, len(a))
-	for i, v := range a {
-		b[i] = float32(v)
-	}
-	return b
-}
-
-func convCompare32(t *testing.T, what string, got []float32, want []float64) {
-	t.Helper()
-	var diff, scale float64
-	for i := range want {
-		diff = math.Max(diff, math.Abs(float64(got[i])-want[i]))
-		scale = math.Max(scale, math.Abs(want[i]))
-	}
-	if diff > 1e-5*scale {
-		t.Errorf("%s: float32 differs from float64 by %.3g (scale %.3g)", what, diff, scale)
+		gmtest.WantClose(t, fmt.Sprintf("%dD kernel gradient", d), dk32, dk, 1e-5)
 	}
 }
 

@@ -258,36 +258,28 @@ func TestConvFitFloat32(t *testing.T) {
 		rng := rand.New(rand.NewPCG(35, uint64(d)))
 		lx, lk := convLayouts(d, 3, 4, 5, 6, 3)
 		x, k := convRandom(rng, lx), convRandom(rng, lk)
-		x32, k32 := convTo32(x), convTo32(k)
-		x, k = convTo64(x32), convTo64(k32)
+		x32, k32 := gmtest.To32(x), gmtest.To32(k)
+		x, k = gmtest.To64(x32), gmtest.To64(k32)
 		for _, n := range []int{1, 7, 30} {
 			ly := device.ConvFitLayout(lx, lk, n)
 			g := make([]float64, ly.Len())
 			for i := range g {
 				g[i] = rng.NormFloat64()
 			}
-			g32 := convTo32(g)
-			g = convTo64(g32)
+			g32 := gmtest.To32(g)
+			g = gmtest.To64(g32)
 			y, y32 := make([]float64, ly.Len()), make([]float32, ly.Len())
 			ConvFit(y, x, k, lx, lk, n)
 			ConvFit(y32, x32, k32, lx, lk, n)
-			convCompare32(t, fmt.Sprintf("%dD n=%d forward", d, n), y32, y)
+			gmtest.WantClose(t, fmt.Sprintf("%dD n=%d forward", d, n), y32, y, 1e-5)
 			dx, dk := make([]float64, len(x)), make([]float64, len(k))
 			dx32, dk32 := make([]float32, len(x)), make([]float32, len(k))
 			ConvFitBackward(dx, dk, g, x, k, lx, lk, n)
 			ConvFitBackward(dx32, dk32, g32, x32, k32, lx, lk, n)
-			convCompare32(t, fmt.Sprintf("%dD n=%d data gradient", d, n), dx32, dx)
-			convCompare32(t, fmt.Sprintf("%dD n=%d kernel gradient", d, n), dk32, dk)
+			gmtest.WantClose(t, fmt.Sprintf("%dD n=%d data gradient", d, n), dx32, dx, 1e-5)
+			gmtest.WantClose(t, fmt.Sprintf("%dD n=%d kernel gradient", d, n), dk32, dk, 1e-5)
 		}
 	}
-}
-
-func convTo64(a []float32) []float64 {
-	b := make([]float64, len(a))
-	for i, v := range a {
-		b[i] = float64(v)
-	}
-	return b
 }
 
 // TestConvFitSelection checks the greedy selection on a case small enough
@@ -344,7 +336,7 @@ func TestConvFitSaved(t *testing.T) {
 		for _, n := range []int{1, 5, 40} {
 			g := relufitRandom(rng, device.ConvFitLayout(lx, lk, n), 0, 1)
 			checkConvFitSaved(t, x, k, g, lx, lk, n)
-			checkConvFitSaved(t, relufitTo32(x), relufitTo32(k), relufitTo32(g), lx, lk, n)
+			checkConvFitSaved(t, gmtest.To32(x), gmtest.To32(k), gmtest.To32(g), lx, lk, n)
 		}
 	}
 	// Through the device methods a mismatch is an error, not a panic.

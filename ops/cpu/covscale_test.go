@@ -11,37 +11,16 @@ import (
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
-// covscaleBatch returns a random packed batch with covariances A·Aᵀ + 0.3·I
-// of a random overall size, so that the mean traces differ between mixtures.
+// covscaleBatch returns a random packed batch with covariances
+// size·(A·Aᵀ + 0.3·I), size ∈ [0.2, 3.2) drawn per mixture, so that the mean
+// traces differ between mixtures.
 func covscaleBatch[T Float](rng *rand.Rand, l mixture.Layout) []T {
-	x := make([]T, l.Len())
-	st, d := l.Stride(), l.D
-	for m := range l.Mixtures() {
+	x := make([]T, 0, l.Len())
+	for range l.Mixtures() {
 		size := 0.2 + 3*rng.Float64()
-		mx := mixture.Mixture(x, l, m)
-		for k := 0; k < len(mx); k += st {
-			g := mx[k : k+st]
-			g[0] = T(2*rng.Float64() - 1)
-			for j := range d {
-				g[1+j] = T(4*rng.Float64() - 2)
-			}
-			var a [9]float64
-			for j := range d * d {
-				a[j] = rng.Float64() - 0.5
-			}
-			for r := range d {
-				for c := range d {
-					var s float64
-					for q := range d {
-						s += a[r*d+q] * a[c*d+q]
-					}
-					if r == c {
-						s += 0.3
-					}
-					g[1+d+r*d+c] = T(size * s)
-				}
-			}
-		}
+		s := gmtest.StandardSpec()
+		s.CovScale, s.CovDiag = size, 0.3*size
+		x = append(x, gmtest.Mixtures[T](rng, s, 1, 1, l.N, l.D)...)
 	}
 	return x
 }
@@ -219,23 +198,9 @@ func TestCovScaleFloat32(t *testing.T) {
 		dx64, dx32 := make([]float64, l.Len()), make([]float32, l.Len())
 		CovScaleBackward(dx64, g64, x64, l, s64, tau64)
 		CovScaleBackward(dx32, g32, x32, l, s32, tau32)
-		if e := covscaleMaxRel(y32, y64); e > 1e-5 {
-			t.Errorf("%dD forward: float32 differs from float64 by %.3g relative", d, e)
-		}
-		if e := covscaleMaxRel(dx32, dx64); e > 1e-5 {
-			t.Errorf("%dD backward: float32 differs from float64 by %.3g relative", d, e)
-		}
+		gmtest.WantClose(t, fmt.Sprintf("%dD float32 forward", d), y32, y64, 1e-5)
+		gmtest.WantClose(t, fmt.Sprintf("%dD float32 backward", d), dx32, dx64, 1e-5)
 	}
-}
-
-// covscaleMaxRel returns max|a−b| / max|b|.
-func covscaleMaxRel(a []float32, b []float64) float64 {
-	var diff, scale float64
-	for i := range a {
-		diff = math.Max(diff, math.Abs(float64(a[i])-b[i]))
-		scale = math.Max(scale, math.Abs(b[i]))
-	}
-	return diff / scale
 }
 
 // BenchmarkCovScaleKernel measures the CovScaleNorm kernels alone (no input

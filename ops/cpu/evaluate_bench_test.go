@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 )
 
 // evalBench is one benchmark size: mixtures [B, C, N, ·] in D dimensions at
@@ -37,7 +39,7 @@ func (c evalBench) inputs() (x, pts, g []float32, pb, pc int) {
 	for i := range g64 {
 		g64[i] = rng.NormFloat64()
 	}
-	return evalTo32(x64), evalTo32(p64), evalTo32(g64), pb, pc
+	return gmtest.To32(x64), gmtest.To32(p64), gmtest.To32(g64), pb, pc
 }
 
 // run times f with b.Loop and reports Gaussian evaluations (one component

@@ -33,39 +33,11 @@ func evalCases() []evalCase {
 	return cs
 }
 
-// evalInputs returns a random mixture batch (weights in [−1, 1), positions in
-// [−2, 2), covariances B·Bᵀ + 0.5·I) and points in [−3, 3) for case c.
+// evalInputs returns a mixture batch drawn from gmtest.StandardSpec and
+// points in [−3, 3) for case c.
 func evalInputs(rng *rand.Rand, c evalCase) (x, pts []float64) {
-	l := c.layout()
-	x = make([]float64, l.Len())
-	s := l.Stride()
-	for i := 0; i < len(x); i += s {
-		g := x[i : i+s]
-		g[0] = 2*rng.Float64() - 1
-		for j := range c.D {
-			g[1+j] = 4*rng.Float64() - 2
-		}
-		var f [9]float64
-		for j := range c.D * c.D {
-			f[j] = rng.Float64() - 0.5
-		}
-		for r := range c.D {
-			for cc := range c.D {
-				var v float64
-				for k := range c.D {
-					v += f[r*c.D+k] * f[cc*c.D+k]
-				}
-				if r == cc {
-					v += 0.5
-				}
-				g[1+c.D+r*c.D+cc] = v
-			}
-		}
-	}
-	pts = make([]float64, c.PB*c.PC*c.M*c.D)
-	for i := range pts {
-		pts[i] = 6*rng.Float64() - 3
-	}
+	x = gmtest.Mixtures[float64](rng, gmtest.StandardSpec(), c.B, c.C, c.N, c.D)
+	pts = gmtest.Uniform[float64](rng, c.PB*c.PC*c.M*c.D, -3, 3)
 	return x, pts
 }
 
@@ -171,12 +143,10 @@ func TestEvaluateFloat32(t *testing.T) {
 			for i := range g {
 				g[i] = rng.NormFloat64()
 			}
-			x32, pts32, g32 := evalTo32(x), evalTo32(pts), evalTo32(g)
+			x32, pts32, g32 := gmtest.To32(x), gmtest.To32(pts), gmtest.To32(g)
 			check := func(what string, f32 []float32, f64 []float64) {
 				t.Helper()
-				if e := gmtest.RelErr(evalTo64(f32), f64); e > 1e-5 {
-					t.Errorf("%s: float32 differs from float64 by %.3g relative", what, e)
-				}
+				gmtest.WantClose(t, what+" in float32", f32, f64, 1e-5)
 			}
 			y := make([]float64, c.B*c.C*c.M)
 			y32 := make([]float32, len(y))
@@ -220,13 +190,11 @@ func checkEvalBackwardFast(t *testing.T) {
 					for i := range g64 {
 						g64[i] = rng.NormFloat64()
 					}
-					x, pts, g := evalTo32(x64), evalTo32(p64), evalTo32(g64)
+					x, pts, g := gmtest.To32(x64), gmtest.To32(p64), gmtest.To32(g64)
 					l := c.layout()
 					check := func(what string, got, want []float32) {
 						t.Helper()
-						if e := gmtest.RelErr(evalTo64(got), evalTo64(want)); !(e <= 1e-5) {
-							t.Errorf("%s: fast path differs from the generic one by %.3g relative", what, e)
-						}
+						gmtest.WantClose(t, what+" on the fast path", got, want, 1e-5)
 					}
 					dx, dxWant := make([]float32, len(x)), make([]float32, len(x))
 					EvaluateBackwardMixture(dx, x, pts, g, l, c.PB, c.PC, c.M)
@@ -273,27 +241,11 @@ func TestEvaluateFarPoints(t *testing.T) {
 			pts[i] = 1e4 * float64(1-2*(i%2))
 		}
 		y := make([]float32, c.M)
-		Evaluate(y, evalTo32(x), evalTo32(pts), c.layout(), 1, 1, c.M)
+		Evaluate(y, gmtest.To32(x), gmtest.To32(pts), c.layout(), 1, 1, c.M)
 		for i, v := range y {
 			if v != 0 {
 				t.Errorf("%dD: y[%d] = %v at distance 1e4, want 0", d, i, v)
 			}
 		}
 	}
-}
-
-func evalTo32(s []float64) []float32 {
-	out := make([]float32, len(s))
-	for i, v := range s {
-		out[i] = float32(v)
-	}
-	return out
-}
-
-func evalTo64(s []float32) []float64 {
-	out := make([]float64, len(s))
-	for i, v := range s {
-		out[i] = float64(v)
-	}
-	return out
 }

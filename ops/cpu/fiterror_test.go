@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -27,10 +28,10 @@ func TestFitErrorPoints(t *testing.T) {
 		FitErrorPoints(again, x, l, s, 9)
 		other := make([]float64, len(pts))
 		FitErrorPoints(other, x, l, s, 10)
-		if memMaxAbsDiff(again, pts) != 0 {
+		if gmtest.MaxAbsDiff(again, pts) != 0 {
 			t.Errorf("%dD: same seed, different points", d)
 		}
-		if memMaxAbsDiff(other, pts) == 0 {
+		if gmtest.MaxAbsDiff(other, pts) == 0 {
 			t.Errorf("%dD: different seeds, same points", d)
 		}
 		st := l.Stride()

@@ -136,26 +136,15 @@ func TestKernelFloat32(t *testing.T) {
 		for i := range g {
 			g[i] = rng.NormFloat64()
 		}
-		f32 := func(x []float64) []float32 {
-			y := make([]float32, len(x))
-			for i, v := range x {
-				y[i] = float32(v)
-			}
-			return y
-		}
-		w32, p32, a32, g32 := f32(w), f32(p), f32(a), f32(g)
+		w32, p32, a32, g32 := gmtest.To32(w), gmtest.To32(p), gmtest.To32(a), gmtest.To32(g)
 		out64, out32 := make([]float64, l.Len()), make([]float32, l.Len())
 		AssembleKernel(out64, w, p, a, l, cfg, KernelEpsilon(a, d, cfg))
 		AssembleKernel(out32, w32, p32, a32, l, cfg, KernelEpsilon(a32, d, cfg))
-		if e := covscaleMaxRel(out32, out64); e > 1e-5 {
-			t.Errorf("%dD assembly: float32 differs by %.3g relative", d, e)
-		}
+		gmtest.WantClose(t, fmt.Sprintf("%dD float32 assembly", d), out32, out64, 1e-5)
 		da64, da32 := make([]float64, len(a)), make([]float32, len(a))
 		KernelFactorsBackward(da64, g, a, l, cfg)
 		KernelFactorsBackward(da32, g32, a32, l, cfg)
-		if e := covscaleMaxRel(da32, da64); e > 1e-5 {
-			t.Errorf("%dD factor gradient: float32 differs by %.3g relative", d, e)
-		}
+		gmtest.WantClose(t, fmt.Sprintf("%dD float32 factor gradient", d), da32, da64, 1e-5)
 		if got, want := WeightDecay(w32, a32, d), WeightDecay(w, a, d); math.Abs(got-want) > 1e-5*want {
 			t.Errorf("%dD weight decay: float32 %g, float64 %g", d, got, want)
 		}

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -25,7 +26,7 @@ func memBench(b *testing.B, f func(y, x, g, dx []float32, l mixture.Layout, np i
 			l := mixture.Layout{B: s.b, C: s.c, N: s.n, D: s.d}
 			lo := l
 			lo.N = s.np
-			x := memToF32(memMixture(rng, l, 8, 1/float64(s.n), 1, true))
+			x := gmtest.To32(memMixture(rng, l, 8, 1/float64(s.n), 1, true))
 			g := make([]float32, lo.Len())
 			for i := range g {
 				g[i] = float32(rng.NormFloat64())

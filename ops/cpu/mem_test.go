@@ -10,40 +10,15 @@ import (
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
-// memMixture returns a packed float64 batch with weights w·(0.5 + U(0,1))
-// of random sign (or positive only), positions in [-spread, spread) and
-// covariances cs·(A·Aᵀ + 0.3·I), A_ij ~ U(−½, ½).
+// memMixture returns a packed float64 batch with weights in [w/2, 3w/2) of
+// random sign (or positive only), positions in [-spread, spread) and
+// covariances cs·(A·Aᵀ + 0.3·I).
 func memMixture(rng *rand.Rand, l mixture.Layout, spread, w, cs float64, positive bool) []float64 {
-	x := make([]float64, l.Len())
-	s := l.Stride()
-	d := l.D
-	for i := 0; i < len(x); i += s {
-		g := x[i : i+s]
-		g[0] = w * (0.5 + rng.Float64())
-		if !positive && rng.IntN(2) == 0 {
-			g[0] = -g[0]
-		}
-		for j := range d {
-			g[1+j] = spread * (2*rng.Float64() - 1)
-		}
-		var a [9]float64
-		for j := range d * d {
-			a[j] = rng.Float64() - 0.5
-		}
-		for r := range d {
-			for c := range d {
-				var v float64
-				for k := range d {
-					v += a[r*d+k] * a[c*d+k]
-				}
-				if r == c {
-					v += 0.3
-				}
-				g[1+d+r*d+c] = cs * v
-			}
-		}
+	s := gmtest.Spec{WeightMin: w / 2, WeightMax: 3 * w / 2, NegativeOneIn: 2, Spread: spread, CovScale: cs, CovDiag: 0.3 * cs}
+	if positive {
+		s.NegativeOneIn = 0
 	}
-	return x
+	return gmtest.Mixtures[float64](rng, s, l.B, l.C, l.N, l.D)
 }
 
 type memCase struct {
@@ -121,7 +96,7 @@ func TestMEMMatchesReference(t *testing.T) {
 				y := make([]float64, lo.Len())
 				MEM(y, x, l, tc.np)
 				want := memReference(x, l, tc.np)
-				if e := memMaxAbsDiff(y, want); e > 1e-12*max(1, memMaxAbs(want)) {
+				if e := gmtest.MaxAbsDiff(y, want); e > 1e-12*max(1, gmtest.MaxAbs(want)) {
 					t.Errorf("MEM differs from the reference transcription by %.3g\ngot  %v\nwant %v", e, y, want)
 				}
 				k := MEMComponents(tc.n, tc.np)
@@ -130,7 +105,7 @@ func TestMEMMatchesReference(t *testing.T) {
 				MEMDecisions(sel, lik, x, l, tc.np)
 				yf := make([]float64, lo.Len())
 				MEMFrozen(yf, x, lik, sel, l, tc.np)
-				if e := memMaxAbsDiff(y, yf); e != 0 {
+				if e := gmtest.MaxAbsDiff(y, yf); e != 0 {
 					t.Errorf("MEM and MEMFrozen differ by %.3g", e)
 				}
 				g := make([]float64, lo.Len())
@@ -140,7 +115,7 @@ func TestMEMMatchesReference(t *testing.T) {
 				dx, dxf := make([]float64, l.Len()), make([]float64, l.Len())
 				MEMBackward(dx, x, g, l, tc.np)
 				MEMFrozenBackward(dxf, x, g, lik, sel, l, tc.np)
-				if e := memMaxAbsDiff(dx, dxf); e != 0 {
+				if e := gmtest.MaxAbsDiff(dx, dxf); e != 0 {
 					t.Errorf("MEMBackward and MEMFrozenBackward differ by %.3g", e)
 				}
 			})
@@ -245,22 +220,6 @@ func memInverse(m []float64, d int) []float64 {
 	inv := make([]float64, d*d)
 	invDet(d, m, inv)
 	return inv
-}
-
-func memMaxAbsDiff[T Float](a []T, b []float64) float64 {
-	var e float64
-	for i := range a {
-		e = math.Max(e, math.Abs(float64(a[i])-b[i]))
-	}
-	return e
-}
-
-func memMaxAbs(a []float64) float64 {
-	var e float64
-	for _, v := range a {
-		e = math.Max(e, math.Abs(v))
-	}
-	return e
 }
 
 // memIntegrals returns Σ_k w_k of every mixture.
@@ -464,24 +423,12 @@ func TestMEMFloat32(t *testing.T) {
 		dx := make([]float64, l.Len())
 		MEM(y, x, l, lo.N)
 		MEMBackward(dx, x, gy, l, lo.N)
-		x32, gy32 := memToF32(x), memToF32(gy)
+		x32, gy32 := gmtest.To32(x), gmtest.To32(gy)
 		y32 := make([]float32, lo.Len())
 		dx32 := make([]float32, l.Len())
 		MEM(y32, x32, l, lo.N)
 		MEMBackward(dx32, x32, gy32, l, lo.N)
-		if e := memMaxAbsDiff(y32, y) / memMaxAbs(y); e > 1e-4 {
-			t.Errorf("%dD forward: float32 differs from float64 by a relative %.3g", d, e)
-		}
-		if e := memMaxAbsDiff(dx32, dx) / memMaxAbs(dx); e > 1e-4 {
-			t.Errorf("%dD backward: float32 differs from float64 by a relative %.3g", d, e)
-		}
+		gmtest.WantClose(t, fmt.Sprintf("%dD float32 forward", d), y32, y, 1e-4)
+		gmtest.WantClose(t, fmt.Sprintf("%dD float32 backward", d), dx32, dx, 1e-4)
 	}
-}
-
-func memToF32(x []float64) []float32 {
-	y := make([]float32, len(x))
-	for i, v := range x {
-		y[i] = float32(v)
-	}
-	return y
 }

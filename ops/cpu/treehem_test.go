@@ -24,30 +24,8 @@ func treehemMixture(rng *rand.Rand, l mixture.Layout, wlo float64) []float64 {
 // makes the components overlap, so that targets may be assigned to several
 // components (KL mask with more than one bit) and the likelihood matters.
 func treehemMixtureIn(rng *rand.Rand, l mixture.Layout, wlo, r float64) []float64 {
-	x := make([]float64, l.Len())
-	s, d := l.Stride(), l.D
-	for k := 0; k < len(x); k += s {
-		g := x[k : k+s]
-		g[0] = wlo + rng.Float64()
-		for c := range d {
-			g[1+c] = r * (2*rng.Float64() - 1)
-		}
-		var a [9]float64
-		for c := range d * d {
-			a[c] = rng.Float64() - 0.5
-		}
-		for r := range d {
-			for c := range d {
-				var v float64
-				for j := range d {
-					v += a[r*d+j] * a[c*d+j]
-				}
-				g[1+d+r*d+c] = 0.3 * v
-			}
-			g[1+d+r*d+r] += 0.3
-		}
-	}
-	return x
+	s := gmtest.Spec{WeightMin: wlo, WeightMax: wlo + 1, Spread: r, CovScale: 0.3, CovDiag: 0.3}
+	return gmtest.Mixtures[float64](rng, s, l.B, l.C, l.N, l.D)
 }
 
 func treehemOut(l mixture.Layout, np int) []float64 {
