@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
@@ -108,10 +109,7 @@ func TestReLUFitReduce(t *testing.T) {
 				if c.np >= 0 {
 					lo.N = c.np
 				}
-				rd := make([]float64, lo.Len())
-				for i := range rd {
-					rd[i] = rng.NormFloat64()
-				}
+				rd := gmtest.Normal(rng, lo.Len())
 				g := G.NewGraph()
 				x := G.NewTensor(g, tensor.Float64, 4, G.WithName("x"), G.WithValue(tensor.New(tensor.WithShape(l.Shape()...), tensor.WithBacking(append([]float64(nil), xd...)))))
 				var dense *G.Node

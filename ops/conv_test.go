@@ -9,6 +9,8 @@ import (
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 )
 
 // TestConvGrad checks the symbolic gradients of both inputs of gm.Conv
@@ -99,10 +101,7 @@ func TestConvFloat32(t *testing.T) {
 		rng := rand.New(rand.NewPCG(23, uint64(d)))
 		x32 := convAs32(randomMixture(rng, 3, 4, 5, d))
 		k32 := convAs32(randomMixture(rng, 6, 4, 3, d))
-		rv := make([]float64, 3*6*60*(1+d+d*d))
-		for i := range rv {
-			rv[i] = rng.NormFloat64()
-		}
+		rv := gmtest.Normal(rng, 3*6*60*(1+d+d*d))
 		r32 := convAs32(tensor.New(tensor.WithShape(3, 6, 4*5*3, 1+d+d*d), tensor.WithBacking(rv)))
 		x64 := tensor.New(tensor.WithShape(x32.Shape()...), tensor.WithBacking(convFloat64s(x32)))
 		k64 := tensor.New(tensor.WithShape(k32.Shape()...), tensor.WithBacking(convFloat64s(k32)))

@@ -8,6 +8,8 @@ import (
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 )
 
 // TestConvFitGrad checks the symbolic gradients of both inputs of
@@ -43,10 +45,7 @@ func TestConvFitFloat32(t *testing.T) {
 		x64 := roundTo32(randomMixture(rng, 3, 4, 5, d))
 		k64 := roundTo32(randomMixture(rng, 6, 4, 3, d))
 		const n = 9
-		rv := make([]float64, 3*6*n*(1+d+d*d))
-		for i := range rv {
-			rv[i] = rng.NormFloat64()
-		}
+		rv := gmtest.Normal(rng, 3*6*n*(1+d+d*d))
 		r64 := roundTo32(tensor.New(tensor.WithShape(3, 6, n, 1+d+d*d), tensor.WithBacking(rv)))
 		got := fitGraph(t, NewConvFit(n), convAs32(x64), convAs32(k64), convAs32(r64))
 		want := fitGraph(t, NewConvFit(n), x64, k64, r64)

@@ -35,10 +35,7 @@ func checkGraphGrad(t *testing.T, rng *rand.Rand, inputs []*tensor.Dense, build 
 			t.Fatalf("building the graph: %v", err)
 		}
 		if rv == nil {
-			rv = make([]float64, y.Shape().TotalSize())
-			for i := range rv {
-				rv[i] = rng.NormFloat64()
-			}
+			rv = gmtest.Normal(rng, y.Shape().TotalSize())
 		}
 		r := G.NewTensor(g, tensor.Float64, y.Dims(), G.WithShape(y.Shape()...), G.WithName("r"),
 			G.WithValue(tensor.New(tensor.WithShape(y.Shape()...), tensor.WithBacking(append([]float64(nil), rv...)))))

@@ -35,10 +35,7 @@ func TestStandardiseGradMixtureFrozenSD(t *testing.T) {
 		l, _ := mixture.LayoutOf(xt.Shape())
 		sd := make([]float64, l.Mixtures())
 		cpu.StandardiseScale(sd, x, l)
-		r := make([]float64, len(x))
-		for i := range r {
-			r[i] = rng.NormFloat64()
-		}
+		r := gmtest.Normal(rng, len(x))
 		y := make([]float64, len(x))
 		loss := func() float64 { cpu.Standardise(y, x, sd, 1.3, l); return gmtest.Dot(y, r) }
 		dx := make([]float64, len(x))

@@ -95,6 +95,18 @@ func TestUniform(t *testing.T) {
 	}
 }
 
+func TestNormal(t *testing.T) {
+	v := Normal(rand.New(rand.NewPCG(3, 0)), 4000)
+	var mean, sq float64
+	for _, x := range v {
+		mean += x / 4000
+		sq += x * x / 4000
+	}
+	if math.Abs(mean) > 0.05 || math.Abs(sq-1) > 0.1 {
+		t.Errorf("4000 values have mean %.3g and second moment %.3g, want 0 and 1", mean, sq)
+	}
+}
+
 func minMax(v []float32) (lo, hi float32) {
 	lo, hi = v[0], v[0]
 	for _, x := range v {

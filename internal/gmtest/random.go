@@ -81,3 +81,13 @@ func Uniform[T Float](rng *rand.Rand, n int, lo, hi float64) []T {
 	}
 	return v
 }
+
+// Normal returns n standard normal values, e.g. the weights r of a test loss
+// L = Σ y·r.
+func Normal(rng *rand.Rand, n int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = rng.NormFloat64()
+	}
+	return v
+}

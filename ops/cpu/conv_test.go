@@ -196,10 +196,7 @@ func TestConvGradient(t *testing.T) {
 		rng := rand.New(rand.NewPCG(14, uint64(d)))
 		lx, lk := convLayouts(d, 2, 3, 4, 2, 3)
 		x, k := convRandom(rng, lx), convRandom(rng, lk)
-		r := make([]float64, device.ConvLayout(lx, lk).Len())
-		for i := range r {
-			r[i] = rng.NormFloat64()
-		}
+		r := gmtest.Normal(rng, device.ConvLayout(lx, lk).Len())
 		loss := func() float64 { return gmtest.Dot(convRun(x, k, lx, lk), r) }
 
 		dx := make([]float64, len(x))
@@ -225,10 +222,7 @@ func TestConvFloat32(t *testing.T) {
 		lx, lk := convLayouts(d, 3, 4, 5, 6, 3)
 		x, k := convRandom(rng, lx), convRandom(rng, lk)
 		ly := device.ConvLayout(lx, lk)
-		g := make([]float64, ly.Len())
-		for i := range g {
-			g[i] = rng.NormFloat64()
-		}
+		g := gmtest.Normal(rng, ly.Len())
 		x32, k32, g32 := gmtest.To32(x), gmtest.To32(k), gmtest.To32(g)
 
 		y, y32 := make([]float64, ly.Len()), make([]float32, ly.Len())
@@ -267,10 +261,7 @@ func TestConvScaleWeights(t *testing.T) {
 				t.Fatalf("%dD: value %d is %g, want %g", d, i, y[i], want)
 			}
 		}
-		r := make([]float64, len(x))
-		for i := range r {
-			r[i] = rng.NormFloat64()
-		}
+		r := gmtest.Normal(rng, len(x))
 		dx := make([]float64, len(x))
 		ScaleWeights(dx, r, l, s)
 		loss := func() float64 {

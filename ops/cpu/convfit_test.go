@@ -64,10 +64,7 @@ func TestConvFitGradient(t *testing.T) {
 			x, k := convRandom(rng, lx), convRandom(rng, lk)
 			x0, k0 := slices.Clone(x), slices.Clone(k)
 			for _, n := range tc.n {
-				r := make([]float64, device.ConvFitLayout(lx, lk, n).Len())
-				for i := range r {
-					r[i] = rng.NormFloat64()
-				}
+				r := gmtest.Normal(rng, device.ConvFitLayout(lx, lk, n).Len())
 				loss := func() float64 { return gmtest.Dot(convFitFrozen(x, k, x0, k0, lx, lk, n), r) }
 				dx, dk := make([]float64, len(x)), make([]float64, len(k))
 				ConvFitBackward(dx, dk, r, x, k, lx, lk, n)
@@ -262,10 +259,7 @@ func TestConvFitFloat32(t *testing.T) {
 		x, k = gmtest.To64(x32), gmtest.To64(k32)
 		for _, n := range []int{1, 7, 30} {
 			ly := device.ConvFitLayout(lx, lk, n)
-			g := make([]float64, ly.Len())
-			for i := range g {
-				g[i] = rng.NormFloat64()
-			}
+			g := gmtest.Normal(rng, ly.Len())
 			g32 := gmtest.To32(g)
 			g = gmtest.To64(g32)
 			y, y32 := make([]float64, ly.Len()), make([]float32, ly.Len())

@@ -49,10 +49,7 @@ func TestCovScaleBackwardPerSample(t *testing.T) {
 			rng := rand.New(rand.NewPCG(11, uint64(d)))
 			l := mixture.Layout{B: 2, C: 3, N: 4, D: d}
 			x := covscaleBatch[float64](rng, l)
-			r := make([]float64, l.Len())
-			for i := range r {
-				r[i] = rng.NormFloat64()
-			}
+			r := gmtest.Normal(rng, l.Len())
 			y := make([]float64, l.Len())
 			loss := func() float64 {
 				covscalePerSample(t, y, x, l)
@@ -79,10 +76,7 @@ func TestCovScaleBackwardDetached(t *testing.T) {
 			for i := range s {
 				s[i] = 0.5 + rng.Float64()
 			}
-			r := make([]float64, l.Len())
-			for i := range r {
-				r[i] = rng.NormFloat64()
-			}
+			r := gmtest.Normal(rng, l.Len())
 			y := make([]float64, l.Len())
 			loss := func() float64 {
 				ScaleMixtures(y, x, l, s)
@@ -184,10 +178,7 @@ func TestCovScaleFloat32(t *testing.T) {
 		rng := rand.New(rand.NewPCG(14, uint64(d)))
 		l := mixture.Layout{B: 3, C: 4, N: 50, D: d}
 		x64 := covscaleBatch[float64](rng, l)
-		g64 := make([]float64, l.Len())
-		for i := range g64 {
-			g64[i] = rng.NormFloat64()
-		}
+		g64 := gmtest.Normal(rng, l.Len())
 		x32, g32 := make([]float32, l.Len()), make([]float32, l.Len())
 		for i := range x64 {
 			x32[i], g32[i] = float32(x64[i]), float32(g64[i])

@@ -35,10 +35,7 @@ func (c evalBench) inputs() (x, pts, g []float32, pb, pc int) {
 			p64 = append(p64, x64[i+1:i+1+c.D]...)
 		}
 	}
-	g64 := make([]float64, c.B*c.C*c.M)
-	for i := range g64 {
-		g64[i] = rng.NormFloat64()
-	}
+	g64 := gmtest.Normal(rng, c.B*c.C*c.M)
 	return gmtest.To32(x64), gmtest.To32(p64), gmtest.To32(g64), pb, pc
 }
 

@@ -41,61 +41,46 @@ func evalInputs(rng *rand.Rand, c evalCase) (x, pts []float64) {
 	return x, pts
 }
 
-// TestEvaluateBackwardMixture compares EvaluateBackwardMixture with central
-// differences of L = Σ y·r, r random, for every broadcast variant.
-func TestEvaluateBackwardMixture(t *testing.T) {
-	for _, c := range evalCases() {
-		t.Run(c.String(), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(11, uint64(c.D*100+c.PB*10+c.PC)))
-			l := c.layout()
-			x, pts := evalInputs(rng, c)
-			r := make([]float64, c.B*c.C*c.M)
-			for i := range r {
-				r[i] = rng.NormFloat64()
-			}
-			y := make([]float64, len(r))
-			loss := func() float64 {
-				Evaluate(y, x, pts, l, c.PB, c.PC, c.M)
-				return gmtest.Dot(y, r)
-			}
-			dx := make([]float64, len(x))
-			EvaluateBackwardMixture(dx, x, pts, r, l, c.PB, c.PC, c.M)
-			num := gmtest.Central(loss, x, gmtest.Step)
-			if e := gmtest.RelErr(dx, num); e > 1e-6 {
-				t.Errorf("relative error %.3g > 1e-6", e)
-			}
-		})
+// TestEvaluateBackward compares EvaluateBackwardMixture and
+// EvaluateBackwardPoints with central differences of L = Σ y·r, r random, for
+// every broadcast variant, including the sums over broadcast dimensions.
+func TestEvaluateBackward(t *testing.T) {
+	grads := []struct {
+		name string
+		wrt  func(x, pts []float64) []float64
+		grad func(d, x, pts, r []float64, l mixture.Layout, c evalCase)
+	}{
+		{"mixture", func(x, _ []float64) []float64 { return x }, func(d, x, pts, r []float64, l mixture.Layout, c evalCase) {
+			EvaluateBackwardMixture(d, x, pts, r, l, c.PB, c.PC, c.M)
+		}},
+		{"points", func(_, pts []float64) []float64 { return pts }, func(d, x, pts, r []float64, l mixture.Layout, c evalCase) {
+			EvaluateBackwardPoints(d, x, pts, r, l, c.PB, c.PC, c.M)
+		}},
 	}
-}
-
-// TestEvaluateBackwardPoints compares EvaluateBackwardPoints with central
-// differences, including the sums over broadcast dimensions.
-func TestEvaluateBackwardPoints(t *testing.T) {
-	for _, c := range evalCases() {
-		t.Run(c.String(), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(12, uint64(c.D*100+c.PB*10+c.PC)))
-			l := c.layout()
-			x, pts := evalInputs(rng, c)
-			r := make([]float64, c.B*c.C*c.M)
-			for i := range r {
-				r[i] = rng.NormFloat64()
-			}
-			y := make([]float64, len(r))
-			loss := func() float64 {
-				Evaluate(y, x, pts, l, c.PB, c.PC, c.M)
-				return gmtest.Dot(y, r)
-			}
-			// Poisoned so a row the kernel forgets to clear fails the check.
-			dp := make([]float64, len(pts))
-			for i := range dp {
-				dp[i] = math.NaN()
-			}
-			EvaluateBackwardPoints(dp, x, pts, r, l, c.PB, c.PC, c.M)
-			num := gmtest.Central(loss, pts, gmtest.Step)
-			if e := gmtest.RelErr(dp, num); !(e <= 1e-6) {
-				t.Errorf("relative error %.3g > 1e-6", e)
-			}
-		})
+	for seed, gr := range grads {
+		for _, c := range evalCases() {
+			t.Run(gr.name+"/"+c.String(), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(11+uint64(seed), uint64(c.D*100+c.PB*10+c.PC)))
+				l := c.layout()
+				x, pts := evalInputs(rng, c)
+				r := gmtest.Normal(rng, c.B*c.C*c.M)
+				y := make([]float64, len(r))
+				loss := func() float64 {
+					Evaluate(y, x, pts, l, c.PB, c.PC, c.M)
+					return gmtest.Dot(y, r)
+				}
+				// Poisoned so a row the kernel forgets to clear fails the check.
+				wrt := gr.wrt(x, pts)
+				d := make([]float64, len(wrt))
+				for i := range d {
+					d[i] = math.NaN()
+				}
+				gr.grad(d, x, pts, r, l, c)
+				if e := gmtest.RelErr(d, gmtest.Central(loss, wrt, gmtest.Step)); !(e <= 1e-6) {
+					t.Errorf("relative error %.3g > 1e-6", e)
+				}
+			})
+		}
 	}
 }
 
@@ -107,10 +92,7 @@ func TestEvaluateBackwardPointsBlocks(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 0))
 	l := c.layout()
 	x, pts := evalInputs(rng, c)
-	g := make([]float64, c.B*c.C*c.M)
-	for i := range g {
-		g[i] = rng.NormFloat64()
-	}
+	g := gmtest.Normal(rng, c.B*c.C*c.M)
 	dp := make([]float64, len(pts))
 	EvaluateBackwardPoints(dp, x, pts, g, l, c.PB, c.PC, c.M)
 	want := make([]float64, len(pts))
@@ -139,10 +121,7 @@ func TestEvaluateFloat32(t *testing.T) {
 			rng := rand.New(rand.NewPCG(14, uint64(c.N*1000+c.D*100+c.PB*10+c.PC)))
 			l := c.layout()
 			x, pts := evalInputs(rng, c)
-			g := make([]float64, c.B*c.C*c.M)
-			for i := range g {
-				g[i] = rng.NormFloat64()
-			}
+			g := gmtest.Normal(rng, c.B*c.C*c.M)
 			x32, pts32, g32 := gmtest.To32(x), gmtest.To32(pts), gmtest.To32(g)
 			check := func(what string, f32 []float32, f64 []float64) {
 				t.Helper()
@@ -186,10 +165,7 @@ func checkEvalBackwardFast(t *testing.T) {
 				t.Run(c.String(), func(t *testing.T) {
 					rng := rand.New(rand.NewPCG(16, uint64(c.N*1000+c.M*10+c.PB+c.PC)))
 					x64, p64 := evalInputs(rng, c)
-					g64 := make([]float64, c.B*c.C*c.M)
-					for i := range g64 {
-						g64[i] = rng.NormFloat64()
-					}
+					g64 := gmtest.Normal(rng, c.B*c.C*c.M)
 					x, pts, g := gmtest.To32(x64), gmtest.To32(p64), gmtest.To32(g64)
 					l := c.layout()
 					check := func(what string, got, want []float32) {

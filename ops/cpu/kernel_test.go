@@ -43,10 +43,7 @@ func TestAssembleKernelBackward(t *testing.T) {
 			if eps <= cfg.CovEpsilon {
 				t.Fatalf("ε = %g sits on its floor; the test wants it driven by A", eps)
 			}
-			r := make([]float64, l.Len())
-			for i := range r {
-				r[i] = rng.NormFloat64()
-			}
+			r := gmtest.Normal(rng, l.Len())
 			out := make([]float64, l.Len())
 			loss := func() float64 {
 				AssembleKernel(out, w, p, a, l, cfg, eps)
@@ -132,10 +129,7 @@ func TestKernelFloat32(t *testing.T) {
 		l := mixture.Layout{B: 4, C: 3, N: 5, D: d}
 		cfg := device.DefaultKernelConfig(2.5)
 		w, p, a := kernelRaw(rng, l, 1.2)
-		g := make([]float64, l.Len())
-		for i := range g {
-			g[i] = rng.NormFloat64()
-		}
+		g := gmtest.Normal(rng, l.Len())
 		w32, p32, a32, g32 := gmtest.To32(w), gmtest.To32(p), gmtest.To32(a), gmtest.To32(g)
 		out64, out32 := make([]float64, l.Len()), make([]float32, l.Len())
 		AssembleKernel(out64, w, p, a, l, cfg, KernelEpsilon(a, d, cfg))

@@ -61,10 +61,7 @@ func TestMEMFrozenGrad(t *testing.T) {
 				sel := make([]int, l.Mixtures()*k)
 				lik := make([]float64, l.Mixtures()*l.N*k)
 				MEMDecisions(sel, lik, x, l, tc.np)
-				r := make([]float64, lo.Len())
-				for i := range r {
-					r[i] = rng.NormFloat64()
-				}
+				r := gmtest.Normal(rng, lo.Len())
 				y := make([]float64, lo.Len())
 				loss := func() float64 {
 					MEMFrozen(y, x, lik, sel, l, tc.np)
@@ -108,10 +105,7 @@ func TestMEMMatchesReference(t *testing.T) {
 				if e := gmtest.MaxAbsDiff(y, yf); e != 0 {
 					t.Errorf("MEM and MEMFrozen differ by %.3g", e)
 				}
-				g := make([]float64, lo.Len())
-				for i := range g {
-					g[i] = rng.NormFloat64()
-				}
+				g := gmtest.Normal(rng, lo.Len())
 				dx, dxf := make([]float64, l.Len()), make([]float64, l.Len())
 				MEMBackward(dx, x, g, l, tc.np)
 				MEMFrozenBackward(dxf, x, g, lik, sel, l, tc.np)
@@ -375,10 +369,7 @@ func TestMEMProperties(t *testing.T) {
 					}
 				}
 				dx := make([]float64, l.Len())
-				gy := make([]float64, lo.Len())
-				for i := range gy {
-					gy[i] = rng.NormFloat64()
-				}
+				gy := gmtest.Normal(rng, lo.Len())
 				MEMBackward(dx, x, gy, l, c.np)
 				if err := mixture.CheckFinite(dx); err != nil {
 					t.Fatalf("gradient: %v", err)
@@ -415,10 +406,7 @@ func TestMEMFloat32(t *testing.T) {
 		lo := l
 		lo.N = 6
 		x := memMixture(rng, l, 2, 0.2, 1, true)
-		gy := make([]float64, lo.Len())
-		for i := range gy {
-			gy[i] = rng.NormFloat64()
-		}
+		gy := gmtest.Normal(rng, lo.Len())
 		y := make([]float64, lo.Len())
 		dx := make([]float64, l.Len())
 		MEM(y, x, l, lo.N)

@@ -159,10 +159,7 @@ func TestReLUFitGradientDuplicates(t *testing.T) {
 func relufitCheckGrad(t *testing.T, name string, x []float64, l mixture.Layout, opts device.ReLUFitOptions) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(99, uint64(len(x))))
-	r := make([]float64, len(x))
-	for i := range r {
-		r[i] = rng.NormFloat64()
-	}
+	r := gmtest.Normal(rng, len(x))
 	y := make([]float64, len(x))
 	loss := func() float64 {
 		if err := ReLUFit(y, x, l, opts); err != nil {

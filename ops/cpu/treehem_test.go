@@ -85,10 +85,7 @@ func TestTreeHEMGradient(t *testing.T) {
 			if c.spread < 1 && soft == 0 {
 				t.Fatalf("no target has a soft assignment; the case does not test the likelihood gradient")
 			}
-			r := make([]float64, len(y))
-			for j := range r {
-				r[j] = rng.NormFloat64()
-			}
+			r := gmtest.Normal(rng, len(y))
 			yf := treehemOut(l, c.np)
 			loss := func() float64 {
 				if err := TreeHEMFrozen(yf, x, dec); err != nil {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 )
 
 // plyRandom returns n random valid components of dimension d with
@@ -19,10 +21,7 @@ func plyRandom(rng *rand.Rand, n, d int) []Gaussian {
 		for j := range g.Position {
 			g.Position[j] = 10 * rng.NormFloat64()
 		}
-		a := make([]float64, d*d)
-		for j := range a {
-			a[j] = rng.NormFloat64()
-		}
+		a := gmtest.Normal(rng, d*d)
 		for r := range d {
 			for c := range d {
 				var s float64
