@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	G "gorgonia.org/gorgonia"
@@ -139,10 +139,10 @@ func TestCovScaleNormRunning(t *testing.T) {
 		wy, wdx := make([]float64, len(y)), make([]float64, len(y))
 		cpu.ScaleMixtures(wy, xd, l, s)
 		cpu.ScaleMixturesBackward(wdx, rd, l, s)
-		if e := covscaleMaxDiff(y, wy); e > 1e-12 {
+		if e := gmtest.MaxAbsDiff(y, wy); e > 1e-12 {
 			t.Errorf("%s: output differs from scaling by the running average by %g", step, e)
 		}
-		if e := covscaleMaxDiff(dx, wdx); e > 1e-12 {
+		if e := gmtest.MaxAbsDiff(dx, wdx); e > 1e-12 {
 			t.Errorf("%s: gradient differs from the detached scaling by %g", step, e)
 		}
 	}
@@ -174,14 +174,6 @@ func TestCovScaleNormRunning(t *testing.T) {
 		}
 		check(fmt.Sprintf("evaluation step %d", step), y, dx)
 	}
-}
-
-func covscaleMaxDiff(a, b []float64) float64 {
-	var m float64
-	for i := range a {
-		m = math.Max(m, math.Abs(a[i]-b[i]))
-	}
-	return m
 }
 
 // TestCovScaleNormAlpha checks the update weight α = min(B/1000, 0.2) at a
@@ -278,22 +270,22 @@ func TestCovScaleBadInput(t *testing.T) {
 				c.op.(*CovScaleNorm).SetTraining(true)
 			}
 			_, err := c.op.Do(c.in)
-			covscaleWantErr(t, err, c.want...)
+			gmtest.WantErr(t, err, c.want...)
 		})
 	}
 	t.Run("zero components", func(t *testing.T) {
 		g := G.NewGraph()
 		x := G.NewTensor(g, tensor.Float64, 4, G.WithShape(1, 2, 0, 7), G.WithName("x"))
 		_, err := G.ApplyOp(NewCovScale(), x)
-		covscaleWantErr(t, err, "gm.CovScale", `"mixture"`, "N = 0")
+		gmtest.WantErr(t, err, "gm.CovScale", `"mixture"`, "N = 0")
 	})
 	t.Run("bad running state", func(t *testing.T) {
 		_, err := NewCovScaleNorm(0)
-		covscaleWantErr(t, err, "gm.CovScaleNorm", "channels", "got 0")
+		gmtest.WantErr(t, err, "gm.CovScaleNorm", "channels", "got 0")
 		op, _ := NewCovScaleNorm(2)
-		covscaleWantErr(t, op.SetRunning([]float64{1}), "gm.CovScaleNorm", "needs 2 values", "got 1")
-		covscaleWantErr(t, op.SetRunning([]float64{1, 0}), "gm.CovScaleNorm", "channel 1", "0")
-		covscaleWantErr(t, op.SetRunning([]float64{math.NaN(), 1}), "gm.CovScaleNorm", "channel 0", "NaN")
+		gmtest.WantErr(t, op.SetRunning([]float64{1}), "gm.CovScaleNorm", "needs 2 values", "got 1")
+		gmtest.WantErr(t, op.SetRunning([]float64{1, 0}), "gm.CovScaleNorm", "channel 1", "0")
+		gmtest.WantErr(t, op.SetRunning([]float64{math.NaN(), 1}), "gm.CovScaleNorm", "channel 0", "NaN")
 		if got := op.Running(); got[0] != 1 || got[1] != 1 {
 			t.Errorf("rejected SetRunning changed the state to %v", got)
 		}
@@ -308,17 +300,4 @@ func TestCovScaleBadInput(t *testing.T) {
 			t.Errorf("failed step changed the running average to %v", got)
 		}
 	})
-}
-
-// covscaleWantErr fails unless err is non-nil and mentions every part.
-func covscaleWantErr(t *testing.T, err error, parts ...string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("no error, want one mentioning %q", parts)
-	}
-	for _, p := range parts {
-		if !strings.Contains(err.Error(), p) {
-			t.Errorf("error %q does not mention %q", err, p)
-		}
-	}
 }

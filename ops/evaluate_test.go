@@ -122,7 +122,7 @@ func TestEvaluateFloat32(t *testing.T) {
 				rng := rand.New(rand.NewPCG(23, uint64(d*100+bc[0]*10+bc[1])))
 				x, p := randomMixture(rng, 2, 3, 11, d), evalPoints(rng, bc[0], bc[1], 9, d)
 				gr := tensor.New(tensor.WithShape(2, 3, 9), tensor.WithBacking(evalPoints(rng, 2, 3, 9, 1).Data()))
-				x32, p32, gr32 := evalTo32(x), evalTo32(p), evalTo32(gr)
+				x32, p32, gr32 := as32(x), as32(p), as32(gr)
 				compare := func(o G.Op, in64, in32 []G.Value) G.Value {
 					t.Helper()
 					a, err := o.Do(in64...)
@@ -133,9 +133,7 @@ func TestEvaluateFloat32(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if e := gmtest.RelErr(evalTo64(b.(*tensor.Dense)), a.Data().([]float64)); e > 1e-5 {
-						t.Errorf("%v: float32 differs from float64 by %.3g relative", o, e)
-					}
+					gmtest.WantClose(t, fmt.Sprintf("%v in float32", o), float64s(b), a.Data().([]float64), 1e-5)
 					return b
 				}
 				y32 := compare(NewEvaluate(), []G.Value{x, p}, []G.Value{x32, p32})
@@ -149,24 +147,6 @@ func TestEvaluateFloat32(t *testing.T) {
 			})
 		}
 	}
-}
-
-func evalTo32(t *tensor.Dense) *tensor.Dense {
-	src := t.Data().([]float64)
-	dst := make([]float32, len(src))
-	for i, v := range src {
-		dst[i] = float32(v)
-	}
-	return tensor.New(tensor.WithShape(t.Shape().Clone()...), tensor.WithBacking(dst))
-}
-
-func evalTo64(t *tensor.Dense) []float64 {
-	src := t.Data().([]float32)
-	dst := make([]float64, len(src))
-	for i, v := range src {
-		dst[i] = float64(v)
-	}
-	return dst
 }
 
 // TestEvaluateGraphShape checks that the output node has shape [B, C, M]
@@ -251,7 +231,7 @@ func TestEvaluateBadInput(t *testing.T) {
 		}, NewEvaluate(), []string{"gm.Evaluate", `"mixture"`, "not positive definite", "n=2"}},
 		{"float32 mixture, float64 points", func() []G.Value {
 			x, p := good()
-			return []G.Value{evalTo32(x), p}
+			return []G.Value{as32(x), p}
 		}, NewEvaluate(), []string{"gm.Evaluate", `"points"`, "float64", "float32"}},
 		{"grad op: grad shape", func() []G.Value {
 			x, p := good()

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
@@ -182,7 +183,7 @@ func TestKernelOpsBadInput(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := c.op.Do(c.in...)
-			covscaleWantErr(t, err, c.want...)
+			gmtest.WantErr(t, err, c.want...)
 		})
 	}
 	t.Run("graph construction", func(t *testing.T) {
@@ -191,6 +192,6 @@ func TestKernelOpsBadInput(t *testing.T) {
 		pn := G.NewTensor(g, tensor.Float64, 4, G.WithShape(2, 3, 4, 3), G.WithName("p"))
 		an := G.NewTensor(g, tensor.Float64, 5, G.WithShape(2, 3, 4, 2, 2), G.WithName("a"))
 		_, err := G.ApplyOp(NewAssembleKernel(1), wn, pn, an)
-		covscaleWantErr(t, err, "gm.AssembleKernel", `"factors"`)
+		gmtest.WantErr(t, err, "gm.AssembleKernel", `"factors"`)
 	})
 }

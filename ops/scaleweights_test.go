@@ -8,6 +8,8 @@ import (
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 )
 
 // TestScaleWeightsGrad checks the symbolic gradient of gm.ScaleWeights
@@ -29,12 +31,12 @@ func TestScaleWeightsGrad(t *testing.T) {
 func TestScaleWeightsForward(t *testing.T) {
 	rng := rand.New(rand.NewPCG(32, 0))
 	x64 := randomMixture(rng, 2, 3, 4, 3)
-	for _, x := range []*tensor.Dense{x64, convAs32(x64)} {
+	for _, x := range []*tensor.Dense{x64, as32(x64)} {
 		y, err := NewScaleWeights(0.125).Do(x)
 		if err != nil {
 			t.Fatal(err)
 		}
-		in, out := convFloat64s(x), convFloat64s(y)
+		in, out := float64s(x), float64s(y)
 		for i := range in {
 			want := in[i]
 			if i%13 == 0 {
@@ -66,12 +68,12 @@ func TestScaleWeightsBadInput(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := NewScaleWeights(c.s).Do(c.x)
-			convWantErr(t, "Do", err, append([]string{"gm.ScaleWeights"}, c.contains...))
+			gmtest.WantErr(t, err, append([]string{"gm.ScaleWeights"}, c.contains...)...)
 		})
 	}
 	t.Run("grad shape", func(t *testing.T) {
 		x := convTensor(48, 2, 3, 4, 7)
 		_, err := gradOf(NewScaleWeights(2), 0).Do(x, x, convTensor(49, 2, 3, 5, 7))
-		convWantErr(t, "Do", err, []string{"gm.ScaleWeightsGrad", `"grad"`})
+		gmtest.WantErr(t, err, "gm.ScaleWeightsGrad", `"grad"`)
 	})
 }
