@@ -6,45 +6,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
-
-	"github.com/gmcn-go/gmcn/internal/gmtest"
 )
-
-// TestConvGrad checks the symbolic gradients of both inputs of gm.Conv
-// through a whole graph, 2D and 3D, with every dimension of a distinct size.
-func TestConvGrad(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(21, uint64(d)))
-			x := randomMixture(rng, 2, 3, 4, d)
-			k := randomMixture(rng, 2, 3, 3, d)
-			checkGraphGrad(t, rng, []*tensor.Dense{x, k}, func(in []*G.Node) (*G.Node, error) {
-				return G.ApplyOp(NewConv(), in[0], in[1])
-			}, 0, 1)
-		})
-	}
-}
-
-// TestConvScaleGrad checks the gradients of the reference layer's
-// Conv → ScaleWeights(1/Fi) chain, where both grad ops meet.
-func TestConvScaleGrad(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(22, uint64(d)))
-			x := randomMixture(rng, 2, 3, 2, d)
-			k := randomMixture(rng, 3, 3, 2, d)
-			checkGraphGrad(t, rng, []*tensor.Dense{x, k}, func(in []*G.Node) (*G.Node, error) {
-				y, err := G.ApplyOp(NewConv(), in[0], in[1])
-				if err != nil {
-					return nil, err
-				}
-				return G.ApplyOp(NewScaleWeights(1.0/3), y)
-			}, 0, 1)
-		})
-	}
-}
 
 // TestConvFloat32 runs gm.Conv and gm.ConvFit with both gradients in a
 // float32 graph and a float64 graph on the same float32-representable values.

@@ -6,10 +6,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
-
-	"github.com/gmcn-go/gmcn/internal/gmtest"
 )
 
 // TestConvFitGrad checks the symbolic gradients of both inputs of
@@ -85,21 +84,6 @@ func TestConvFitBadInput(t *testing.T) {
 			gmtest.WantErr(t, err, name, `"grad"`, "NaN")
 			_, err = gradOf(NewConvFit(6), wrt).Do(convWith(x.Clone().(*tensor.Dense), 1+2, -1), k, y, convTensor(16, 2, 2, 6, 7))
 			gmtest.WantErr(t, err, name, `"data"`, "not positive definite")
-		})
-	}
-}
-
-// TestKeepLargestGrad checks gm.KeepLargest's gradient through a graph, 2D
-// and 3D; the weights of randomMixture are distinct, so the kept set does
-// not change under the difference step.
-func TestKeepLargestGrad(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(43, uint64(d)))
-			x := randomMixture(rng, 2, 3, 7, d)
-			checkGraphGrad(t, rng, []*tensor.Dense{x}, func(in []*G.Node) (*G.Node, error) {
-				return G.ApplyOp(NewKeepLargest(3), in[0])
-			}, 0)
 		})
 	}
 }

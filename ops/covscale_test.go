@@ -13,18 +13,6 @@ import (
 	"gorgonia.org/tensor"
 )
 
-func TestCovScaleGrad(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(31, uint64(d)))
-			x := randomMixture(rng, 2, 3, 4, d)
-			checkGraphGrad(t, rng, []*tensor.Dense{x}, func(in []*G.Node) (*G.Node, error) {
-				return G.ApplyOp(NewCovScale(), in[0])
-			}, 0)
-		})
-	}
-}
-
 // TestCovScaleNormGradEval checks the running variant's gradient with the
 // factors frozen: in evaluation mode the running average is a constant, so
 // central differences of the whole graph see exactly the detached scaling.

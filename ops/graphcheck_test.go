@@ -14,6 +14,68 @@ import (
 // check must reach on well-conditioned inputs.
 const gradTol = 1e-6
 
+// TestGraphGrads checks the gradients of the ops whose inputs need no
+// special care through a whole graph, 2D and 3D (checkGraphGrad). The ops
+// with decisions or frozen parts (ConvFit, Evaluate, ReLUFit, TreeHEM, MEM,
+// AssembleKernel, CovScaleNorm, Standardise's mixture input) have their own
+// tests next to the op.
+func TestGraphGrads(t *testing.T) {
+	mixtures := func(shapes ...[3]int) func(rng *rand.Rand, d int) []*tensor.Dense {
+		return func(rng *rand.Rand, d int) []*tensor.Dense {
+			in := make([]*tensor.Dense, len(shapes))
+			for i, s := range shapes {
+				in[i] = randomMixture(rng, s[0], s[1], s[2], d)
+			}
+			return in
+		}
+	}
+	apply := func(op func() G.Op) func(in []*G.Node) (*G.Node, error) {
+		return func(in []*G.Node) (*G.Node, error) { return G.ApplyOp(op(), in...) }
+	}
+	cases := []struct {
+		name   string
+		seed   uint64
+		inputs func(rng *rand.Rand, d int) []*tensor.Dense
+		build  func(in []*G.Node) (*G.Node, error)
+		wrt    []int
+	}{
+		// Every dimension of a distinct size.
+		{"Conv", 21, mixtures([3]int{2, 3, 4}, [3]int{2, 3, 3}), apply(NewConv), []int{0, 1}},
+		// The reference layer's Conv → ScaleWeights(1/Fi) chain, where both
+		// grad ops meet.
+		{"Conv+ScaleWeights", 22, mixtures([3]int{2, 3, 2}, [3]int{3, 3, 2}), func(in []*G.Node) (*G.Node, error) {
+			y, err := G.ApplyOp(NewConv(), in[0], in[1])
+			if err != nil {
+				return nil, err
+			}
+			return G.ApplyOp(NewScaleWeights(1.0/3), y)
+		}, []int{0, 1}},
+		// The weights of randomMixture are distinct, so the kept set does not
+		// change under the difference step.
+		{"KeepLargest", 43, mixtures([3]int{2, 3, 7}), apply(func() G.Op { return NewKeepLargest(3) }), []int{0}},
+		{"CovScale", 31, mixtures([3]int{2, 3, 4}), apply(NewCovScale), []int{0}},
+		{"ScaleWeights", 31, mixtures([3]int{2, 3, 4}), apply(func() G.Op { return NewScaleWeights(-0.7) }), []int{0}},
+		{"Integrate", 1, mixtures([3]int{2, 3, 4}), apply(NewIntegrate), []int{0}},
+		{"WeightDecay", 42, func(rng *rand.Rand, d int) []*tensor.Dense {
+			w, _, a := kernelRawTensors(rng, 2, 3, 4, d, 1.2)
+			return []*tensor.Dense{w, a}
+		}, apply(NewWeightDecay), []int{0, 1}},
+		// ∂L/∂gain only: sd does not depend on the gain, so nothing needs
+		// freezing.
+		{"Standardise gain", 7, func(rng *rand.Rand, d int) []*tensor.Dense {
+			return []*tensor.Dense{randomMixture(rng, 2, 2, 3, d), tensor.New(tensor.WithShape(1), tensor.WithBacking([]float64{1.3}))}
+		}, apply(NewStandardise), []int{1}},
+	}
+	for _, c := range cases {
+		for _, d := range []int{2, 3} {
+			t.Run(fmt.Sprintf("%s/%dD", c.name, d), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(c.seed, uint64(d)))
+				checkGraphGrad(t, rng, c.inputs(rng, d), c.build, c.wrt...)
+			})
+		}
+	}
+}
+
 // checkGraphGrad builds a Gorgonia graph over the float64 inputs, applies
 // build, and compares the gradient of L = Σ y·r (r fixed, random) with central
 // differences of the same graph, for every input in wrt, under both of

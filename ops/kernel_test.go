@@ -83,18 +83,6 @@ func TestAssembleKernelInit(t *testing.T) {
 	}
 }
 
-func TestWeightDecayGrad(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(42, uint64(d)))
-			w, _, a := kernelRawTensors(rng, 2, 3, 4, d, 1.2)
-			checkGraphGrad(t, rng, []*tensor.Dense{w, a}, func(in []*G.Node) (*G.Node, error) {
-				return G.ApplyOp(NewWeightDecay(), in[0], in[1])
-			}, 0, 1)
-		})
-	}
-}
-
 // TestKernelOpsFloat32 checks that the float32 ops match float64.
 func TestKernelOpsFloat32(t *testing.T) {
 	rng := rand.New(rand.NewPCG(43, 0))

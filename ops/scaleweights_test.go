@@ -1,30 +1,13 @@
 package ops
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 
-	G "gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
-
 	"github.com/gmcn-go/gmcn/internal/gmtest"
+	"gorgonia.org/tensor"
 )
-
-// TestScaleWeightsGrad checks the symbolic gradient of gm.ScaleWeights
-// through a whole graph, 2D and 3D.
-func TestScaleWeightsGrad(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(31, uint64(d)))
-			x := randomMixture(rng, 2, 3, 4, d)
-			checkGraphGrad(t, rng, []*tensor.Dense{x}, func(in []*G.Node) (*G.Node, error) {
-				return G.ApplyOp(NewScaleWeights(-0.7), in[0])
-			}, 0)
-		})
-	}
-}
 
 // TestScaleWeightsForward checks that weights are scaled and every other
 // packed value passes through unchanged, in float32 and float64.

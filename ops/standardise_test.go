@@ -8,22 +8,8 @@ import (
 	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/mixture"
-	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
-
-// TestStandardiseGradGain checks ∂L/∂gain through a Gorgonia graph (sd does
-// not depend on the gain, so nothing needs freezing).
-func TestStandardiseGradGain(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		rng := rand.New(rand.NewPCG(7, uint64(d)))
-		x := randomMixture(rng, 2, 2, 3, d)
-		gain := tensor.New(tensor.WithShape(1), tensor.WithBacking([]float64{1.3}))
-		checkGraphGrad(t, rng, []*tensor.Dense{x, gain}, func(in []*G.Node) (*G.Node, error) {
-			return G.ApplyOp(NewStandardise(), in[0], in[1])
-		}, 1)
-	}
-}
 
 // TestStandardiseGradMixtureFrozenSD checks ∂L/∂mixture with sd frozen: the
 // reference detaches sd, so finite differences must hold it fixed too.
