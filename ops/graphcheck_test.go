@@ -10,10 +10,6 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// gradTol is the relative error (gmtest.RelErr) every float64 gradient
-// check must reach on well-conditioned inputs.
-const gradTol = 1e-6
-
 // TestGraphGrads checks the gradients of the ops whose inputs need no
 // special care through a whole graph, 2D and 3D (checkGraphGrad). The ops
 // with decisions or frozen parts (ConvFit, Evaluate, ReLUFit, TreeHEM, MEM,
@@ -146,8 +142,8 @@ func checkGraphGrad(t *testing.T, rng *rand.Rand, inputs []*tensor.Dense, build 
 	for i, w := range wrt {
 		numeric := gmtest.Central(run, inputs[w].Data().([]float64), gmtest.Step)
 		for _, m := range []string{"TapeMachine", "LispMachine"} {
-			if e := gmtest.RelErr(analytic[m][i], numeric); e > gradTol {
-				t.Errorf("%s, input %d: relative gradient error %.3g > %g\nanalytic %v\nnumeric  %v", m, w, e, gradTol, analytic[m][i], numeric)
+			if e := gmtest.RelErr(analytic[m][i], numeric); e > gmtest.GradTol {
+				t.Errorf("%s, input %d: relative gradient error %.3g > %g\nanalytic %v\nnumeric  %v", m, w, e, gmtest.GradTol, analytic[m][i], numeric)
 			}
 		}
 	}

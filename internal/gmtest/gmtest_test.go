@@ -163,6 +163,26 @@ func TestCentral(t *testing.T) {
 	}
 }
 
+func TestWantGrad(t *testing.T) {
+	x := []float64{0.7, -1.3}
+	loss := func() float64 { return x[0] * x[0] * x[1] }
+	for _, c := range []struct {
+		name   string
+		grad   []float64
+		failed int
+	}{
+		{"right", []float64{2 * 0.7 * -1.3, 0.49}, 0},
+		{"wrong", []float64{2 * 0.7 * -1.3, 0.5}, 1},
+		{"NaN", []float64{math.NaN(), 0.49}, 1},
+	} {
+		r := &recorder{TB: t}
+		WantGrad(r, c.name, c.grad, x, loss)
+		if len(r.errors) != c.failed {
+			t.Errorf("%s: failures %q, want %d", c.name, r.errors, c.failed)
+		}
+	}
+}
+
 // recorder is a testing.TB that records failures instead of acting on them.
 type recorder struct {
 	testing.TB

@@ -1,5 +1,7 @@
 package gmtest
 
+import "testing"
+
 // Step is the default central-difference step. With float64 and O(1)
 // inputs the truncation error h²·f”' ≈ 1e-10 and the round-off ε/h ≈ 1e-11
 // both stay far below the 1e-6 tolerance.
@@ -30,4 +32,18 @@ func Dot(a, b []float64) float64 {
 		s += a[i] * b[i]
 	}
 	return s
+}
+
+// GradTol is the relative error (RelErr) an analytic float64 gradient must
+// reach against central differences with Step on well-conditioned inputs.
+const GradTol = 1e-6
+
+// WantGrad fails t unless grad, the analytic gradient of loss with respect to
+// x, matches Central(loss, x, Step) within GradTol; a NaN in grad fails.
+func WantGrad(t testing.TB, what string, grad, x []float64, loss func() float64) {
+	t.Helper()
+	num := Central(loss, x, Step)
+	if e := RelErr(grad, num); !(e <= GradTol) {
+		t.Errorf("%s: relative gradient error %.3g > %g\nanalytic %v\nnumeric  %v", what, e, GradTol, grad, num)
+	}
 }

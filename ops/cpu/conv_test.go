@@ -11,15 +11,13 @@ import (
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
-// convRandom returns a float64 batch of layout l drawn from
-// gmtest.StandardSpec.
-func convRandom(rng *rand.Rand, l mixture.Layout) []float64 {
-	return gmtest.Mixtures[float64](rng, gmtest.StandardSpec(), l.B, l.C, l.N, l.D)
-}
-
-// convLayouts returns the data and kernel layouts of a test case.
-func convLayouts(d, b, fi, ni, fo, nk int) (lx, lk mixture.Layout) {
-	return mixture.Layout{B: b, C: fi, N: ni, D: d}, mixture.Layout{B: fo, C: fi, N: nk, D: d}
+// convInputs returns the data and kernel layouts of a convolution test case
+// and a data and a kernel batch drawn from gmtest.StandardSpec.
+func convInputs(rng *rand.Rand, d, b, fi, ni, fo, nk int) (lx, lk mixture.Layout, x, k []float64) {
+	lx, lk = mixture.Layout{B: b, C: fi, N: ni, D: d}, mixture.Layout{B: fo, C: fi, N: nk, D: d}
+	x = gmtest.Mixtures[float64](rng, gmtest.StandardSpec(), b, fi, ni, d)
+	k = gmtest.Mixtures[float64](rng, gmtest.StandardSpec(), fo, fi, nk, d)
+	return lx, lk, x, k
 }
 
 func convRun(x, k []float64, lx, lk mixture.Layout) []float64 {
@@ -34,8 +32,7 @@ func convRun(x, k []float64, lx, lk mixture.Layout) []float64 {
 func TestConvComponentOrder(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		rng := rand.New(rand.NewPCG(11, uint64(d)))
-		lx, lk := convLayouts(d, 2, 3, 4, 5, 2)
-		x, k := convRandom(rng, lx), convRandom(rng, lk)
+		lx, lk, x, k := convInputs(rng, d, 2, 3, 4, 5, 2)
 		y := convRun(x, k, lx, lk)
 		ly := device.ConvLayout(lx, lk)
 		if want := (mixture.Layout{B: 2, C: 5, N: 3 * 4 * 2, D: d}); ly != want {
@@ -71,8 +68,7 @@ func TestConvComponentOrder(t *testing.T) {
 func TestConvIntegrals(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		rng := rand.New(rand.NewPCG(12, uint64(d)))
-		lx, lk := convLayouts(d, 3, 4, 5, 2, 3)
-		x, k := convRandom(rng, lx), convRandom(rng, lk)
+		lx, lk, x, k := convInputs(rng, d, 3, 4, 5, 2, 3)
 		y := convRun(x, k, lx, lk)
 		ly := device.ConvLayout(lx, lk)
 		ix, ik, iy := make([]float64, lx.Mixtures()), make([]float64, lk.Mixtures()), make([]float64, ly.Mixtures())
@@ -123,8 +119,7 @@ func TestConvGrid(t *testing.T) {
 		side = 2 * m
 	)
 	rng := rand.New(rand.NewPCG(13, 2))
-	lx, lk := convLayouts(2, 1, 2, 3, 2, 2)
-	x, k := convRandom(rng, lx), convRandom(rng, lk)
+	lx, lk, x, k := convInputs(rng, 2, 1, 2, 3, 2, 2)
 	ly := device.ConvLayout(lx, lk)
 	y := convRun(x, k, lx, lk)
 
@@ -194,21 +189,16 @@ func TestConvGrid(t *testing.T) {
 func TestConvGradient(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		rng := rand.New(rand.NewPCG(14, uint64(d)))
-		lx, lk := convLayouts(d, 2, 3, 4, 2, 3)
-		x, k := convRandom(rng, lx), convRandom(rng, lk)
+		lx, lk, x, k := convInputs(rng, d, 2, 3, 4, 2, 3)
 		r := gmtest.Normal(rng, device.ConvLayout(lx, lk).Len())
 		loss := func() float64 { return gmtest.Dot(convRun(x, k, lx, lk), r) }
 
 		dx := make([]float64, len(x))
 		ConvBackwardData(dx, r, k, lx, lk)
-		if e := gmtest.RelErr(dx, gmtest.Central(loss, x, gmtest.Step)); e > 1e-6 {
-			t.Errorf("%dD data gradient: relative error %.3g", d, e)
-		}
+		gmtest.WantGrad(t, fmt.Sprintf("%dD data gradient", d), dx, x, loss)
 		dk := make([]float64, len(k))
 		ConvBackwardKernels(dk, r, x, lx, lk)
-		if e := gmtest.RelErr(dk, gmtest.Central(loss, k, gmtest.Step)); e > 1e-6 {
-			t.Errorf("%dD kernel gradient: relative error %.3g", d, e)
-		}
+		gmtest.WantGrad(t, fmt.Sprintf("%dD kernel gradient", d), dk, k, loss)
 	}
 }
 
@@ -219,8 +209,7 @@ func TestConvGradient(t *testing.T) {
 func TestConvFloat32(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		rng := rand.New(rand.NewPCG(15, uint64(d)))
-		lx, lk := convLayouts(d, 3, 4, 5, 6, 3)
-		x, k := convRandom(rng, lx), convRandom(rng, lk)
+		lx, lk, x, k := convInputs(rng, d, 3, 4, 5, 6, 3)
 		ly := device.ConvLayout(lx, lk)
 		g := gmtest.Normal(rng, ly.Len())
 		x32, k32, g32 := gmtest.To32(x), gmtest.To32(k), gmtest.To32(g)
@@ -248,7 +237,7 @@ func TestConvScaleWeights(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		rng := rand.New(rand.NewPCG(16, uint64(d)))
 		l := mixture.Layout{B: 2, C: 3, N: 4, D: d}
-		x := convRandom(rng, l)
+		x := gmtest.Mixtures[float64](rng, gmtest.StandardSpec(), l.B, l.C, l.N, l.D)
 		const s = -0.37
 		y := make([]float64, len(x))
 		ScaleWeights(y, x, l, s)
@@ -268,8 +257,6 @@ func TestConvScaleWeights(t *testing.T) {
 			ScaleWeights(y, x, l, s)
 			return gmtest.Dot(y, r)
 		}
-		if e := gmtest.RelErr(dx, gmtest.Central(loss, x, gmtest.Step)); e > 1e-6 {
-			t.Errorf("%dD gradient: relative error %.3g", d, e)
-		}
+		gmtest.WantGrad(t, fmt.Sprintf("%dD gradient", d), dx, x, loss)
 	}
 }

@@ -60,20 +60,15 @@ func TestConvFitGradient(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		for ci, tc := range convFitCases {
 			rng := rand.New(rand.NewPCG(31, uint64(10*d+ci)))
-			lx, lk := convLayouts(d, tc.b, tc.fi, tc.ni, tc.fo, tc.nk)
-			x, k := convRandom(rng, lx), convRandom(rng, lk)
+			lx, lk, x, k := convInputs(rng, d, tc.b, tc.fi, tc.ni, tc.fo, tc.nk)
 			x0, k0 := slices.Clone(x), slices.Clone(k)
 			for _, n := range tc.n {
 				r := gmtest.Normal(rng, device.ConvFitLayout(lx, lk, n).Len())
 				loss := func() float64 { return gmtest.Dot(convFitFrozen(x, k, x0, k0, lx, lk, n), r) }
 				dx, dk := make([]float64, len(x)), make([]float64, len(k))
 				ConvFitBackward(dx, dk, r, x, k, lx, lk, n)
-				if e := gmtest.RelErr(dx, gmtest.Central(loss, x, gmtest.Step)); e > 1e-6 {
-					t.Errorf("%dD case %d n=%d: data gradient relative error %.3g", d, ci, n, e)
-				}
-				if e := gmtest.RelErr(dk, gmtest.Central(loss, k, gmtest.Step)); e > 1e-6 {
-					t.Errorf("%dD case %d n=%d: kernel gradient relative error %.3g", d, ci, n, e)
-				}
+				gmtest.WantGrad(t, fmt.Sprintf("%dD case %d n=%d: data gradient", d, ci, n), dx, x, loss)
+				gmtest.WantGrad(t, fmt.Sprintf("%dD case %d n=%d: kernel gradient", d, ci, n), dk, k, loss)
 				// One destination alone gives the same values.
 				dx1 := make([]float64, len(x))
 				ConvFitBackward(dx1, nil, r, x, k, lx, lk, n)
@@ -91,8 +86,7 @@ func TestConvFitAllLeaves(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		for ci, tc := range convFitCases {
 			rng := rand.New(rand.NewPCG(32, uint64(10*d+ci)))
-			lx, lk := convLayouts(d, tc.b, tc.fi, tc.ni, tc.fo, tc.nk)
-			x, k := convRandom(rng, lx), convRandom(rng, lk)
+			lx, lk, x, k := convInputs(rng, d, tc.b, tc.fi, tc.ni, tc.fo, tc.nk)
 			nv := tc.fi * tc.ni * tc.nk
 			conv := convRun(x, k, lx, lk)
 			ly := device.ConvLayout(lx, lk)
@@ -148,8 +142,7 @@ func TestConvFitSignIntegrals(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		for ci, tc := range convFitCases {
 			rng := rand.New(rand.NewPCG(33, uint64(10*d+ci)))
-			lx, lk := convLayouts(d, tc.b, tc.fi, tc.ni, tc.fo, tc.nk)
-			x, k := convRandom(rng, lx), convRandom(rng, lk)
+			lx, lk, x, k := convInputs(rng, d, tc.b, tc.fi, tc.ni, tc.fo, tc.nk)
 			conv, ly := convRun(x, k, lx, lk), device.ConvLayout(lx, lk)
 			for _, n := range tc.n {
 				if n < 2 {
@@ -188,8 +181,7 @@ func TestConvFitSingleNode(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		for _, positive := range []bool{true, false} {
 			rng := rand.New(rand.NewPCG(34, uint64(d)))
-			lx, lk := convLayouts(d, 2, 3, 4, 2, 3)
-			x, k := convRandom(rng, lx), convRandom(rng, lk)
+			lx, lk, x, k := convInputs(rng, d, 2, 3, 4, 2, 3)
 			if positive {
 				for _, a := range [][]float64{x, k} {
 					for g := 0; g < len(a); g += lx.Stride() {
@@ -253,8 +245,7 @@ func momentMatch(mx []float64, d int, signed bool) []float64 {
 func TestConvFitFloat32(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		rng := rand.New(rand.NewPCG(35, uint64(d)))
-		lx, lk := convLayouts(d, 3, 4, 5, 6, 3)
-		x, k := convRandom(rng, lx), convRandom(rng, lk)
+		lx, lk, x, k := convInputs(rng, d, 3, 4, 5, 6, 3)
 		x32, k32 := gmtest.To32(x), gmtest.To32(k)
 		x, k = gmtest.To64(x32), gmtest.To64(k32)
 		for _, n := range []int{1, 7, 30} {
@@ -281,8 +272,7 @@ func TestConvFitFloat32(t *testing.T) {
 // nodes left unsplit, and every output is single-signed for n ≥ 2.
 func TestConvFitSelection(t *testing.T) {
 	rng := rand.New(rand.NewPCG(36, 0))
-	lx, lk := convLayouts(2, 1, 2, 6, 1, 5)
-	x, k := convRandom(rng, lx), convRandom(rng, lk)
+	lx, lk, x, k := convInputs(rng, 2, 1, 2, 6, 1, 5)
 	cf := newConvFit(x, k, lx, lk)
 	for n := 2; n <= cf.nv; n++ {
 		cf.selectNodes(0, n)

@@ -57,9 +57,7 @@ func TestAssembleKernelBackward(t *testing.T) {
 				name   string
 				x, got []float64
 			}{{"weights", w, dw}, {"positions", p, dp}, {"factors", a, da}} {
-				if e := gmtest.RelErr(c.got, gmtest.Central(loss, c.x, gmtest.Step)); e > 1e-6 {
-					t.Errorf("%s: relative gradient error %.3g > 1e-6", c.name, e)
-				}
+				gmtest.WantGrad(t, c.name, c.got, c.x, loss)
 			}
 		})
 	}
@@ -100,12 +98,8 @@ func TestWeightDecayBackward(t *testing.T) {
 			dw, da := make([]float64, len(w)), make([]float64, len(a))
 			WeightDecayWeightsBackward(dw, w, g)
 			WeightDecayFactorsBackward(da, a, d, g)
-			if e := gmtest.RelErr(dw, gmtest.Central(loss, w, gmtest.Step)); e > 1e-6 {
-				t.Errorf("weights: relative gradient error %.3g > 1e-6", e)
-			}
-			if e := gmtest.RelErr(da, gmtest.Central(loss, a, gmtest.Step)); e > 1e-6 {
-				t.Errorf("factors: relative gradient error %.3g > 1e-6", e)
-			}
+			gmtest.WantGrad(t, "weights", dw, w, loss)
+			gmtest.WantGrad(t, "factors", da, a, loss)
 		})
 	}
 }

@@ -100,10 +100,7 @@ func TestTreeHEMGradient(t *testing.T) {
 			if err := TreeHEMBackward(dx, x, r, dec); err != nil {
 				t.Fatal(err)
 			}
-			num := gmtest.Central(loss, x, gmtest.Step)
-			if e := gmtest.RelErr(dx, num); e > 1e-6 {
-				t.Errorf("relative gradient error %.3g > 1e-6 (%d fitted nodes, %d refits)\nanalytic %v\nnumeric  %v", e, fitted, refit, dx, num)
-			}
+			gmtest.WantGrad(t, fmt.Sprintf("%d fitted nodes, %d refits", fitted, refit), dx, x, loss)
 			dx2 := make([]float64, len(x))
 			if err := TreeHEMGrad(dx2, x, r, l, c.np, o); err != nil {
 				t.Fatal(err)
