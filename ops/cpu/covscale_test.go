@@ -43,46 +43,47 @@ func covscalePerSample[T Float](t *testing.T, y, x []T, l mixture.Layout) ([]T, 
 	return s, tau
 }
 
-func TestCovScaleBackwardPerSample(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(11, uint64(d)))
-			l := mixture.Layout{B: 2, C: 3, N: 4, D: d}
-			x := covscaleBatch[float64](rng, l)
-			r := gmtest.Normal(rng, l.Len())
-			y := make([]float64, l.Len())
-			loss := func() float64 {
-				covscalePerSample(t, y, x, l)
-				return gmtest.Dot(y, r)
+// TestCovScaleBackward checks CovScaleBackward (the per-sample factors
+// depend on x) and ScaleMixturesBackward (detached factors, constants)
+// against central differences of L = Σ y·r.
+func TestCovScaleBackward(t *testing.T) {
+	cases := []struct {
+		name    string
+		seed    uint64
+		b, c, n int
+		// prepare returns the forward y = f(x) and the backward dx = ∂L/∂x
+		// for the incoming gradient r.
+		prepare func(t *testing.T, rng *rand.Rand, x []float64, l mixture.Layout) (fwd func(y []float64), bwd func(dx, r []float64))
+	}{
+		{"per sample", 11, 2, 3, 4, func(t *testing.T, _ *rand.Rand, x []float64, l mixture.Layout) (func([]float64), func(dx, r []float64)) {
+			return func(y []float64) { covscalePerSample(t, y, x, l) }, func(dx, r []float64) {
+				s, tau := covscalePerSample(t, make([]float64, len(x)), x, l)
+				CovScaleBackward(dx, r, x, l, s, tau)
 			}
-			s, tau := covscalePerSample(t, y, x, l)
-			dx := make([]float64, l.Len())
-			CovScaleBackward(dx, r, x, l, s, tau)
-			gmtest.WantGrad(t, "gradient", dx, x, loss)
-		})
+		}},
+		{"detached", 12, 2, 2, 3, func(_ *testing.T, rng *rand.Rand, x []float64, l mixture.Layout) (func([]float64), func(dx, r []float64)) {
+			s := gmtest.Uniform[float64](rng, l.Mixtures(), 0.5, 1.5)
+			return func(y []float64) { ScaleMixtures(y, x, l, s) }, func(dx, r []float64) { ScaleMixturesBackward(dx, r, l, s) }
+		}},
 	}
-}
-
-func TestCovScaleBackwardDetached(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(12, uint64(d)))
-			l := mixture.Layout{B: 2, C: 2, N: 3, D: d}
-			x := covscaleBatch[float64](rng, l)
-			s := make([]float64, l.Mixtures())
-			for i := range s {
-				s[i] = 0.5 + rng.Float64()
-			}
-			r := gmtest.Normal(rng, l.Len())
-			y := make([]float64, l.Len())
-			loss := func() float64 {
-				ScaleMixtures(y, x, l, s)
-				return gmtest.Dot(y, r)
-			}
-			dx := make([]float64, l.Len())
-			ScaleMixturesBackward(dx, r, l, s)
-			gmtest.WantGrad(t, "gradient", dx, x, loss)
-		})
+	for _, c := range cases {
+		for _, d := range []int{2, 3} {
+			t.Run(fmt.Sprintf("%s/%dD", c.name, d), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(c.seed, uint64(d)))
+				l := mixture.Layout{B: c.b, C: c.c, N: c.n, D: d}
+				x := covscaleBatch[float64](rng, l)
+				fwd, bwd := c.prepare(t, rng, x, l)
+				r := gmtest.Normal(rng, l.Len())
+				y := make([]float64, l.Len())
+				loss := func() float64 {
+					fwd(y)
+					return gmtest.Dot(y, r)
+				}
+				dx := make([]float64, l.Len())
+				bwd(dx, r)
+				gmtest.WantGrad(t, "gradient", dx, x, loss)
+			})
+		}
 	}
 }
 
