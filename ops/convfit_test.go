@@ -1,39 +1,13 @@
 package ops
 
 import (
-	"fmt"
 	"math"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/gmcn-go/gmcn/internal/gmtest"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
-
-// TestConvFitGrad checks the symbolic gradients of both inputs of
-// gm.ConvFit through a whole graph, 2D and 3D, for an n that groups
-// components, one that keeps them all (Fi·Ni·Nk = 36) and one that pads. The
-// seeded inputs keep their tree and selection under the difference step; a
-// changed decision would show as a large error, not hide one.
-func TestConvFitGrad(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		for _, n := range []int{5, 36, 40} {
-			t.Run(fmt.Sprintf("%dD/n=%d", d, n), func(t *testing.T) {
-				rng := rand.New(rand.NewPCG(41, uint64(10*d+n)))
-				x := randomMixture(rng, 2, 3, 4, d)
-				k := randomMixture(rng, 2, 3, 3, d)
-				checkGraphGrad(t, rng, []*tensor.Dense{x, k}, func(in []*G.Node) (*G.Node, error) {
-					y, err := G.ApplyOp(NewConvFit(n), in[0], in[1])
-					if err != nil {
-						return nil, err
-					}
-					return G.ApplyOp(NewScaleWeights(1.0/3), y)
-				}, 0, 1)
-			})
-		}
-	}
-}
 
 // TestConvFitBadInput feeds gm.ConvFit and its grad ops invalid inputs and
 // parameters and checks that each returns an error naming the op, the input

@@ -10,11 +10,11 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// TestGraphGrads checks the gradients of the ops whose inputs need no
-// special care through a whole graph, 2D and 3D (checkGraphGrad). The ops
-// with decisions or frozen parts (ConvFit, Evaluate, ReLUFit, TreeHEM, MEM,
-// AssembleKernel, CovScaleNorm, Standardise's mixture input) have their own
-// tests next to the op.
+// TestGraphGrads checks the gradients of the ops through a whole graph, 2D
+// and 3D (checkGraphGrad), on inputs from randomMixture or kernelRawTensors.
+// The ops that need inputs of their own or frozen parts (Evaluate's point
+// broadcasts, ReLUFit, TreeHEM, MEM, AssembleKernel, CovScaleNorm,
+// Standardise's mixture input) have their tests next to the op.
 func TestGraphGrads(t *testing.T) {
 	mixtures := func(shapes ...[3]int) func(rng *rand.Rand, d int) []*tensor.Dense {
 		return func(rng *rand.Rand, d int) []*tensor.Dense {
@@ -28,6 +28,19 @@ func TestGraphGrads(t *testing.T) {
 	apply := func(op func() G.Op) func(in []*G.Node) (*G.Node, error) {
 		return func(in []*G.Node) (*G.Node, error) { return G.ApplyOp(op(), in...) }
 	}
+	// scaled applies the convolution op and ScaleWeights(1/Fi) with Fi = 3.
+	scaled := func(conv func() G.Op) func(in []*G.Node) (*G.Node, error) {
+		return func(in []*G.Node) (*G.Node, error) {
+			y, err := G.ApplyOp(conv(), in[0], in[1])
+			if err != nil {
+				return nil, err
+			}
+			return G.ApplyOp(NewScaleWeights(1.0/3), y)
+		}
+	}
+	convFitScaled := func(n int) func(in []*G.Node) (*G.Node, error) {
+		return scaled(func() G.Op { return NewConvFit(n) })
+	}
 	cases := []struct {
 		name   string
 		seed   uint64
@@ -39,13 +52,15 @@ func TestGraphGrads(t *testing.T) {
 		{"Conv", 21, mixtures([3]int{2, 3, 4}, [3]int{2, 3, 3}), apply(NewConv), []int{0, 1}},
 		// The reference layer's Conv → ScaleWeights(1/Fi) chain, where both
 		// grad ops meet.
-		{"Conv+ScaleWeights", 22, mixtures([3]int{2, 3, 2}, [3]int{3, 3, 2}), func(in []*G.Node) (*G.Node, error) {
-			y, err := G.ApplyOp(NewConv(), in[0], in[1])
-			if err != nil {
-				return nil, err
-			}
-			return G.ApplyOp(NewScaleWeights(1.0/3), y)
-		}, []int{0, 1}},
+		{"Conv+ScaleWeights", 22, mixtures([3]int{2, 3, 2}, [3]int{3, 3, 2}), scaled(NewConv), []int{0, 1}},
+		// ConvFit (scaled as in the reference layer) for an n that groups
+		// components, one that keeps them all (Fi·Ni·Nk = 36) and one that
+		// pads. The seeded inputs keep their tree and selection under the
+		// difference step; a changed decision would show as a large error,
+		// not hide one.
+		{"ConvFit n=5", 41, mixtures([3]int{2, 3, 4}, [3]int{2, 3, 3}), convFitScaled(5), []int{0, 1}},
+		{"ConvFit n=36", 41, mixtures([3]int{2, 3, 4}, [3]int{2, 3, 3}), convFitScaled(36), []int{0, 1}},
+		{"ConvFit n=40", 41, mixtures([3]int{2, 3, 4}, [3]int{2, 3, 3}), convFitScaled(40), []int{0, 1}},
 		// The weights of randomMixture are distinct, so the kept set does not
 		// change under the difference step.
 		{"KeepLargest", 43, mixtures([3]int{2, 3, 7}), apply(func() G.Op { return NewKeepLargest(3) }), []int{0}},
