@@ -21,6 +21,13 @@ func memMixture(rng *rand.Rand, l mixture.Layout, spread, w, cs float64, positiv
 	return gmtest.Mixtures[float64](rng, s, l.B, l.C, l.N, l.D)
 }
 
+// withN returns l with N components per mixture: the output layout of a
+// reduction of l to n.
+func withN(l mixture.Layout, n int) mixture.Layout {
+	l.N = n
+	return l
+}
+
 type memCase struct {
 	name     string
 	n, np    int
@@ -54,8 +61,7 @@ func TestMEMFrozenGrad(t *testing.T) {
 			t.Run(fmt.Sprintf("%dD/%s", d, tc.name), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(d), uint64(ci)))
 				l := mixture.Layout{B: 2, C: 2, N: tc.n, D: d}
-				lo := l
-				lo.N = tc.np
+				lo := withN(l, tc.np)
 				x := memMixture(rng, l, tc.spread, tc.w, tc.cs, tc.positive)
 				k := MEMComponents(tc.n, tc.np)
 				sel := make([]int, l.Mixtures()*k)
@@ -88,8 +94,7 @@ func TestMEMMatchesReference(t *testing.T) {
 			t.Run(fmt.Sprintf("%dD/%s", d, tc.name), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(10+d), uint64(ci)))
 				l := mixture.Layout{B: 2, C: 3, N: tc.n, D: d}
-				lo := l
-				lo.N = tc.np
+				lo := withN(l, tc.np)
 				x := memMixture(rng, l, tc.spread, tc.w, tc.cs, tc.positive)
 				y := make([]float64, lo.Len())
 				MEM(y, x, l, tc.np)
@@ -121,8 +126,7 @@ func TestMEMMatchesReference(t *testing.T) {
 // memReference is the modified EM step (docs/algorithms.md, "Modified EM")
 // written out naively, one mixture at a time.
 func memReference(x []float64, l mixture.Layout, np int) []float64 {
-	lo := l
-	lo.N = np
+	lo := withN(l, np)
 	y := make([]float64, lo.Len())
 	gs, _ := mixture.Unpack(x, l)
 	d := l.D
@@ -256,8 +260,7 @@ func TestMEMIntegral(t *testing.T) {
 			t.Run(fmt.Sprintf("%dD/%s", d, c.name), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(20+d), uint64(ci)))
 				l := mixture.Layout{B: 3, C: 2, N: c.tc.n, D: d}
-				lo := l
-				lo.N = c.tc.np
+				lo := withN(l, c.tc.np)
 				x := memMixture(rng, l, c.tc.spread, c.tc.w, c.tc.cs, c.tc.positive)
 				y := make([]float64, lo.Len())
 				MEM(y, x, l, c.tc.np)
@@ -342,8 +345,7 @@ func TestMEMProperties(t *testing.T) {
 			t.Run(fmt.Sprintf("%dD/%s", d, c.name), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(30+d), uint64(ci)))
 				l := mixture.Layout{B: 2, C: 2, N: c.n, D: d}
-				lo := l
-				lo.N = c.np
+				lo := withN(l, c.np)
 				x := memMixture(rng, l, 2, 1, 1, true)
 				if c.prep != nil {
 					c.prep(x, l)
@@ -405,8 +407,7 @@ func TestMEMFloat32(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		rng := rand.New(rand.NewPCG(40, uint64(d)))
 		l := mixture.Layout{B: 2, C: 3, N: 40, D: d}
-		lo := l
-		lo.N = 6
+		lo := withN(l, 6)
 		x := memMixture(rng, l, 2, 0.2, 1, true)
 		gy := gmtest.Normal(rng, lo.Len())
 		y := make([]float64, lo.Len())
