@@ -197,10 +197,7 @@ func TestCovScaleNormAlpha(t *testing.T) {
 func TestCovScaleFloat32Op(t *testing.T) {
 	rng := rand.New(rand.NewPCG(34, 0))
 	x64 := randomMixture(rng, 3, 2, 20, 3)
-	x32 := tensor.New(tensor.WithShape(x64.Shape()...), tensor.Of(tensor.Float32))
-	for i, v := range x64.Data().([]float64) {
-		x32.Data().([]float32)[i] = float32(v)
-	}
+	x32 := as32(x64)
 	for _, mk := range []func() G.Op{NewCovScale, func() G.Op { op, _ := NewCovScaleNorm(2); op.SetRunning([]float64{3, 0.4}); return op }} {
 		op := mk()
 		y64, err := op.Do(x64)

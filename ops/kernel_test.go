@@ -87,13 +87,6 @@ func TestAssembleKernelInit(t *testing.T) {
 func TestKernelOpsFloat32(t *testing.T) {
 	rng := rand.New(rand.NewPCG(43, 0))
 	w, p, a := kernelRawTensors(rng, 3, 2, 5, 3, 1.3)
-	to32 := func(x *tensor.Dense) *tensor.Dense {
-		y := tensor.New(tensor.WithShape(x.Shape()...), tensor.Of(tensor.Float32))
-		for i, v := range x.Data().([]float64) {
-			y.Data().([]float32)[i] = float32(v)
-		}
-		return y
-	}
 	for _, c := range []struct {
 		op G.Op
 		in []*tensor.Dense
@@ -104,7 +97,7 @@ func TestKernelOpsFloat32(t *testing.T) {
 		in32 := make([]G.Value, len(c.in))
 		in64 := make([]G.Value, len(c.in))
 		for i, x := range c.in {
-			in32[i], in64[i] = to32(x), x
+			in32[i], in64[i] = as32(x), x
 		}
 		y64, err := c.op.Do(in64...)
 		if err != nil {

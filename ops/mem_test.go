@@ -86,12 +86,7 @@ func TestMEMGrad(t *testing.T) {
 func TestMEMOp(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	x64 := randomMixture(rng, 2, 3, 20, 2)
-	d64 := x64.Data().([]float64)
-	d32 := make([]float32, len(d64))
-	for i, v := range d64 {
-		d32[i] = float32(v)
-	}
-	x32 := tensor.New(tensor.WithShape(x64.Shape()...), tensor.WithBacking(d32))
+	x32 := as32(x64)
 	var outs [2][]float64
 	for i, x := range []*tensor.Dense{x64, x32} {
 		g := G.NewGraph()

@@ -69,10 +69,7 @@ func TestReLUFitOpFloat32(t *testing.T) {
 		rng := rand.New(rand.NewPCG(4, uint64(d)))
 		x := randomMixture(rng, 2, 3, 17, d)
 		x64 := x.Data().([]float64)
-		x32 := make([]float32, len(x64))
-		for i, v := range x64 {
-			x32[i] = float32(v)
-		}
+		x32 := gmtest.To32(x64)
 		op := NewReLUFit(ReLUFitOptions{})
 		y64, err := op.Do(x)
 		if err != nil {

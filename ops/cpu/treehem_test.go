@@ -125,10 +125,7 @@ func TestTreeHEMBackwardKept(t *testing.T) {
 			o := device.TreeHEMOptions{Reduction: tt}
 			name := fmt.Sprintf("%dD_T%d", d, tt)
 			t.Run(name+"/float64", func(t *testing.T) { treehemBackwardKept(t, x, l, 13, o) })
-			x32 := make([]float32, len(x))
-			for i, v := range x {
-				x32[i] = float32(v)
-			}
+			x32 := gmtest.To32(x)
 			t.Run(name+"/float32", func(t *testing.T) { treehemBackwardKept(t, x32, l, 13, o) })
 		}
 	}
@@ -390,13 +387,8 @@ func TestTreeHEMFloat32(t *testing.T) {
 		l := mixture.Layout{B: 2, C: 2, N: 60, D: d}
 		rng := rand.New(rand.NewPCG(13, uint64(d)))
 		x := treehemMixture(rng, l, 0.5)
-		x32 := make([]float32, len(x))
-		for i, v := range x {
-			x32[i] = float32(v)
-		}
-		for i := range x {
-			x[i] = float64(x32[i])
-		}
+		x32 := gmtest.To32(x)
+		x = gmtest.To64(x32)
 		np := 8
 		y, y32 := treehemOut(l, np), make([]float32, l.Mixtures()*np*l.Stride())
 		o := device.TreeHEMOptions{Reduction: 2}
