@@ -175,10 +175,7 @@ func TestCovScaleFloat32(t *testing.T) {
 		l := mixture.Layout{B: 3, C: 4, N: 50, D: d}
 		x64 := covscaleBatch[float64](rng, l)
 		g64 := gmtest.Normal(rng, l.Len())
-		x32, g32 := make([]float32, l.Len()), make([]float32, l.Len())
-		for i := range x64 {
-			x32[i], g32[i] = float32(x64[i]), float32(g64[i])
-		}
+		x32, g32 := gmtest.To32(x64), gmtest.To32(g64)
 		y64, y32 := make([]float64, l.Len()), make([]float32, l.Len())
 		s64, tau64 := covscalePerSample(t, y64, x64, l)
 		s32, tau32 := covscalePerSample(t, y32, x32, l)

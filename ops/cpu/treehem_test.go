@@ -405,12 +405,8 @@ func TestTreeHEMFloat32(t *testing.T) {
 		if e > 1e-4 {
 			t.Errorf("%dD forward: float32 deviates by %.3g", d, e)
 		}
-		g := make([]float64, len(y))
-		g32 := make([]float32, len(y))
-		for i := range g {
-			g32[i] = float32(rng.NormFloat64())
-			g[i] = float64(g32[i])
-		}
+		g32 := gmtest.To32(gmtest.Normal(rng, len(y)))
+		g := gmtest.To64(g32)
 		dx, dx32 := make([]float64, len(x)), make([]float32, len(x))
 		if err := TreeHEMGrad(dx, x, g, l, np, o); err != nil {
 			t.Fatal(err)
@@ -418,14 +414,7 @@ func TestTreeHEMFloat32(t *testing.T) {
 		if err := TreeHEMGrad(dx32, x32, g32, l, np, o); err != nil {
 			t.Fatal(err)
 		}
-		var scale, diff float64
-		for i := range dx {
-			scale = math.Max(scale, math.Abs(dx[i]))
-			diff = math.Max(diff, math.Abs(float64(dx32[i])-dx[i]))
-		}
-		if diff > 1e-3*scale {
-			t.Errorf("%dD backward: float32 deviates by %.3g (scale %.3g)", d, diff, scale)
-		}
+		gmtest.WantClose(t, fmt.Sprintf("%dD float32 backward", d), dx32, dx, 1e-3)
 	}
 }
 
