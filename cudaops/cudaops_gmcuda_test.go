@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
@@ -52,47 +53,14 @@ func tolerance[T Float](grad bool) float64 {
 	return 1e-9
 }
 
-// randomMixtures returns a packed batch of layout l: weights of both signs
-// and |w| ≥ 0.1, positions in [−3, 3], covariances Q·Qᵀ + 0.1·I with Q
-// uniform in [−1, 1], which are SPD and not too anisotropic.
-func randomMixtures[T Float](rng *rand.Rand, l mixture.Layout) []T {
-	x := make([]T, l.Len())
-	d, s := l.D, l.Stride()
-	for k := 0; k < len(x); k += s {
-		w := 0.1 + rng.Float64()
-		if rng.IntN(4) == 0 {
-			w = -w
-		}
-		x[k] = T(w)
-		for j := range d {
-			x[k+1+j] = T(6*rng.Float64() - 3)
-		}
-		var q [9]float64
-		for j := range d * d {
-			q[j] = 2*rng.Float64() - 1
-		}
-		for r := range d {
-			for c := range d {
-				var v float64
-				for e := range d {
-					v += q[r*d+e] * q[c*d+e]
-				}
-				if r == c {
-					v += 0.1
-				}
-				x[k+1+d+r*d+c] = T(v)
-			}
-		}
-	}
-	return x
-}
+// mixtureSpec draws weights of both signs with |w| ≥ 0.1, positions in
+// [−3, 3) and covariances 4·A·Aᵀ + 0.1·I (A·2 uniform in [−1, 1)), which are
+// SPD and not too anisotropic.
+var mixtureSpec = gmtest.Spec{WeightMin: 0.1, WeightMax: 1.1, NegativeOneIn: 4, Spread: 3, CovScale: 4, CovDiag: 0.1}
 
-func randomSlice[T Float](rng *rand.Rand, n int, lo, hi float64) []T {
-	v := make([]T, n)
-	for i := range v {
-		v[i] = T(lo + (hi-lo)*rng.Float64())
-	}
-	return v
+// randomMixtures returns a packed batch of layout l drawn from mixtureSpec.
+func randomMixtures[T Float](rng *rand.Rand, l mixture.Layout) []T {
+	return gmtest.Mixtures[T](rng, mixtureSpec, l.B, l.C, l.N, l.D)
 }
 
 // compare fails t unless got matches want within tol relative to max|want|
@@ -158,7 +126,7 @@ func testIntegrate[T Float](t *testing.T) {
 		must(t, gpu[T]().Integrate(y, x, l))
 		cpu.Integrate(want, x, l)
 		compare(t, "y", y, want, tolerance[T](false))
-		g := randomSlice[T](rng, l.Mixtures(), -1, 1)
+		g := gmtest.Uniform[T](rng, l.Mixtures(), -1, 1)
 		dx, wdx := make([]T, l.Len()), make([]T, l.Len())
 		must(t, gpu[T]().IntegrateBackward(dx, g, l))
 		cpu.IntegrateBackward(wdx, g, l)
@@ -180,7 +148,7 @@ func testConv[T Float](t *testing.T) {
 			must(t, gpu[T]().Conv(y, x, k, lx, lk))
 			cpu.Conv(want, x, k, lx, lk)
 			compare(t, fmt.Sprintf("Nk%d y", nk), y, want, tolerance[T](false))
-			g := randomSlice[T](rng, ly.Len(), -1, 1)
+			g := gmtest.Uniform[T](rng, ly.Len(), -1, 1)
 			dx, wdx := make([]T, lx.Len()), make([]T, lx.Len())
 			must(t, gpu[T]().ConvBackwardData(dx, g, k, lx, lk))
 			cpu.ConvBackwardData(wdx, g, k, lx, lk)
@@ -204,12 +172,12 @@ func testEvaluate[T Float](t *testing.T) {
 		for _, ps := range [][3]int{{l.B, l.C, 45}, {1, l.C, 129}, {1, 1, 7}} {
 			pb, pc, m := ps[0], ps[1], ps[2]
 			name := fmt.Sprintf("pts%dx%dx%d", pb, pc, m)
-			pts := randomSlice[T](rng, pb*pc*m*l.D, -4, 4)
+			pts := gmtest.Uniform[T](rng, pb*pc*m*l.D, -4, 4)
 			y, want := make([]T, l.Mixtures()*m), make([]T, l.Mixtures()*m)
 			must(t, gpu[T]().Evaluate(y, x, pts, l, pb, pc, m))
 			cpu.Evaluate(want, x, pts, l, pb, pc, m)
 			compare(t, name+" y", y, want, tolerance[T](false))
-			g := randomSlice[T](rng, len(y), -1, 1)
+			g := gmtest.Uniform[T](rng, len(y), -1, 1)
 			dx, wdx := make([]T, l.Len()), make([]T, l.Len())
 			must(t, gpu[T]().EvaluateBackwardMixture(dx, x, pts, g, l, pb, pc, m))
 			cpu.EvaluateBackwardMixture(wdx, x, pts, g, l, pb, pc, m)
@@ -229,7 +197,7 @@ func TestReLUFit(t *testing.T) {
 func testReLUFit[T Float](t *testing.T) {
 	forShapes(t, func(t *testing.T, rng *rand.Rand, l mixture.Layout) {
 		x := randomMixtures[T](rng, l)
-		g := randomSlice[T](rng, l.Len(), -1, 1)
+		g := gmtest.Uniform[T](rng, l.Len(), -1, 1)
 		for _, opts := range []device.ReLUFitOptions{{}, {Variant: device.ReLUFitPaper}} {
 			name := fmt.Sprintf("variant%d", opts.Variant)
 			y, want := make([]T, l.Len()), make([]T, l.Len())
@@ -264,7 +232,7 @@ func testCovScale[T Float](t *testing.T) {
 		must(t, gpu[T]().ScaleMixtures(y, x, l, s))
 		cpu.ScaleMixtures(want, x, l, s)
 		compare(t, "y", y, want, tolerance[T](false))
-		g := randomSlice[T](rng, l.Len(), -1, 1)
+		g := gmtest.Uniform[T](rng, l.Len(), -1, 1)
 		dx, wdx := make([]T, l.Len()), make([]T, l.Len())
 		must(t, gpu[T]().ScaleMixtures(dx, g, l, s))
 		cpu.ScaleMixturesBackward(wdx, g, l, s)
@@ -283,9 +251,9 @@ func testAssembleKernel[T Float](t *testing.T) {
 	forShapes(t, func(t *testing.T, rng *rand.Rand, l mixture.Layout) {
 		cfg := device.DefaultKernelConfig(2.5)
 		count, d := l.Mixtures()*l.N, l.D
-		w := randomSlice[T](rng, count, -1, 1)
-		p := randomSlice[T](rng, count*d, -1, 1)
-		a := randomSlice[T](rng, count*d*d, -1.5, 1.5)
+		w := gmtest.Uniform[T](rng, count, -1, 1)
+		p := gmtest.Uniform[T](rng, count*d, -1, 1)
+		a := gmtest.Uniform[T](rng, count*d*d, -1.5, 1.5)
 		eps, err := gpu[T]().KernelEpsilon(a, d, cfg)
 		must(t, err)
 		weps := cpu.KernelEpsilon(a, d, cfg)
@@ -294,7 +262,7 @@ func testAssembleKernel[T Float](t *testing.T) {
 		must(t, gpu[T]().AssembleKernel(y, w, p, a, l, cfg, weps))
 		cpu.AssembleKernel(want, w, p, a, l, cfg, weps)
 		compare(t, "kernel", y, want, tolerance[T](false))
-		g := randomSlice[T](rng, l.Len(), -1, 1)
+		g := gmtest.Uniform[T](rng, l.Len(), -1, 1)
 		dw, dp, da := make([]T, len(w)), make([]T, len(p)), make([]T, len(a))
 		wdw, wdp, wda := make([]T, len(w)), make([]T, len(p)), make([]T, len(a))
 		must(t, gpu[T]().AssembleKernelBackward(dw, dp, da, g, a, l, cfg))
@@ -332,7 +300,7 @@ func BenchmarkReLUFit(b *testing.B) {
 	l := mixture.Layout{B: 800, C: 1, N: 256, D: 2}
 	rng := rand.New(rand.NewPCG(1, 2))
 	x := randomMixtures[float32](rng, l)
-	g := randomSlice[float32](rng, l.Len(), -1, 1)
+	g := gmtest.Uniform[float32](rng, l.Len(), -1, 1)
 	y := make([]float32, l.Len())
 	b.Run("Forward/2D_B800_N256", func(b *testing.B) {
 		benchKernels(b, func() error { return gpu[float32]().ReLUFit(y, x, l, device.ReLUFitOptions{}) })
@@ -350,7 +318,7 @@ func BenchmarkConv(b *testing.B) {
 	ly := device.ConvLayout(lx, lk)
 	rng := rand.New(rand.NewPCG(3, 4))
 	x, k := randomMixtures[float32](rng, lx), randomMixtures[float32](rng, lk)
-	y, g := make([]float32, ly.Len()), randomSlice[float32](rng, ly.Len(), -1, 1)
+	y, g := make([]float32, ly.Len()), gmtest.Uniform[float32](rng, ly.Len(), -1, 1)
 	dx, dk := make([]float32, lx.Len()), make([]float32, lk.Len())
 	b.Run("Forward/3D_B21_Fi8_Ni32_Fo16_Nk5", func(b *testing.B) {
 		benchKernels(b, func() error { return gpu[float32]().Conv(y, x, k, lx, lk) })
@@ -372,9 +340,9 @@ func BenchmarkEvaluate(b *testing.B) {
 	const m = 1000
 	rng := rand.New(rand.NewPCG(5, 6))
 	x := randomMixtures[float32](rng, l)
-	pts := randomSlice[float32](rng, l.Mixtures()*m*3, -4, 4)
+	pts := gmtest.Uniform[float32](rng, l.Mixtures()*m*3, -4, 4)
 	y := make([]float32, l.Mixtures()*m)
-	g := randomSlice[float32](rng, len(y), -1, 1)
+	g := gmtest.Uniform[float32](rng, len(y), -1, 1)
 	dx, dp := make([]float32, l.Len()), make([]float32, len(pts))
 	b.Run("Forward/3D_B21_C16_N1280_M1000", func(b *testing.B) {
 		benchKernels(b, func() error { return gpu[float32]().Evaluate(y, x, pts, l, l.B, l.C, m) })

@@ -42,11 +42,7 @@ func TestConvScaleWeights(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vm := G.NewTapeMachine(gr)
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
-		t.Fatal(err)
-	}
+	runGraph(t, gr)
 	if s := y.Shape(); !s.Eq(tensor.Shape{1, 1, 4, 7}) {
 		t.Fatalf("output shape %v, want (1, 1, 4, 7)", s)
 	}
@@ -83,11 +79,7 @@ func TestConvFitIntegral(t *testing.T) {
 		}
 		fused = append(fused, G.Must(Integrate(y)))
 	}
-	vm := G.NewTapeMachine(gr)
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
-		t.Fatal(err)
-	}
+	runGraph(t, gr)
 	want := full.Value().Data().([]float32)
 	for i, f := range fused {
 		for j, v := range f.Value().Data().([]float32) {

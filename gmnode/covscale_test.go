@@ -54,11 +54,7 @@ func TestCovScaleNodes(t *testing.T) {
 	if err := op.SetRunning([]float64{2, 2, 2, 2}); err != nil {
 		t.Fatal(err)
 	}
-	vm := G.NewTapeMachine(g, G.EvalMode())
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
-		t.Fatal(err)
-	}
+	runGraph(t, g, G.EvalMode())
 	for m, v := range covscaleMeanTrace(ys.Value().Data().([]float32), l) {
 		if math.Abs(v-2) > 1e-5 {
 			t.Errorf("per-sample: mixture %d has mean trace %g, want 2", m, v)

@@ -26,11 +26,7 @@ func TestEvaluate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vm := G.NewTapeMachine(g)
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
-		t.Fatal(err)
-	}
+	runGraph(t, g)
 	got := y.Value().Data().([]float64)
 	want := []float64{2 / (2 * math.Pi), 2 * math.Exp(-0.5) / (2 * math.Pi)}
 	for i := range want {

@@ -28,11 +28,7 @@ func TestFitErrorsNodes(t *testing.T) {
 	if _, err := FitErrors(x, dense, y, 100, 1); err == nil || !strings.Contains(err.Error(), "run the graph first") {
 		t.Errorf("before the run: error %v, want one asking to run the graph", err)
 	}
-	vm := G.NewTapeMachine(g)
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
-		t.Fatal(err)
-	}
+	runGraph(t, g)
 	got, err := FitErrors(x, dense, y, 100, 1)
 	if err != nil {
 		t.Fatal(err)

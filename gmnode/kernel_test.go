@@ -153,11 +153,7 @@ func TestKernelGraph(t *testing.T) {
 	if _, err := G.Grad(cost, learn...); err != nil {
 		t.Fatal(err)
 	}
-	vm := G.NewTapeMachine(g)
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
-		t.Fatal(err)
-	}
+	runGraph(t, g)
 	for _, n := range learn {
 		gr, err := n.Grad()
 		if err != nil {

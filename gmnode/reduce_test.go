@@ -2,11 +2,11 @@ package gmnode
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
@@ -14,41 +14,11 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// reduceInput returns a float64 batch with weights of either sign,
-// positions in [-3, 3) and covariances A·Aᵀ + 0.3·I.
+// reduceInput returns a float64 batch with weights in [−0.7, 1.3), positions
+// in [−3, 3) and covariances A·Aᵀ + 0.3·I.
 func reduceInput(rng *rand.Rand, l mixture.Layout) []float64 {
-	x := make([]float64, l.Len())
-	d := l.D
-	for i := 0; i < len(x); i += l.Stride() {
-		g := x[i : i+l.Stride()]
-		g[0] = 2*rng.Float64() - 0.7
-		for j := range d {
-			g[1+j] = 6*rng.Float64() - 3
-		}
-		var a [9]float64
-		for j := range d * d {
-			a[j] = rng.Float64() - 0.5
-		}
-		for r := range d {
-			for c := range d {
-				for k := range d {
-					g[1+d+r*d+c] += a[r*d+k] * a[c*d+k]
-				}
-				if r == c {
-					g[1+d+r*d+c] += 0.3
-				}
-			}
-		}
-	}
-	return x
-}
-
-func maxDiff(a, b []float64) float64 {
-	var e float64
-	for i := range a {
-		e = math.Max(e, math.Abs(a[i]-b[i]))
-	}
-	return e
+	s := gmtest.Spec{WeightMin: -0.7, WeightMax: 1.3, Spread: 3, CovScale: 1, CovDiag: 0.3}
+	return gmtest.Mixtures[float64](rng, s, l.B, l.C, l.N, l.D)
 }
 
 // TestReLUFitReduce builds ReLUFitReduce for every method, runs the graph
@@ -108,10 +78,7 @@ func TestReLUFitReduce(t *testing.T) {
 				if c.np >= 0 {
 					lo.N = c.np
 				}
-				rd := make([]float64, lo.Len())
-				for i := range rd {
-					rd[i] = rng.NormFloat64()
-				}
+				rd := gmtest.Normal(rng, lo.Len())
 				g := G.NewGraph()
 				x := G.NewTensor(g, tensor.Float64, 4, G.WithName("x"), G.WithValue(tensor.New(tensor.WithShape(l.Shape()...), tensor.WithBacking(append([]float64(nil), xd...)))))
 				var dense *G.Node
@@ -125,11 +92,7 @@ func TestReLUFitReduce(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				vm := G.NewTapeMachine(g)
-				defer vm.Close()
-				if err := vm.RunAll(); err != nil {
-					t.Fatal(err)
-				}
+				runGraph(t, g)
 				wantDense := make([]float64, l.Len())
 				if err := cpu.ReLUFit(wantDense, xd, l, device.ReLUFitOptions{}); err != nil {
 					t.Fatal(err)
@@ -138,10 +101,10 @@ func TestReLUFitReduce(t *testing.T) {
 				if err := c.reduce(want, wantDense, l); err != nil {
 					t.Fatal(err)
 				}
-				if e := maxDiff(dense.Value().Data().([]float64), wantDense); e != 0 {
+				if e := gmtest.MaxAbsDiff(dense.Value().Data().([]float64), wantDense); e != 0 {
 					t.Errorf("%dD: kept dense node differs from cpu.ReLUFit by %g", d, e)
 				}
-				if e := maxDiff(y.Value().Data().([]float64), want); e != 0 {
+				if e := gmtest.MaxAbsDiff(y.Value().Data().([]float64), want); e != 0 {
 					t.Errorf("%dD: output differs from the kernels by %g", d, e)
 				}
 				dDense, wantGrad := make([]float64, l.Len()), make([]float64, l.Len())
@@ -151,7 +114,7 @@ func TestReLUFitReduce(t *testing.T) {
 				if err := cpu.ReLUFitBackward(wantGrad, xd, dDense, l, device.ReLUFitOptions{}); err != nil {
 					t.Fatal(err)
 				}
-				if e := maxDiff(grads[0].Value().Data().([]float64), wantGrad); e > 1e-12*(1+maxDiff(wantGrad, make([]float64, len(wantGrad)))) {
+				if e := gmtest.MaxAbsDiff(grads[0].Value().Data().([]float64), wantGrad); e > 1e-12*(1+gmtest.MaxAbs(wantGrad)) {
 					t.Errorf("%dD: gradient differs from the composed kernels by %g", d, e)
 				}
 			})

@@ -31,11 +31,7 @@ func TestReLUFit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vm := G.NewTapeMachine(g)
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
-		t.Fatal(err)
-	}
+	runGraph(t, g)
 	out := y.Value().Data().([]float64)
 	n0 := 1 / (2 * math.Pi * math.Sqrt(cov[0]*cov[3]-cov[1]*cov[2]))
 	for c, a := range []float64{0.8, -0.6} {

@@ -30,11 +30,7 @@ func TestTreeHEMNode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		vm := G.NewTapeMachine(g)
-		if err := vm.RunAll(); err != nil {
-			t.Fatal(err)
-		}
-		vm.Close()
+		runGraph(t, g)
 		if !y.Shape().Eq(tensor.Shape{1, 1, np, 7}) {
 			t.Fatalf("shape %v", y.Shape())
 		}

@@ -4,123 +4,39 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
 
-// TestConvGrad checks the symbolic gradients of both inputs of gm.Conv
-// through a whole graph, 2D and 3D, with every dimension of a distinct size.
-func TestConvGrad(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(21, uint64(d)))
-			x := randomMixture(rng, 2, 3, 4, d)
-			k := randomMixture(rng, 2, 3, 3, d)
-			checkGraphGrad(t, rng, []*tensor.Dense{x, k}, func(in []*G.Node) (*G.Node, error) {
-				return G.ApplyOp(NewConv(), in[0], in[1])
-			}, 0, 1)
-		})
-	}
-}
-
-// TestConvScaleGrad checks the gradients of the reference layer's
-// Conv → ScaleWeights(1/Fi) chain, where both grad ops meet.
-func TestConvScaleGrad(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(22, uint64(d)))
-			x := randomMixture(rng, 2, 3, 2, d)
-			k := randomMixture(rng, 3, 3, 2, d)
-			checkGraphGrad(t, rng, []*tensor.Dense{x, k}, func(in []*G.Node) (*G.Node, error) {
-				y, err := G.ApplyOp(NewConv(), in[0], in[1])
-				if err != nil {
-					return nil, err
-				}
-				return G.ApplyOp(NewScaleWeights(1.0/3), y)
-			}, 0, 1)
-		})
-	}
-}
-
-// convGraph runs L = Σ Conv(x, k)·r in a graph of x's dtype and returns the
-// conv output and the gradients of both inputs, all as float64.
-func convGraph(t *testing.T, x, k, r *tensor.Dense) (y, dx, dk []float64) {
-	t.Helper()
-	g := G.NewGraph()
-	xn := G.NewTensor(g, x.Dtype(), 4, G.WithShape(x.Shape()...), G.WithName("x"), G.WithValue(x))
-	kn := G.NewTensor(g, k.Dtype(), 4, G.WithShape(k.Shape()...), G.WithName("k"), G.WithValue(k))
-	rn := G.NewTensor(g, r.Dtype(), 4, G.WithShape(r.Shape()...), G.WithName("r"), G.WithValue(r))
-	yn := G.Must(G.ApplyOp(NewConv(), xn, kn))
-	cost := G.Must(G.Sum(G.Must(G.HadamardProd(yn, rn))))
-	grads, err := G.Grad(cost, xn, kn)
-	if err != nil {
-		t.Fatalf("Grad: %v", err)
-	}
-	vm := G.NewTapeMachine(g)
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
-		t.Fatalf("RunAll: %v", err)
-	}
-	return convFloat64s(yn.Value()), convFloat64s(grads[0].Value()), convFloat64s(grads[1].Value())
-}
-
-func convFloat64s(v G.Value) []float64 {
-	switch d := v.Data().(type) {
-	case []float32:
-		out := make([]float64, len(d))
-		for i, x := range d {
-			out[i] = float64(x)
-		}
-		return out
-	case []float64:
-		return append([]float64(nil), d...)
-	}
-	panic(fmt.Sprintf("unexpected data %T", v.Data()))
-}
-
-func convAs32(t *tensor.Dense) *tensor.Dense {
-	src := t.Data().([]float64)
-	d := make([]float32, len(src))
-	for i, v := range src {
-		d[i] = float32(v)
-	}
-	return tensor.New(tensor.WithShape(t.Shape()...), tensor.WithBacking(d))
-}
-
-// TestConvFloat32 runs the forward and both gradients in a float32 graph and
-// a float64 graph on the same (float32-representable) values. Every output is
-// one float32 product or sum and every gradient a sum of at most Fo·Nk or
-// B·Ni terms, so agreement within 1e-5 of the largest magnitude is expected.
+// TestConvFloat32 runs gm.Conv and gm.ConvFit with both gradients in a
+// float32 graph and a float64 graph on the same float32-representable values.
+// Every output of Conv is one float32 product or sum and every gradient a sum
+// of at most Fo·Nk or B·Ni terms, and ConvFit takes the same decisions in
+// both, so agreement within 1e-5 of the largest magnitude is expected.
 func TestConvFloat32(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		rng := rand.New(rand.NewPCG(23, uint64(d)))
-		x32 := convAs32(randomMixture(rng, 3, 4, 5, d))
-		k32 := convAs32(randomMixture(rng, 6, 4, 3, d))
-		rv := make([]float64, 3*6*60*(1+d+d*d))
-		for i := range rv {
-			rv[i] = rng.NormFloat64()
-		}
-		r32 := convAs32(tensor.New(tensor.WithShape(3, 6, 4*5*3, 1+d+d*d), tensor.WithBacking(rv)))
-		x64 := tensor.New(tensor.WithShape(x32.Shape()...), tensor.WithBacking(convFloat64s(x32)))
-		k64 := tensor.New(tensor.WithShape(k32.Shape()...), tensor.WithBacking(convFloat64s(k32)))
-		r64 := tensor.New(tensor.WithShape(r32.Shape()...), tensor.WithBacking(convFloat64s(r32)))
-
-		y32, dx32, dk32 := convGraph(t, x32, k32, r32)
-		y64, dx64, dk64 := convGraph(t, x64, k64, r64)
-		for _, c := range []struct {
-			what      string
-			got, want []float64
-		}{{"output", y32, y64}, {"data gradient", dx32, dx64}, {"kernel gradient", dk32, dk64}} {
-			var diff, scale float64
-			for i := range c.want {
-				diff = math.Max(diff, math.Abs(c.got[i]-c.want[i]))
-				scale = math.Max(scale, math.Abs(c.want[i]))
-			}
-			if diff > 1e-5*scale {
-				t.Errorf("%dD %s: float32 differs from float64 by %.3g (scale %.3g)", d, c.what, diff, scale)
+	cases := []struct {
+		name string
+		op   func() G.Op
+		n    int // output components
+		seed uint64
+	}{
+		{"Conv", NewConv, 5 * 3 * 4, 23},
+		{"ConvFit", func() G.Op { return NewConvFit(9) }, 9, 42},
+	}
+	for _, c := range cases {
+		for _, d := range []int{2, 3} {
+			rng := rand.New(rand.NewPCG(c.seed, uint64(d)))
+			x32 := as32(randomMixture(rng, 3, 4, 5, d))
+			k32 := as32(randomMixture(rng, 6, 4, 3, d))
+			rv := gmtest.Normal(rng, 3*6*c.n*(1+d+d*d))
+			r32 := as32(tensor.New(tensor.WithShape(3, 6, c.n, 1+d+d*d), tensor.WithBacking(rv)))
+			got := graphGrads(t, c.op(), x32, k32, r32)
+			want := graphGrads(t, c.op(), as64(x32), as64(k32), as64(r32))
+			for i, what := range []string{"output", "data gradient", "kernel gradient"} {
+				gmtest.WantClose(t, fmt.Sprintf("%s %dD float32 %s", c.name, d, what), got[i], want[i], 1e-5)
 			}
 		}
 	}
@@ -140,7 +56,7 @@ func convTensor(seed uint64, shape ...int) *tensor.Dense {
 	case 7, 13:
 		d := 2 + (last-7)/6
 		for i := 0; i < n; i += last {
-			fillGaussian(rng, data[i:i+last], d)
+			gmtest.StandardSpec().Gaussian(rng, data[i:i+last], d)
 		}
 	default:
 		for i := range data {
@@ -179,12 +95,12 @@ func TestConvBadInput(t *testing.T) {
 	for _, c := range shapeCases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := NewConv().Do(convTensor(1, c.data...), convTensor(2, c.kernels...))
-			convWantErr(t, "Do", err, append([]string{"gm.Conv"}, c.contains...))
+			gmtest.WantErr(t, err, append([]string{"gm.Conv"}, c.contains...)...)
 			g := G.NewGraph()
 			x := G.NewTensor(g, tensor.Float64, len(c.data), G.WithShape(c.data...), G.WithName("x"))
 			k := G.NewTensor(g, tensor.Float64, len(c.kernels), G.WithShape(c.kernels...), G.WithName("k"))
 			_, err = G.ApplyOp(NewConv(), x, k)
-			convWantErr(t, "ApplyOp", err, []string{"gm.Conv"})
+			gmtest.WantErr(t, err, "gm.Conv")
 		})
 	}
 
@@ -198,12 +114,12 @@ func TestConvBadInput(t *testing.T) {
 		{"Inf position in kernels", convTensor(5, 2, 3, 4, 7), convWith(convTensor(6, 2, 3, 3, 7), 7*4+1, math.Inf(1)), []string{`"kernels"`, "non-finite", "Inf"}},
 		{"non-SPD covariance in kernels", convTensor(7, 2, 3, 4, 7), convWith(convTensor(8, 2, 3, 3, 7), 7*2+1+d, -1), []string{`"kernels"`, "not positive definite", "n=2"}},
 		{"asymmetric covariance in data", convWith(convTensor(9, 2, 3, 4, 7), 1+d+1, 5), convTensor(10, 2, 3, 3, 7), []string{`"data"`, "not symmetric"}},
-		{"mixed dtypes", convTensor(11, 2, 3, 4, 7), convAs32(convTensor(12, 2, 3, 3, 7)), []string{`"kernels"`, "float32", "float64"}},
+		{"mixed dtypes", convTensor(11, 2, 3, 4, 7), as32(convTensor(12, 2, 3, 3, 7)), []string{`"kernels"`, "float32", "float64"}},
 	}
 	for _, c := range valueCases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := NewConv().Do(c.data, c.kernels)
-			convWantErr(t, "Do", err, append([]string{"gm.Conv"}, c.contains...))
+			gmtest.WantErr(t, err, append([]string{"gm.Conv"}, c.contains...)...)
 		})
 	}
 
@@ -212,7 +128,7 @@ func TestConvBadInput(t *testing.T) {
 		x := G.NewTensor(g, tensor.Float64, 4, G.WithShape(2, 3, 4, 7), G.WithName("x"))
 		k := G.NewTensor(g, tensor.Float32, 4, G.WithShape(2, 3, 3, 7), G.WithName("k"))
 		_, err := G.ApplyOp(NewConv(), x, k)
-		convWantErr(t, "ApplyOp", err, []string{"gm.Conv", "float32", "float64"})
+		gmtest.WantErr(t, err, "gm.Conv", "float32", "float64")
 	})
 
 	for wrt, name := range []string{"gm.ConvGradData", "gm.ConvGradKernels"} {
@@ -223,21 +139,7 @@ func TestConvBadInput(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = gradOf(NewConv(), wrt).Do(x, k, y, convTensor(15, 2, 2, 35, 7))
-			convWantErr(t, "Do", err, []string{name, `"grad"`, "(2, 2, 36, 7)", "(2, 2, 35, 7)"})
+			gmtest.WantErr(t, err, name, `"grad"`, "(2, 2, 36, 7)", "(2, 2, 35, 7)")
 		})
-	}
-}
-
-// convWantErr fails unless err is non-nil and its message contains every
-// string of want.
-func convWantErr(t *testing.T, call string, err error, want []string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("%s: no error, want one containing %q", call, want)
-	}
-	for _, w := range want {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("%s: error %q does not contain %q", call, err, w)
-		}
 	}
 }

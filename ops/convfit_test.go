@@ -1,94 +1,13 @@
 package ops
 
 import (
-	"fmt"
 	"math"
-	"math/rand/v2"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
-
-// TestConvFitGrad checks the symbolic gradients of both inputs of
-// gm.ConvFit through a whole graph, 2D and 3D, for an n that groups
-// components, one that keeps them all (Fi·Ni·Nk = 36) and one that pads. The
-// seeded inputs keep their tree and selection under the difference step; a
-// changed decision would show as a large error, not hide one.
-func TestConvFitGrad(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		for _, n := range []int{5, 36, 40} {
-			t.Run(fmt.Sprintf("%dD/n=%d", d, n), func(t *testing.T) {
-				rng := rand.New(rand.NewPCG(41, uint64(10*d+n)))
-				x := randomMixture(rng, 2, 3, 4, d)
-				k := randomMixture(rng, 2, 3, 3, d)
-				checkGraphGrad(t, rng, []*tensor.Dense{x, k}, func(in []*G.Node) (*G.Node, error) {
-					y, err := G.ApplyOp(NewConvFit(n), in[0], in[1])
-					if err != nil {
-						return nil, err
-					}
-					return G.ApplyOp(NewScaleWeights(1.0/3), y)
-				}, 0, 1)
-			})
-		}
-	}
-}
-
-// TestConvFitFloat32 runs gm.ConvFit and its gradients in a float32 graph
-// and a float64 graph on the same float32-representable values: both take
-// the same decisions, so the results agree to float32 rounding.
-func TestConvFitFloat32(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		rng := rand.New(rand.NewPCG(42, uint64(d)))
-		x64 := roundTo32(randomMixture(rng, 3, 4, 5, d))
-		k64 := roundTo32(randomMixture(rng, 6, 4, 3, d))
-		const n = 9
-		rv := make([]float64, 3*6*n*(1+d+d*d))
-		for i := range rv {
-			rv[i] = rng.NormFloat64()
-		}
-		r64 := roundTo32(tensor.New(tensor.WithShape(3, 6, n, 1+d+d*d), tensor.WithBacking(rv)))
-		got := fitGraph(t, NewConvFit(n), convAs32(x64), convAs32(k64), convAs32(r64))
-		want := fitGraph(t, NewConvFit(n), x64, k64, r64)
-		for i, what := range []string{"output", "data gradient", "kernel gradient"} {
-			var diff, scale float64
-			for j := range want[i] {
-				diff = math.Max(diff, math.Abs(got[i][j]-want[i][j]))
-				scale = math.Max(scale, math.Abs(want[i][j]))
-			}
-			if diff > 1e-5*scale {
-				t.Errorf("%dD %s: float32 differs from float64 by %.3g (scale %.3g)", d, what, diff, scale)
-			}
-		}
-	}
-}
-
-// roundTo32 returns t with every value rounded to float32, as float64.
-func roundTo32(t *tensor.Dense) *tensor.Dense {
-	return tensor.New(tensor.WithShape(t.Shape()...), tensor.WithBacking(convFloat64s(convAs32(t))))
-}
-
-// fitGraph runs L = Σ op(x, k)·r in a graph of x's dtype and returns the
-// output and the gradients of both inputs, all as float64.
-func fitGraph(t *testing.T, op G.Op, x, k, r *tensor.Dense) [3][]float64 {
-	t.Helper()
-	g := G.NewGraph()
-	xn := G.NewTensor(g, x.Dtype(), 4, G.WithShape(x.Shape()...), G.WithName("x"), G.WithValue(x))
-	kn := G.NewTensor(g, k.Dtype(), 4, G.WithShape(k.Shape()...), G.WithName("k"), G.WithValue(k))
-	rn := G.NewTensor(g, r.Dtype(), 4, G.WithShape(r.Shape()...), G.WithName("r"), G.WithValue(r))
-	yn := G.Must(G.ApplyOp(op, xn, kn))
-	cost := G.Must(G.Sum(G.Must(G.HadamardProd(yn, rn))))
-	grads, err := G.Grad(cost, xn, kn)
-	if err != nil {
-		t.Fatalf("Grad: %v", err)
-	}
-	vm := G.NewTapeMachine(g)
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
-		t.Fatalf("RunAll: %v", err)
-	}
-	return [3][]float64{convFloat64s(yn.Value()), convFloat64s(grads[0].Value()), convFloat64s(grads[1].Value())}
-}
 
 // TestConvFitBadInput feeds gm.ConvFit and its grad ops invalid inputs and
 // parameters and checks that each returns an error naming the op, the input
@@ -110,12 +29,12 @@ func TestConvFitBadInput(t *testing.T) {
 		{"Inf position in kernels", 4, convTensor(5, 2, 3, 4, 7), convWith(convTensor(6, 2, 3, 3, 7), 7*4+1, math.Inf(1)), []string{`"kernels"`, "non-finite", "Inf"}},
 		{"non-SPD covariance in kernels", 4, convTensor(7, 2, 3, 4, 7), convWith(convTensor(8, 2, 3, 3, 7), 7*2+1+2, -1), []string{`"kernels"`, "not positive definite", "n=2"}},
 		{"non-SPD covariance in 3D data", 4, convWith(convTensor(9, 2, 3, 4, 13), 1+3, -2), convTensor(10, 2, 3, 3, 13), []string{`"data"`, "not positive definite"}},
-		{"mixed dtypes", 4, convTensor(11, 2, 3, 4, 7), convAs32(convTensor(12, 2, 3, 3, 7)), []string{`"kernels"`, "float32", "float64"}},
+		{"mixed dtypes", 4, convTensor(11, 2, 3, 4, 7), as32(convTensor(12, 2, 3, 3, 7)), []string{`"kernels"`, "float32", "float64"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := NewConvFit(c.n).Do(c.data, c.kernels)
-			convWantErr(t, "Do", err, append([]string{"gm.ConvFit"}, c.contains...))
+			gmtest.WantErr(t, err, append([]string{"gm.ConvFit"}, c.contains...)...)
 		})
 	}
 	t.Run("n = 0 in a graph", func(t *testing.T) {
@@ -123,7 +42,7 @@ func TestConvFitBadInput(t *testing.T) {
 		x := G.NewTensor(g, tensor.Float64, 4, G.WithShape(2, 3, 4, 7), G.WithName("x"))
 		k := G.NewTensor(g, tensor.Float64, 4, G.WithShape(2, 3, 3, 7), G.WithName("k"))
 		_, err := G.ApplyOp(NewConvFit(0), x, k)
-		convWantErr(t, "ApplyOp", err, []string{"gm.ConvFit", "n must be ≥ 1"})
+		gmtest.WantErr(t, err, "gm.ConvFit", "n must be ≥ 1")
 	})
 	for wrt, name := range []string{"gm.ConvFitGradData", "gm.ConvFitGradKernels"} {
 		t.Run(name+" bad inputs", func(t *testing.T) {
@@ -133,27 +52,12 @@ func TestConvFitBadInput(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = gradOf(NewConvFit(6), wrt).Do(x, k, y, convTensor(15, 2, 2, 5, 7))
-			convWantErr(t, "Do", err, []string{name, `"grad"`, "(2, 2, 6, 7)", "(2, 2, 5, 7)"})
+			gmtest.WantErr(t, err, name, `"grad"`, "(2, 2, 6, 7)", "(2, 2, 5, 7)")
 			g := convTensor(16, 2, 2, 6, 7)
 			_, err = gradOf(NewConvFit(6), wrt).Do(x, k, y, convWith(g, 3, math.NaN()))
-			convWantErr(t, "Do", err, []string{name, `"grad"`, "NaN"})
+			gmtest.WantErr(t, err, name, `"grad"`, "NaN")
 			_, err = gradOf(NewConvFit(6), wrt).Do(convWith(x.Clone().(*tensor.Dense), 1+2, -1), k, y, convTensor(16, 2, 2, 6, 7))
-			convWantErr(t, "Do", err, []string{name, `"data"`, "not positive definite"})
-		})
-	}
-}
-
-// TestKeepLargestGrad checks gm.KeepLargest's gradient through a graph, 2D
-// and 3D; the weights of randomMixture are distinct, so the kept set does
-// not change under the difference step.
-func TestKeepLargestGrad(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(43, uint64(d)))
-			x := randomMixture(rng, 2, 3, 7, d)
-			checkGraphGrad(t, rng, []*tensor.Dense{x}, func(in []*G.Node) (*G.Node, error) {
-				return G.ApplyOp(NewKeepLargest(3), in[0])
-			}, 0)
+			gmtest.WantErr(t, err, name, `"data"`, "not positive definite")
 		})
 	}
 }
@@ -195,7 +99,7 @@ func TestKeepLargestBadInput(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := NewKeepLargest(c.np).Do(c.x)
-			convWantErr(t, "Do", err, append([]string{"gm.KeepLargest"}, c.contains...))
+			gmtest.WantErr(t, err, append([]string{"gm.KeepLargest"}, c.contains...)...)
 		})
 	}
 }

@@ -15,10 +15,7 @@ import (
 func BenchmarkCovScale(b *testing.B) {
 	const bs, c, n, d = 21, 16, 2560, 2
 	x64 := randomMixture(rand.New(rand.NewPCG(35, 0)), bs, c, n, d)
-	x := tensor.New(tensor.WithShape(x64.Shape()...), tensor.Of(tensor.Float32))
-	for i, v := range x64.Data().([]float64) {
-		x.Data().([]float32)[i] = float32(v)
-	}
+	x := as32(x64)
 	g := x.Clone().(*tensor.Dense)
 	size := fmt.Sprintf("%dD_B%d_C%d_N%d_f32", d, bs, c, n)
 	running, _ := NewCovScaleNorm(c)

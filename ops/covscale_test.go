@@ -4,26 +4,14 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
-
-func TestCovScaleGrad(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(31, uint64(d)))
-			x := randomMixture(rng, 2, 3, 4, d)
-			checkGraphGrad(t, rng, []*tensor.Dense{x}, func(in []*G.Node) (*G.Node, error) {
-				return G.ApplyOp(NewCovScale(), in[0])
-			}, 0)
-		})
-	}
-}
 
 // TestCovScaleNormGradEval checks the running variant's gradient with the
 // factors frozen: in evaluation mode the running average is a constant, so
@@ -139,10 +127,10 @@ func TestCovScaleNormRunning(t *testing.T) {
 		wy, wdx := make([]float64, len(y)), make([]float64, len(y))
 		cpu.ScaleMixtures(wy, xd, l, s)
 		cpu.ScaleMixturesBackward(wdx, rd, l, s)
-		if e := covscaleMaxDiff(y, wy); e > 1e-12 {
+		if e := gmtest.MaxAbsDiff(y, wy); e > 1e-12 {
 			t.Errorf("%s: output differs from scaling by the running average by %g", step, e)
 		}
-		if e := covscaleMaxDiff(dx, wdx); e > 1e-12 {
+		if e := gmtest.MaxAbsDiff(dx, wdx); e > 1e-12 {
 			t.Errorf("%s: gradient differs from the detached scaling by %g", step, e)
 		}
 	}
@@ -174,14 +162,6 @@ func TestCovScaleNormRunning(t *testing.T) {
 		}
 		check(fmt.Sprintf("evaluation step %d", step), y, dx)
 	}
-}
-
-func covscaleMaxDiff(a, b []float64) float64 {
-	var m float64
-	for i := range a {
-		m = math.Max(m, math.Abs(a[i]-b[i]))
-	}
-	return m
 }
 
 // TestCovScaleNormAlpha checks the update weight α = min(B/1000, 0.2) at a
@@ -217,10 +197,7 @@ func TestCovScaleNormAlpha(t *testing.T) {
 func TestCovScaleFloat32Op(t *testing.T) {
 	rng := rand.New(rand.NewPCG(34, 0))
 	x64 := randomMixture(rng, 3, 2, 20, 3)
-	x32 := tensor.New(tensor.WithShape(x64.Shape()...), tensor.Of(tensor.Float32))
-	for i, v := range x64.Data().([]float64) {
-		x32.Data().([]float32)[i] = float32(v)
-	}
+	x32 := as32(x64)
 	for _, mk := range []func() G.Op{NewCovScale, func() G.Op { op, _ := NewCovScaleNorm(2); op.SetRunning([]float64{3, 0.4}); return op }} {
 		op := mk()
 		y64, err := op.Do(x64)
@@ -278,22 +255,22 @@ func TestCovScaleBadInput(t *testing.T) {
 				c.op.(*CovScaleNorm).SetTraining(true)
 			}
 			_, err := c.op.Do(c.in)
-			covscaleWantErr(t, err, c.want...)
+			gmtest.WantErr(t, err, c.want...)
 		})
 	}
 	t.Run("zero components", func(t *testing.T) {
 		g := G.NewGraph()
 		x := G.NewTensor(g, tensor.Float64, 4, G.WithShape(1, 2, 0, 7), G.WithName("x"))
 		_, err := G.ApplyOp(NewCovScale(), x)
-		covscaleWantErr(t, err, "gm.CovScale", `"mixture"`, "N = 0")
+		gmtest.WantErr(t, err, "gm.CovScale", `"mixture"`, "N = 0")
 	})
 	t.Run("bad running state", func(t *testing.T) {
 		_, err := NewCovScaleNorm(0)
-		covscaleWantErr(t, err, "gm.CovScaleNorm", "channels", "got 0")
+		gmtest.WantErr(t, err, "gm.CovScaleNorm", "channels", "got 0")
 		op, _ := NewCovScaleNorm(2)
-		covscaleWantErr(t, op.SetRunning([]float64{1}), "gm.CovScaleNorm", "needs 2 values", "got 1")
-		covscaleWantErr(t, op.SetRunning([]float64{1, 0}), "gm.CovScaleNorm", "channel 1", "0")
-		covscaleWantErr(t, op.SetRunning([]float64{math.NaN(), 1}), "gm.CovScaleNorm", "channel 0", "NaN")
+		gmtest.WantErr(t, op.SetRunning([]float64{1}), "gm.CovScaleNorm", "needs 2 values", "got 1")
+		gmtest.WantErr(t, op.SetRunning([]float64{1, 0}), "gm.CovScaleNorm", "channel 1", "0")
+		gmtest.WantErr(t, op.SetRunning([]float64{math.NaN(), 1}), "gm.CovScaleNorm", "channel 0", "NaN")
 		if got := op.Running(); got[0] != 1 || got[1] != 1 {
 			t.Errorf("rejected SetRunning changed the state to %v", got)
 		}
@@ -308,17 +285,4 @@ func TestCovScaleBadInput(t *testing.T) {
 			t.Errorf("failed step changed the running average to %v", got)
 		}
 	})
-}
-
-// covscaleWantErr fails unless err is non-nil and mentions every part.
-func covscaleWantErr(t *testing.T, err error, parts ...string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("no error, want one mentioning %q", parts)
-	}
-	for _, p := range parts {
-		if !strings.Contains(err.Error(), p) {
-			t.Errorf("error %q does not mention %q", err, p)
-		}
-	}
 }

@@ -111,7 +111,7 @@ func TestEveryOpRoutesThroughItsDevice(t *testing.T) {
 					in := c.inputs(rng, d)
 					if dt == tensor.Float32 {
 						for i := range in {
-							in[i] = convAs32(in[i])
+							in[i] = as32(in[i])
 						}
 					}
 					ops := map[string]G.Op{}
@@ -165,7 +165,7 @@ func TestEveryOpRoutesThroughItsDevice(t *testing.T) {
 							// running state allows only one forward per op.
 							g := convTensor(5, want.Shape()...)
 							if dt == tensor.Float32 {
-								g = convAs32(g)
+								g = as32(g)
 							}
 							for i, wrt := range fake.DiffWRT(len(in)) {
 								if wrt {

@@ -4,10 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
-	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -19,11 +18,19 @@ var evalBroadcasts = [][2]int{{1, 1}, {1, 3}, {2, 1}, {2, 3}}
 
 // evalPoints returns float64 points [pb, pc, m, d] in [−3, 3).
 func evalPoints(rng *rand.Rand, pb, pc, m, d int) *tensor.Dense {
-	p := make([]float64, pb*pc*m*d)
-	for i := range p {
-		p[i] = 6*rng.Float64() - 3
+	return tensor.New(tensor.WithShape(pb, pc, m, d), tensor.WithBacking(gmtest.Uniform[float64](rng, pb*pc*m*d, -3, 3)))
+}
+
+// forEvalBroadcasts runs f as a subtest for D = 2, 3 and every point-set
+// size of evalBroadcasts, with a generator seeded from seed and the case.
+func forEvalBroadcasts(t *testing.T, seed uint64, f func(t *testing.T, rng *rand.Rand, d int, bc [2]int)) {
+	for _, d := range []int{2, 3} {
+		for _, bc := range evalBroadcasts {
+			t.Run(fmt.Sprintf("%dD_pb%d_pc%d", d, bc[0], bc[1]), func(t *testing.T) {
+				f(t, rand.New(rand.NewPCG(seed, uint64(d*100+bc[0]*10+bc[1]))), d, bc)
+			})
+		}
 	}
-	return tensor.New(tensor.WithShape(pb, pc, m, d), tensor.WithBacking(p))
 }
 
 // evalDirect evaluates the mixtures at the points straight from the
@@ -75,98 +82,63 @@ func evalDirect(x, pts []float64, l mixture.Layout, pb, pc, m int) []float64 {
 }
 
 func TestEvaluateDirect(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		for _, bc := range evalBroadcasts {
-			t.Run(fmt.Sprintf("%dD_pb%d_pc%d", d, bc[0], bc[1]), func(t *testing.T) {
-				rng := rand.New(rand.NewPCG(21, uint64(d*100+bc[0]*10+bc[1])))
-				x := randomMixture(rng, 2, 3, 6, d)
-				p := evalPoints(rng, bc[0], bc[1], 7, d)
-				y, err := NewEvaluate().Do(x, p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				l, _ := mixture.LayoutOf(x.Shape())
-				want := evalDirect(x.Data().([]float64), p.Data().([]float64), l, bc[0], bc[1], 7)
-				if !y.Shape().Eq(tensor.Shape{2, 3, 7}) {
-					t.Fatalf("output shape %v, want [2 3 7]", y.Shape())
-				}
-				if e := gradcheck.RelErr(y.Data().([]float64), want); e > 1e-12 {
-					t.Errorf("differs from the direct formula by %.3g relative\ngot  %v\nwant %v", e, y.Data(), want)
-				}
-			})
+	forEvalBroadcasts(t, 21, func(t *testing.T, rng *rand.Rand, d int, bc [2]int) {
+		x := randomMixture(rng, 2, 3, 6, d)
+		p := evalPoints(rng, bc[0], bc[1], 7, d)
+		y, err := NewEvaluate().Do(x, p)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		l, _ := mixture.LayoutOf(x.Shape())
+		want := evalDirect(x.Data().([]float64), p.Data().([]float64), l, bc[0], bc[1], 7)
+		if !y.Shape().Eq(tensor.Shape{2, 3, 7}) {
+			t.Fatalf("output shape %v, want [2 3 7]", y.Shape())
+		}
+		if e := gmtest.RelErr(y.Data().([]float64), want); e > 1e-12 {
+			t.Errorf("differs from the direct formula by %.3g relative\ngot  %v\nwant %v", e, y.Data(), want)
+		}
+	})
 }
 
 func TestEvaluateGrad(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		for _, bc := range evalBroadcasts {
-			t.Run(fmt.Sprintf("%dD_pb%d_pc%d", d, bc[0], bc[1]), func(t *testing.T) {
-				rng := rand.New(rand.NewPCG(22, uint64(d*100+bc[0]*10+bc[1])))
-				x := randomMixture(rng, 2, 3, 3, d)
-				p := evalPoints(rng, bc[0], bc[1], 4, d)
-				checkGraphGrad(t, rng, []*tensor.Dense{x, p}, func(in []*G.Node) (*G.Node, error) {
-					return G.ApplyOp(NewEvaluate(), in[0], in[1])
-				}, 0, 1)
-			})
-		}
-	}
+	forEvalBroadcasts(t, 22, func(t *testing.T, rng *rand.Rand, d int, bc [2]int) {
+		x := randomMixture(rng, 2, 3, 3, d)
+		p := evalPoints(rng, bc[0], bc[1], 4, d)
+		checkGraphGrad(t, rng, []*tensor.Dense{x, p}, func(in []*G.Node) (*G.Node, error) {
+			return G.ApplyOp(NewEvaluate(), in[0], in[1])
+		}, 0, 1)
+	})
 }
 
 // TestEvaluateFloat32 runs the forward and both grad ops in float32 and
 // compares them with float64.
 func TestEvaluateFloat32(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		for _, bc := range evalBroadcasts {
-			t.Run(fmt.Sprintf("%dD_pb%d_pc%d", d, bc[0], bc[1]), func(t *testing.T) {
-				rng := rand.New(rand.NewPCG(23, uint64(d*100+bc[0]*10+bc[1])))
-				x, p := randomMixture(rng, 2, 3, 11, d), evalPoints(rng, bc[0], bc[1], 9, d)
-				gr := tensor.New(tensor.WithShape(2, 3, 9), tensor.WithBacking(evalPoints(rng, 2, 3, 9, 1).Data()))
-				x32, p32, gr32 := evalTo32(x), evalTo32(p), evalTo32(gr)
-				compare := func(o G.Op, in64, in32 []G.Value) G.Value {
-					t.Helper()
-					a, err := o.Do(in64...)
-					if err != nil {
-						t.Fatal(err)
-					}
-					b, err := o.Do(in32...)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if e := gradcheck.RelErr(evalTo64(b.(*tensor.Dense)), a.Data().([]float64)); e > 1e-5 {
-						t.Errorf("%v: float32 differs from float64 by %.3g relative", o, e)
-					}
-					return b
-				}
-				y32 := compare(NewEvaluate(), []G.Value{x, p}, []G.Value{x32, p32})
-				y64, err := NewEvaluate().Do(x, p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for wrt := range 2 {
-					compare(gradOf(NewEvaluate(), wrt), []G.Value{x, p, y64, gr}, []G.Value{x32, p32, y32, gr32})
-				}
-			})
+	forEvalBroadcasts(t, 23, func(t *testing.T, rng *rand.Rand, d int, bc [2]int) {
+		x, p := randomMixture(rng, 2, 3, 11, d), evalPoints(rng, bc[0], bc[1], 9, d)
+		gr := tensor.New(tensor.WithShape(2, 3, 9), tensor.WithBacking(evalPoints(rng, 2, 3, 9, 1).Data()))
+		x32, p32, gr32 := as32(x), as32(p), as32(gr)
+		compare := func(o G.Op, in64, in32 []G.Value) G.Value {
+			t.Helper()
+			a, err := o.Do(in64...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := o.Do(in32...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gmtest.WantClose(t, fmt.Sprintf("%v in float32", o), float64s(b), a.Data().([]float64), 1e-5)
+			return b
 		}
-	}
-}
-
-func evalTo32(t *tensor.Dense) *tensor.Dense {
-	src := t.Data().([]float64)
-	dst := make([]float32, len(src))
-	for i, v := range src {
-		dst[i] = float32(v)
-	}
-	return tensor.New(tensor.WithShape(t.Shape().Clone()...), tensor.WithBacking(dst))
-}
-
-func evalTo64(t *tensor.Dense) []float64 {
-	src := t.Data().([]float32)
-	dst := make([]float64, len(src))
-	for i, v := range src {
-		dst[i] = float64(v)
-	}
-	return dst
+		y32 := compare(NewEvaluate(), []G.Value{x, p}, []G.Value{x32, p32})
+		y64, err := NewEvaluate().Do(x, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for wrt := range 2 {
+			compare(gradOf(NewEvaluate(), wrt), []G.Value{x, p, y64, gr}, []G.Value{x32, p32, y32, gr32})
+		}
+	})
 }
 
 // TestEvaluateGraphShape checks that the output node has shape [B, C, M]
@@ -251,7 +223,7 @@ func TestEvaluateBadInput(t *testing.T) {
 		}, NewEvaluate(), []string{"gm.Evaluate", `"mixture"`, "not positive definite", "n=2"}},
 		{"float32 mixture, float64 points", func() []G.Value {
 			x, p := good()
-			return []G.Value{evalTo32(x), p}
+			return []G.Value{as32(x), p}
 		}, NewEvaluate(), []string{"gm.Evaluate", `"points"`, "float64", "float32"}},
 		{"grad op: grad shape", func() []G.Value {
 			x, p := good()
@@ -272,14 +244,7 @@ func TestEvaluateBadInput(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := c.op.Do(c.in()...)
-			if err == nil {
-				t.Fatal("no error")
-			}
-			for _, w := range c.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %q", err, w)
-				}
-			}
+			gmtest.WantErr(t, err, c.want...)
 		})
 	}
 }
@@ -306,14 +271,7 @@ func TestEvaluateBadGraph(t *testing.T) {
 			x := G.NewTensor(g, c.dtX, 4, G.WithShape(c.x...), G.WithName("x"))
 			p := G.NewTensor(g, c.dtP, 4, G.WithShape(c.p...), G.WithName("p"))
 			_, err := G.ApplyOp(NewEvaluate(), x, p)
-			if err == nil {
-				t.Fatal("no error")
-			}
-			for _, w := range c.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %q", err, w)
-				}
-			}
+			gmtest.WantErr(t, err, c.want...)
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
@@ -82,29 +83,10 @@ func TestAssembleKernelInit(t *testing.T) {
 	}
 }
 
-func TestWeightDecayGrad(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(42, uint64(d)))
-			w, _, a := kernelRawTensors(rng, 2, 3, 4, d, 1.2)
-			checkGraphGrad(t, rng, []*tensor.Dense{w, a}, func(in []*G.Node) (*G.Node, error) {
-				return G.ApplyOp(NewWeightDecay(), in[0], in[1])
-			}, 0, 1)
-		})
-	}
-}
-
 // TestKernelOpsFloat32 checks that the float32 ops match float64.
 func TestKernelOpsFloat32(t *testing.T) {
 	rng := rand.New(rand.NewPCG(43, 0))
 	w, p, a := kernelRawTensors(rng, 3, 2, 5, 3, 1.3)
-	to32 := func(x *tensor.Dense) *tensor.Dense {
-		y := tensor.New(tensor.WithShape(x.Shape()...), tensor.Of(tensor.Float32))
-		for i, v := range x.Data().([]float64) {
-			y.Data().([]float32)[i] = float32(v)
-		}
-		return y
-	}
 	for _, c := range []struct {
 		op G.Op
 		in []*tensor.Dense
@@ -115,7 +97,7 @@ func TestKernelOpsFloat32(t *testing.T) {
 		in32 := make([]G.Value, len(c.in))
 		in64 := make([]G.Value, len(c.in))
 		for i, x := range c.in {
-			in32[i], in64[i] = to32(x), x
+			in32[i], in64[i] = as32(x), x
 		}
 		y64, err := c.op.Do(in64...)
 		if err != nil {
@@ -182,7 +164,7 @@ func TestKernelOpsBadInput(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := c.op.Do(c.in...)
-			covscaleWantErr(t, err, c.want...)
+			gmtest.WantErr(t, err, c.want...)
 		})
 	}
 	t.Run("graph construction", func(t *testing.T) {
@@ -191,6 +173,6 @@ func TestKernelOpsBadInput(t *testing.T) {
 		pn := G.NewTensor(g, tensor.Float64, 4, G.WithShape(2, 3, 4, 3), G.WithName("p"))
 		an := G.NewTensor(g, tensor.Float64, 5, G.WithShape(2, 3, 4, 2, 2), G.WithName("a"))
 		_, err := G.ApplyOp(NewAssembleKernel(1), wn, pn, an)
-		covscaleWantErr(t, err, "gm.AssembleKernel", `"factors"`)
+		gmtest.WantErr(t, err, "gm.AssembleKernel", `"factors"`)
 	})
 }

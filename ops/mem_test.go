@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -85,12 +86,7 @@ func TestMEMGrad(t *testing.T) {
 func TestMEMOp(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	x64 := randomMixture(rng, 2, 3, 20, 2)
-	d64 := x64.Data().([]float64)
-	d32 := make([]float32, len(d64))
-	for i, v := range d64 {
-		d32[i] = float32(v)
-	}
-	x32 := tensor.New(tensor.WithShape(x64.Shape()...), tensor.WithBacking(d32))
+	x32 := as32(x64)
 	var outs [2][]float64
 	for i, x := range []*tensor.Dense{x64, x32} {
 		g := G.NewGraph()
@@ -161,14 +157,7 @@ func TestMEMBadInput(t *testing.T) {
 			if err == nil {
 				_, err = op.Do(x)
 			}
-			if err == nil {
-				t.Fatal("no error")
-			}
-			for _, w := range c.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %q", err, w)
-				}
-			}
+			gmtest.WantErr(t, err, c.want...)
 		})
 	}
 	// The grad op rejects a gradient of the wrong shape or with NaN.

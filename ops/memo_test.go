@@ -35,7 +35,7 @@ func TestMemoGradMatchesRecompute(t *testing.T) {
 						in := c.inputs(rng, d)
 						if dt == tensor.Float32 {
 							for i := range in {
-								in[i] = convAs32(in[i])
+								in[i] = as32(in[i])
 							}
 						}
 						return in
@@ -53,7 +53,7 @@ func TestMemoGradMatchesRecompute(t *testing.T) {
 					}
 					g := convTensor(9, y.Shape()...)
 					if dt == tensor.Float32 {
-						g = convAs32(g)
+						g = as32(g)
 					}
 					for i, in := range [][]*tensor.Dense{x, other} {
 						yi, err := plain.Do(values(in)...)

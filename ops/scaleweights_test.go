@@ -1,40 +1,25 @@
 package ops
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 
-	G "gorgonia.org/gorgonia"
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"gorgonia.org/tensor"
 )
-
-// TestScaleWeightsGrad checks the symbolic gradient of gm.ScaleWeights
-// through a whole graph, 2D and 3D.
-func TestScaleWeightsGrad(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(31, uint64(d)))
-			x := randomMixture(rng, 2, 3, 4, d)
-			checkGraphGrad(t, rng, []*tensor.Dense{x}, func(in []*G.Node) (*G.Node, error) {
-				return G.ApplyOp(NewScaleWeights(-0.7), in[0])
-			}, 0)
-		})
-	}
-}
 
 // TestScaleWeightsForward checks that weights are scaled and every other
 // packed value passes through unchanged, in float32 and float64.
 func TestScaleWeightsForward(t *testing.T) {
 	rng := rand.New(rand.NewPCG(32, 0))
 	x64 := randomMixture(rng, 2, 3, 4, 3)
-	for _, x := range []*tensor.Dense{x64, convAs32(x64)} {
+	for _, x := range []*tensor.Dense{x64, as32(x64)} {
 		y, err := NewScaleWeights(0.125).Do(x)
 		if err != nil {
 			t.Fatal(err)
 		}
-		in, out := convFloat64s(x), convFloat64s(y)
+		in, out := float64s(x), float64s(y)
 		for i := range in {
 			want := in[i]
 			if i%13 == 0 {
@@ -66,12 +51,12 @@ func TestScaleWeightsBadInput(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := NewScaleWeights(c.s).Do(c.x)
-			convWantErr(t, "Do", err, append([]string{"gm.ScaleWeights"}, c.contains...))
+			gmtest.WantErr(t, err, append([]string{"gm.ScaleWeights"}, c.contains...)...)
 		})
 	}
 	t.Run("grad shape", func(t *testing.T) {
 		x := convTensor(48, 2, 3, 4, 7)
 		_, err := gradOf(NewScaleWeights(2), 0).Do(x, x, convTensor(49, 2, 3, 5, 7))
-		convWantErr(t, "Do", err, []string{"gm.ScaleWeightsGrad", `"grad"`})
+		gmtest.WantErr(t, err, "gm.ScaleWeightsGrad", `"grad"`)
 	})
 }

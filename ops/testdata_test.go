@@ -1,47 +1,63 @@
 package ops
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"testing"
 
-	"github.com/gmcn-go/gmcn/ops/mixture"
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
 
-// randomMixture returns a float64 batch [B, C, N, 1+D+D·D] with weights in
-// [-1, 1), positions in [-2, 2) and well-conditioned covariances A·Aᵀ + 0.5·I.
+// randomMixture returns a float64 batch [B, C, N, 1+D+D·D] drawn from
+// gmtest.StandardSpec.
 func randomMixture(rng *rand.Rand, b, c, n, d int) *tensor.Dense {
-	l := mixture.Layout{B: b, C: c, N: n, D: d}
-	data := make([]float64, l.Len())
-	s := l.Stride()
-	for i := 0; i < len(data); i += s {
-		fillGaussian(rng, data[i:i+s], d)
-	}
-	return tensor.New(tensor.WithShape(l.Shape()...), tensor.WithBacking(data))
+	data := gmtest.Mixtures[float64](rng, gmtest.StandardSpec(), b, c, n, d)
+	return tensor.New(tensor.WithShape(b, c, n, 1+d+d*d), tensor.WithBacking(data))
 }
 
-func fillGaussian(rng *rand.Rand, g []float64, d int) {
-	g[0] = 2*rng.Float64() - 1
-	for j := range d {
-		g[1+j] = 4*rng.Float64() - 2
+// as32 returns a float32 copy of the float64 tensor t.
+func as32(t *tensor.Dense) *tensor.Dense {
+	return tensor.New(tensor.WithShape(t.Shape().Clone()...), tensor.WithBacking(gmtest.To32(t.Data().([]float64))))
+}
+
+// as64 returns a float64 copy of the float32 or float64 tensor t.
+func as64(t *tensor.Dense) *tensor.Dense {
+	return tensor.New(tensor.WithShape(t.Shape().Clone()...), tensor.WithBacking(float64s(t)))
+}
+
+// float64s returns a float64 copy of the data of a float32 or float64 value.
+func float64s(v G.Value) []float64 {
+	switch d := v.Data().(type) {
+	case []float32:
+		return gmtest.To64(d)
+	case []float64:
+		return append([]float64(nil), d...)
 	}
-	a := make([]float64, d*d)
-	for j := range a {
-		a[j] = rng.Float64() - 0.5
+	panic(fmt.Sprintf("float64s: want float32 or float64 data, got %T", v.Data()))
+}
+
+// graphGrads runs L = Σ op(x, k)·r in a graph of x's dtype and returns the
+// output and the gradients of both inputs, all as float64.
+func graphGrads(t *testing.T, op G.Op, x, k, r *tensor.Dense) [3][]float64 {
+	t.Helper()
+	g := G.NewGraph()
+	xn := G.NewTensor(g, x.Dtype(), 4, G.WithShape(x.Shape()...), G.WithName("x"), G.WithValue(x))
+	kn := G.NewTensor(g, k.Dtype(), 4, G.WithShape(k.Shape()...), G.WithName("k"), G.WithValue(k))
+	rn := G.NewTensor(g, r.Dtype(), 4, G.WithShape(r.Shape()...), G.WithName("r"), G.WithValue(r))
+	yn := G.Must(G.ApplyOp(op, xn, kn))
+	cost := G.Must(G.Sum(G.Must(G.HadamardProd(yn, rn))))
+	grads, err := G.Grad(cost, xn, kn)
+	if err != nil {
+		t.Fatalf("Grad: %v", err)
 	}
-	cov := g[1+d:]
-	for r := range d {
-		for c := range d {
-			var s float64
-			for k := range d {
-				s += a[r*d+k] * a[c*d+k]
-			}
-			if r == c {
-				s += 0.5
-			}
-			cov[r*d+c] = s
-		}
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	if err := vm.RunAll(); err != nil {
+		t.Fatalf("RunAll: %v", err)
 	}
+	return [3][]float64{float64s(yn.Value()), float64s(grads[0].Value()), float64s(grads[1].Value())}
 }
 
 // asOp returns the adapter behind an op of the package.

@@ -7,6 +7,8 @@ import (
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 )
 
 // treehemSeparated returns a float64 mixture [B, C, N, ·] whose components
@@ -63,16 +65,10 @@ func TestTreeHEMOpErrors(t *testing.T) {
 		{"non-SPD", 4, TreeHEMOptions{Reduction: 2}, nonSPD, []string{"gm.TreeHEM", "mixture", "positive definite"}},
 	}
 	for _, c := range cases {
-		_, err := NewTreeHEM(c.np, c.o).Do(c.x)
-		if err == nil {
-			t.Errorf("%s: no error", c.name)
-			continue
-		}
-		for _, w := range c.want {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("%s: error %q does not mention %q", c.name, err, w)
-			}
-		}
+		t.Run(c.name, func(t *testing.T) {
+			_, err := NewTreeHEM(c.np, c.o).Do(c.x)
+			gmtest.WantErr(t, err, c.want...)
+		})
 	}
 	big := tensor.New(tensor.WithShape(1, 1, 65535, 7), tensor.Of(tensor.Float32))
 	if _, err := NewTreeHEM(4, TreeHEMOptions{Reduction: 2}).(*op).InferShape(big.Shape()); err == nil || !strings.Contains(err.Error(), "N = 65535") {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
@@ -34,8 +35,9 @@ func convBench(b *testing.B, f func(o *convOperands)) {
 		b.Run(name, func(b *testing.B) {
 			rng := rand.New(rand.NewPCG(17, uint64(s.d)))
 			o := convOperands{}
-			o.lx, o.lk = convLayouts(s.d, s.b, s.fi, s.ni, s.fo, s.nk)
-			o.x, o.k = convTo32(convRandom(rng, o.lx)), convTo32(convRandom(rng, o.lk))
+			var x, k []float64
+			o.lx, o.lk, x, k = convInputs(rng, s.d, s.b, s.fi, s.ni, s.fo, s.nk)
+			o.x, o.k = gmtest.To32(x), gmtest.To32(k)
 			o.g = make([]float32, device.ConvLayout(o.lx, o.lk).Len())
 			for i := range o.g {
 				o.g[i] = float32(rng.NormFloat64())

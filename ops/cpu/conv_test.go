@@ -6,47 +6,18 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/device"
-	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
-// convRandom returns packed Gaussians of layout l with weights in [-1, 1),
-// positions in [-2, 2) and covariances A·Aᵀ + 0.5·I, A ∈ [-½, ½)^{D×D}. The
-// eigenvalues of such a covariance lie in [0.5, 0.5 + ‖A‖²_F] ⊂ [0.5, 1.5]
-// for D = 2 and [0.5, 2.75] for D = 3.
-func convRandom(rng *rand.Rand, l mixture.Layout) []float64 {
-	s, d := l.Stride(), l.D
-	data := make([]float64, l.Len())
-	for g := 0; g < len(data); g += s {
-		p := data[g : g+s]
-		p[0] = 2*rng.Float64() - 1
-		for j := range d {
-			p[1+j] = 4*rng.Float64() - 2
-		}
-		var a [9]float64
-		for j := range d * d {
-			a[j] = rng.Float64() - 0.5
-		}
-		for r := range d {
-			for c := range d {
-				v := 0.0
-				for q := range d {
-					v += a[r*d+q] * a[c*d+q]
-				}
-				if r == c {
-					v += 0.5
-				}
-				p[1+d+r*d+c] = v
-			}
-		}
-	}
-	return data
-}
-
-// convLayouts returns the data and kernel layouts of a test case.
-func convLayouts(d, b, fi, ni, fo, nk int) (lx, lk mixture.Layout) {
-	return mixture.Layout{B: b, C: fi, N: ni, D: d}, mixture.Layout{B: fo, C: fi, N: nk, D: d}
+// convInputs returns the data and kernel layouts of a convolution test case
+// and a data and a kernel batch drawn from gmtest.StandardSpec.
+func convInputs(rng *rand.Rand, d, b, fi, ni, fo, nk int) (lx, lk mixture.Layout, x, k []float64) {
+	lx, lk = mixture.Layout{B: b, C: fi, N: ni, D: d}, mixture.Layout{B: fo, C: fi, N: nk, D: d}
+	x = gmtest.Mixtures[float64](rng, gmtest.StandardSpec(), b, fi, ni, d)
+	k = gmtest.Mixtures[float64](rng, gmtest.StandardSpec(), fo, fi, nk, d)
+	return lx, lk, x, k
 }
 
 func convRun(x, k []float64, lx, lk mixture.Layout) []float64 {
@@ -61,8 +32,7 @@ func convRun(x, k []float64, lx, lk mixture.Layout) []float64 {
 func TestConvComponentOrder(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		rng := rand.New(rand.NewPCG(11, uint64(d)))
-		lx, lk := convLayouts(d, 2, 3, 4, 5, 2)
-		x, k := convRandom(rng, lx), convRandom(rng, lk)
+		lx, lk, x, k := convInputs(rng, d, 2, 3, 4, 5, 2)
 		y := convRun(x, k, lx, lk)
 		ly := device.ConvLayout(lx, lk)
 		if want := (mixture.Layout{B: 2, C: 5, N: 3 * 4 * 2, D: d}); ly != want {
@@ -98,8 +68,7 @@ func TestConvComponentOrder(t *testing.T) {
 func TestConvIntegrals(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		rng := rand.New(rand.NewPCG(12, uint64(d)))
-		lx, lk := convLayouts(d, 3, 4, 5, 2, 3)
-		x, k := convRandom(rng, lx), convRandom(rng, lk)
+		lx, lk, x, k := convInputs(rng, d, 3, 4, 5, 2, 3)
 		y := convRun(x, k, lx, lk)
 		ly := device.ConvLayout(lx, lk)
 		ix, ik, iy := make([]float64, lx.Mixtures()), make([]float64, lk.Mixtures()), make([]float64, ly.Mixtures())
@@ -150,8 +119,7 @@ func TestConvGrid(t *testing.T) {
 		side = 2 * m
 	)
 	rng := rand.New(rand.NewPCG(13, 2))
-	lx, lk := convLayouts(2, 1, 2, 3, 2, 2)
-	x, k := convRandom(rng, lx), convRandom(rng, lk)
+	lx, lk, x, k := convInputs(rng, 2, 1, 2, 3, 2, 2)
 	ly := device.ConvLayout(lx, lk)
 	y := convRun(x, k, lx, lk)
 
@@ -221,24 +189,16 @@ func TestConvGrid(t *testing.T) {
 func TestConvGradient(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		rng := rand.New(rand.NewPCG(14, uint64(d)))
-		lx, lk := convLayouts(d, 2, 3, 4, 2, 3)
-		x, k := convRandom(rng, lx), convRandom(rng, lk)
-		r := make([]float64, device.ConvLayout(lx, lk).Len())
-		for i := range r {
-			r[i] = rng.NormFloat64()
-		}
-		loss := func() float64 { return gradcheck.Dot(convRun(x, k, lx, lk), r) }
+		lx, lk, x, k := convInputs(rng, d, 2, 3, 4, 2, 3)
+		r := gmtest.Normal(rng, device.ConvLayout(lx, lk).Len())
+		loss := func() float64 { return gmtest.Dot(convRun(x, k, lx, lk), r) }
 
 		dx := make([]float64, len(x))
 		ConvBackwardData(dx, r, k, lx, lk)
-		if e := gradcheck.RelErr(dx, gradcheck.Central(loss, x, gradcheck.Step)); e > 1e-6 {
-			t.Errorf("%dD data gradient: relative error %.3g", d, e)
-		}
+		gmtest.WantGrad(t, fmt.Sprintf("%dD data gradient", d), dx, x, loss)
 		dk := make([]float64, len(k))
 		ConvBackwardKernels(dk, r, x, lx, lk)
-		if e := gradcheck.RelErr(dk, gradcheck.Central(loss, k, gradcheck.Step)); e > 1e-6 {
-			t.Errorf("%dD kernel gradient: relative error %.3g", d, e)
-		}
+		gmtest.WantGrad(t, fmt.Sprintf("%dD kernel gradient", d), dk, k, loss)
 	}
 }
 
@@ -249,49 +209,25 @@ func TestConvGradient(t *testing.T) {
 func TestConvFloat32(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		rng := rand.New(rand.NewPCG(15, uint64(d)))
-		lx, lk := convLayouts(d, 3, 4, 5, 6, 3)
-		x, k := convRandom(rng, lx), convRandom(rng, lk)
+		lx, lk, x, k := convInputs(rng, d, 3, 4, 5, 6, 3)
 		ly := device.ConvLayout(lx, lk)
-		g := make([]float64, ly.Len())
-		for i := range g {
-			g[i] = rng.NormFloat64()
-		}
-		x32, k32, g32 := convTo32(x), convTo32(k), convTo32(g)
+		g := gmtest.Normal(rng, ly.Len())
+		x32, k32, g32 := gmtest.To32(x), gmtest.To32(k), gmtest.To32(g)
 
 		y, y32 := make([]float64, ly.Len()), make([]float32, ly.Len())
 		Conv(y, x, k, lx, lk)
 		Conv(y32, x32, k32, lx, lk)
-		convCompare32(t, fmt.Sprintf("%dD forward", d), y32, y)
+		gmtest.WantClose(t, fmt.Sprintf("%dD forward", d), y32, y, 1e-5)
 
 		dx, dx32 := make([]float64, len(x)), make([]float32, len(x))
 		ConvBackwardData(dx, g, k, lx, lk)
 		ConvBackwardData(dx32, g32, k32, lx, lk)
-		convCompare32(t, fmt.Sprintf("%dD data gradient", d), dx32, dx)
+		gmtest.WantClose(t, fmt.Sprintf("%dD data gradient", d), dx32, dx, 1e-5)
 
 		dk, dk32 := make([]float64, len(k)), make([]float32, len(k))
 		ConvBackwardKernels(dk, g, x, lx, lk)
 		ConvBackwardKernels(dk32, g32, x32, lx, lk)
-		convCompare32(t, fmt.Sprintf("%dD kernel gradient", d), dk32, dk)
-	}
-}
-
-func convTo32(a []float64) []float32 {
-	b := make([]float32, len(a))
-	for i, v := range a {
-		b[i] = float32(v)
-	}
-	return b
-}
-
-func convCompare32(t *testing.T, what string, got []float32, want []float64) {
-	t.Helper()
-	var diff, scale float64
-	for i := range want {
-		diff = math.Max(diff, math.Abs(float64(got[i])-want[i]))
-		scale = math.Max(scale, math.Abs(want[i]))
-	}
-	if diff > 1e-5*scale {
-		t.Errorf("%s: float32 differs from float64 by %.3g (scale %.3g)", what, diff, scale)
+		gmtest.WantClose(t, fmt.Sprintf("%dD kernel gradient", d), dk32, dk, 1e-5)
 	}
 }
 
@@ -301,7 +237,7 @@ func TestConvScaleWeights(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		rng := rand.New(rand.NewPCG(16, uint64(d)))
 		l := mixture.Layout{B: 2, C: 3, N: 4, D: d}
-		x := convRandom(rng, l)
+		x := gmtest.Mixtures[float64](rng, gmtest.StandardSpec(), l.B, l.C, l.N, l.D)
 		const s = -0.37
 		y := make([]float64, len(x))
 		ScaleWeights(y, x, l, s)
@@ -314,18 +250,13 @@ func TestConvScaleWeights(t *testing.T) {
 				t.Fatalf("%dD: value %d is %g, want %g", d, i, y[i], want)
 			}
 		}
-		r := make([]float64, len(x))
-		for i := range r {
-			r[i] = rng.NormFloat64()
-		}
+		r := gmtest.Normal(rng, len(x))
 		dx := make([]float64, len(x))
 		ScaleWeights(dx, r, l, s)
 		loss := func() float64 {
 			ScaleWeights(y, x, l, s)
-			return gradcheck.Dot(y, r)
+			return gmtest.Dot(y, r)
 		}
-		if e := gradcheck.RelErr(dx, gradcheck.Central(loss, x, gradcheck.Step)); e > 1e-6 {
-			t.Errorf("%dD gradient: relative error %.3g", d, e)
-		}
+		gmtest.WantGrad(t, fmt.Sprintf("%dD gradient", d), dx, x, loss)
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/device"
-	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -60,23 +60,15 @@ func TestConvFitGradient(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		for ci, tc := range convFitCases {
 			rng := rand.New(rand.NewPCG(31, uint64(10*d+ci)))
-			lx, lk := convLayouts(d, tc.b, tc.fi, tc.ni, tc.fo, tc.nk)
-			x, k := convRandom(rng, lx), convRandom(rng, lk)
+			lx, lk, x, k := convInputs(rng, d, tc.b, tc.fi, tc.ni, tc.fo, tc.nk)
 			x0, k0 := slices.Clone(x), slices.Clone(k)
 			for _, n := range tc.n {
-				r := make([]float64, device.ConvFitLayout(lx, lk, n).Len())
-				for i := range r {
-					r[i] = rng.NormFloat64()
-				}
-				loss := func() float64 { return gradcheck.Dot(convFitFrozen(x, k, x0, k0, lx, lk, n), r) }
+				r := gmtest.Normal(rng, device.ConvFitLayout(lx, lk, n).Len())
+				loss := func() float64 { return gmtest.Dot(convFitFrozen(x, k, x0, k0, lx, lk, n), r) }
 				dx, dk := make([]float64, len(x)), make([]float64, len(k))
 				ConvFitBackward(dx, dk, r, x, k, lx, lk, n)
-				if e := gradcheck.RelErr(dx, gradcheck.Central(loss, x, gradcheck.Step)); e > 1e-6 {
-					t.Errorf("%dD case %d n=%d: data gradient relative error %.3g", d, ci, n, e)
-				}
-				if e := gradcheck.RelErr(dk, gradcheck.Central(loss, k, gradcheck.Step)); e > 1e-6 {
-					t.Errorf("%dD case %d n=%d: kernel gradient relative error %.3g", d, ci, n, e)
-				}
+				gmtest.WantGrad(t, fmt.Sprintf("%dD case %d n=%d: data gradient", d, ci, n), dx, x, loss)
+				gmtest.WantGrad(t, fmt.Sprintf("%dD case %d n=%d: kernel gradient", d, ci, n), dk, k, loss)
 				// One destination alone gives the same values.
 				dx1 := make([]float64, len(x))
 				ConvFitBackward(dx1, nil, r, x, k, lx, lk, n)
@@ -94,8 +86,7 @@ func TestConvFitAllLeaves(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		for ci, tc := range convFitCases {
 			rng := rand.New(rand.NewPCG(32, uint64(10*d+ci)))
-			lx, lk := convLayouts(d, tc.b, tc.fi, tc.ni, tc.fo, tc.nk)
-			x, k := convRandom(rng, lx), convRandom(rng, lk)
+			lx, lk, x, k := convInputs(rng, d, tc.b, tc.fi, tc.ni, tc.fo, tc.nk)
 			nv := tc.fi * tc.ni * tc.nk
 			conv := convRun(x, k, lx, lk)
 			ly := device.ConvLayout(lx, lk)
@@ -151,8 +142,7 @@ func TestConvFitSignIntegrals(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		for ci, tc := range convFitCases {
 			rng := rand.New(rand.NewPCG(33, uint64(10*d+ci)))
-			lx, lk := convLayouts(d, tc.b, tc.fi, tc.ni, tc.fo, tc.nk)
-			x, k := convRandom(rng, lx), convRandom(rng, lk)
+			lx, lk, x, k := convInputs(rng, d, tc.b, tc.fi, tc.ni, tc.fo, tc.nk)
 			conv, ly := convRun(x, k, lx, lk), device.ConvLayout(lx, lk)
 			for _, n := range tc.n {
 				if n < 2 {
@@ -191,8 +181,7 @@ func TestConvFitSingleNode(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		for _, positive := range []bool{true, false} {
 			rng := rand.New(rand.NewPCG(34, uint64(d)))
-			lx, lk := convLayouts(d, 2, 3, 4, 2, 3)
-			x, k := convRandom(rng, lx), convRandom(rng, lk)
+			lx, lk, x, k := convInputs(rng, d, 2, 3, 4, 2, 3)
 			if positive {
 				for _, a := range [][]float64{x, k} {
 					for g := 0; g < len(a); g += lx.Stride() {
@@ -256,38 +245,26 @@ func momentMatch(mx []float64, d int, signed bool) []float64 {
 func TestConvFitFloat32(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		rng := rand.New(rand.NewPCG(35, uint64(d)))
-		lx, lk := convLayouts(d, 3, 4, 5, 6, 3)
-		x, k := convRandom(rng, lx), convRandom(rng, lk)
-		x32, k32 := convTo32(x), convTo32(k)
-		x, k = convTo64(x32), convTo64(k32)
+		lx, lk, x, k := convInputs(rng, d, 3, 4, 5, 6, 3)
+		x32, k32 := gmtest.To32(x), gmtest.To32(k)
+		x, k = gmtest.To64(x32), gmtest.To64(k32)
 		for _, n := range []int{1, 7, 30} {
 			ly := device.ConvFitLayout(lx, lk, n)
-			g := make([]float64, ly.Len())
-			for i := range g {
-				g[i] = rng.NormFloat64()
-			}
-			g32 := convTo32(g)
-			g = convTo64(g32)
+			g := gmtest.Normal(rng, ly.Len())
+			g32 := gmtest.To32(g)
+			g = gmtest.To64(g32)
 			y, y32 := make([]float64, ly.Len()), make([]float32, ly.Len())
 			ConvFit(y, x, k, lx, lk, n)
 			ConvFit(y32, x32, k32, lx, lk, n)
-			convCompare32(t, fmt.Sprintf("%dD n=%d forward", d, n), y32, y)
+			gmtest.WantClose(t, fmt.Sprintf("%dD n=%d forward", d, n), y32, y, 1e-5)
 			dx, dk := make([]float64, len(x)), make([]float64, len(k))
 			dx32, dk32 := make([]float32, len(x)), make([]float32, len(k))
 			ConvFitBackward(dx, dk, g, x, k, lx, lk, n)
 			ConvFitBackward(dx32, dk32, g32, x32, k32, lx, lk, n)
-			convCompare32(t, fmt.Sprintf("%dD n=%d data gradient", d, n), dx32, dx)
-			convCompare32(t, fmt.Sprintf("%dD n=%d kernel gradient", d, n), dk32, dk)
+			gmtest.WantClose(t, fmt.Sprintf("%dD n=%d data gradient", d, n), dx32, dx, 1e-5)
+			gmtest.WantClose(t, fmt.Sprintf("%dD n=%d kernel gradient", d, n), dk32, dk, 1e-5)
 		}
 	}
-}
-
-func convTo64(a []float32) []float64 {
-	b := make([]float64, len(a))
-	for i, v := range a {
-		b[i] = float64(v)
-	}
-	return b
 }
 
 // TestConvFitSelection checks the greedy selection on a case small enough
@@ -295,8 +272,7 @@ func convTo64(a []float32) []float64 {
 // nodes left unsplit, and every output is single-signed for n ≥ 2.
 func TestConvFitSelection(t *testing.T) {
 	rng := rand.New(rand.NewPCG(36, 0))
-	lx, lk := convLayouts(2, 1, 2, 6, 1, 5)
-	x, k := convRandom(rng, lx), convRandom(rng, lk)
+	lx, lk, x, k := convInputs(rng, 2, 1, 2, 6, 1, 5)
 	cf := newConvFit(x, k, lx, lk)
 	for n := 2; n <= cf.nv; n++ {
 		cf.selectNodes(0, n)
@@ -344,7 +320,7 @@ func TestConvFitSaved(t *testing.T) {
 		for _, n := range []int{1, 5, 40} {
 			g := relufitRandom(rng, device.ConvFitLayout(lx, lk, n), 0, 1)
 			checkConvFitSaved(t, x, k, g, lx, lk, n)
-			checkConvFitSaved(t, relufitTo32(x), relufitTo32(k), relufitTo32(g), lx, lk, n)
+			checkConvFitSaved(t, gmtest.To32(x), gmtest.To32(k), gmtest.To32(g), lx, lk, n)
 		}
 	}
 	// Through the device methods a mismatch is an error, not a panic.

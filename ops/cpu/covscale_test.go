@@ -6,42 +6,21 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/device"
-	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
-// covscaleBatch returns a random packed batch with covariances A·Aᵀ + 0.3·I
-// of a random overall size, so that the mean traces differ between mixtures.
+// covscaleBatch returns a random packed batch with covariances
+// size·(A·Aᵀ + 0.3·I), size ∈ [0.2, 3.2) drawn per mixture, so that the mean
+// traces differ between mixtures.
 func covscaleBatch[T Float](rng *rand.Rand, l mixture.Layout) []T {
-	x := make([]T, l.Len())
-	st, d := l.Stride(), l.D
-	for m := range l.Mixtures() {
+	x := make([]T, 0, l.Len())
+	for range l.Mixtures() {
 		size := 0.2 + 3*rng.Float64()
-		mx := mixture.Mixture(x, l, m)
-		for k := 0; k < len(mx); k += st {
-			g := mx[k : k+st]
-			g[0] = T(2*rng.Float64() - 1)
-			for j := range d {
-				g[1+j] = T(4*rng.Float64() - 2)
-			}
-			var a [9]float64
-			for j := range d * d {
-				a[j] = rng.Float64() - 0.5
-			}
-			for r := range d {
-				for c := range d {
-					var s float64
-					for q := range d {
-						s += a[r*d+q] * a[c*d+q]
-					}
-					if r == c {
-						s += 0.3
-					}
-					g[1+d+r*d+c] = T(size * s)
-				}
-			}
-		}
+		s := gmtest.StandardSpec()
+		s.CovScale, s.CovDiag = size, 0.3*size
+		x = append(x, gmtest.Mixtures[T](rng, s, 1, 1, l.N, l.D)...)
 	}
 	return x
 }
@@ -64,57 +43,47 @@ func covscalePerSample[T Float](t *testing.T, y, x []T, l mixture.Layout) ([]T, 
 	return s, tau
 }
 
-func TestCovScaleBackwardPerSample(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(11, uint64(d)))
-			l := mixture.Layout{B: 2, C: 3, N: 4, D: d}
-			x := covscaleBatch[float64](rng, l)
-			r := make([]float64, l.Len())
-			for i := range r {
-				r[i] = rng.NormFloat64()
+// TestCovScaleBackward checks CovScaleBackward (the per-sample factors
+// depend on x) and ScaleMixturesBackward (detached factors, constants)
+// against central differences of L = Σ y·r.
+func TestCovScaleBackward(t *testing.T) {
+	cases := []struct {
+		name    string
+		seed    uint64
+		b, c, n int
+		// prepare returns the forward y = f(x) and the backward dx = ∂L/∂x
+		// for the incoming gradient r.
+		prepare func(t *testing.T, rng *rand.Rand, x []float64, l mixture.Layout) (fwd func(y []float64), bwd func(dx, r []float64))
+	}{
+		{"per sample", 11, 2, 3, 4, func(t *testing.T, _ *rand.Rand, x []float64, l mixture.Layout) (func([]float64), func(dx, r []float64)) {
+			return func(y []float64) { covscalePerSample(t, y, x, l) }, func(dx, r []float64) {
+				s, tau := covscalePerSample(t, make([]float64, len(x)), x, l)
+				CovScaleBackward(dx, r, x, l, s, tau)
 			}
-			y := make([]float64, l.Len())
-			loss := func() float64 {
-				covscalePerSample(t, y, x, l)
-				return gradcheck.Dot(y, r)
-			}
-			s, tau := covscalePerSample(t, y, x, l)
-			dx := make([]float64, l.Len())
-			CovScaleBackward(dx, r, x, l, s, tau)
-			num := gradcheck.Central(loss, x, gradcheck.Step)
-			if e := gradcheck.RelErr(dx, num); e > 1e-6 {
-				t.Errorf("relative gradient error %.3g > 1e-6", e)
-			}
-		})
+		}},
+		{"detached", 12, 2, 2, 3, func(_ *testing.T, rng *rand.Rand, x []float64, l mixture.Layout) (func([]float64), func(dx, r []float64)) {
+			s := gmtest.Uniform[float64](rng, l.Mixtures(), 0.5, 1.5)
+			return func(y []float64) { ScaleMixtures(y, x, l, s) }, func(dx, r []float64) { ScaleMixturesBackward(dx, r, l, s) }
+		}},
 	}
-}
-
-func TestCovScaleBackwardDetached(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(12, uint64(d)))
-			l := mixture.Layout{B: 2, C: 2, N: 3, D: d}
-			x := covscaleBatch[float64](rng, l)
-			s := make([]float64, l.Mixtures())
-			for i := range s {
-				s[i] = 0.5 + rng.Float64()
-			}
-			r := make([]float64, l.Len())
-			for i := range r {
-				r[i] = rng.NormFloat64()
-			}
-			y := make([]float64, l.Len())
-			loss := func() float64 {
-				ScaleMixtures(y, x, l, s)
-				return gradcheck.Dot(y, r)
-			}
-			dx := make([]float64, l.Len())
-			ScaleMixturesBackward(dx, r, l, s)
-			if e := gradcheck.RelErr(dx, gradcheck.Central(loss, x, gradcheck.Step)); e > 1e-6 {
-				t.Errorf("relative gradient error %.3g > 1e-6", e)
-			}
-		})
+	for _, c := range cases {
+		for _, d := range []int{2, 3} {
+			t.Run(fmt.Sprintf("%s/%dD", c.name, d), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(c.seed, uint64(d)))
+				l := mixture.Layout{B: c.b, C: c.c, N: c.n, D: d}
+				x := covscaleBatch[float64](rng, l)
+				fwd, bwd := c.prepare(t, rng, x, l)
+				r := gmtest.Normal(rng, l.Len())
+				y := make([]float64, l.Len())
+				loss := func() float64 {
+					fwd(y)
+					return gmtest.Dot(y, r)
+				}
+				dx := make([]float64, l.Len())
+				bwd(dx, r)
+				gmtest.WantGrad(t, "gradient", dx, x, loss)
+			})
+		}
 	}
 }
 
@@ -205,37 +174,17 @@ func TestCovScaleFloat32(t *testing.T) {
 		rng := rand.New(rand.NewPCG(14, uint64(d)))
 		l := mixture.Layout{B: 3, C: 4, N: 50, D: d}
 		x64 := covscaleBatch[float64](rng, l)
-		g64 := make([]float64, l.Len())
-		for i := range g64 {
-			g64[i] = rng.NormFloat64()
-		}
-		x32, g32 := make([]float32, l.Len()), make([]float32, l.Len())
-		for i := range x64 {
-			x32[i], g32[i] = float32(x64[i]), float32(g64[i])
-		}
+		g64 := gmtest.Normal(rng, l.Len())
+		x32, g32 := gmtest.To32(x64), gmtest.To32(g64)
 		y64, y32 := make([]float64, l.Len()), make([]float32, l.Len())
 		s64, tau64 := covscalePerSample(t, y64, x64, l)
 		s32, tau32 := covscalePerSample(t, y32, x32, l)
 		dx64, dx32 := make([]float64, l.Len()), make([]float32, l.Len())
 		CovScaleBackward(dx64, g64, x64, l, s64, tau64)
 		CovScaleBackward(dx32, g32, x32, l, s32, tau32)
-		if e := covscaleMaxRel(y32, y64); e > 1e-5 {
-			t.Errorf("%dD forward: float32 differs from float64 by %.3g relative", d, e)
-		}
-		if e := covscaleMaxRel(dx32, dx64); e > 1e-5 {
-			t.Errorf("%dD backward: float32 differs from float64 by %.3g relative", d, e)
-		}
+		gmtest.WantClose(t, fmt.Sprintf("%dD float32 forward", d), y32, y64, 1e-5)
+		gmtest.WantClose(t, fmt.Sprintf("%dD float32 backward", d), dx32, dx64, 1e-5)
 	}
-}
-
-// covscaleMaxRel returns max|a−b| / max|b|.
-func covscaleMaxRel(a []float32, b []float64) float64 {
-	var diff, scale float64
-	for i := range a {
-		diff = math.Max(diff, math.Abs(float64(a[i])-b[i]))
-		scale = math.Max(scale, math.Abs(b[i]))
-	}
-	return diff / scale
 }
 
 // BenchmarkCovScaleKernel measures the CovScaleNorm kernels alone (no input

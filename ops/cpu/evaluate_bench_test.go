@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 )
 
 // evalBench is one benchmark size: mixtures [B, C, N, ·] in D dimensions at
@@ -33,11 +35,8 @@ func (c evalBench) inputs() (x, pts, g []float32, pb, pc int) {
 			p64 = append(p64, x64[i+1:i+1+c.D]...)
 		}
 	}
-	g64 := make([]float64, c.B*c.C*c.M)
-	for i := range g64 {
-		g64[i] = rng.NormFloat64()
-	}
-	return evalTo32(x64), evalTo32(p64), evalTo32(g64), pb, pc
+	g64 := gmtest.Normal(rng, c.B*c.C*c.M)
+	return gmtest.To32(x64), gmtest.To32(p64), gmtest.To32(g64), pb, pc
 }
 
 // run times f with b.Loop and reports Gaussian evaluations (one component

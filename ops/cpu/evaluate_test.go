@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -33,97 +33,52 @@ func evalCases() []evalCase {
 	return cs
 }
 
-// evalInputs returns a random mixture batch (weights in [−1, 1), positions in
-// [−2, 2), covariances B·Bᵀ + 0.5·I) and points in [−3, 3) for case c.
+// evalInputs returns a mixture batch drawn from gmtest.StandardSpec and
+// points in [−3, 3) for case c.
 func evalInputs(rng *rand.Rand, c evalCase) (x, pts []float64) {
-	l := c.layout()
-	x = make([]float64, l.Len())
-	s := l.Stride()
-	for i := 0; i < len(x); i += s {
-		g := x[i : i+s]
-		g[0] = 2*rng.Float64() - 1
-		for j := range c.D {
-			g[1+j] = 4*rng.Float64() - 2
-		}
-		var f [9]float64
-		for j := range c.D * c.D {
-			f[j] = rng.Float64() - 0.5
-		}
-		for r := range c.D {
-			for cc := range c.D {
-				var v float64
-				for k := range c.D {
-					v += f[r*c.D+k] * f[cc*c.D+k]
-				}
-				if r == cc {
-					v += 0.5
-				}
-				g[1+c.D+r*c.D+cc] = v
-			}
-		}
-	}
-	pts = make([]float64, c.PB*c.PC*c.M*c.D)
-	for i := range pts {
-		pts[i] = 6*rng.Float64() - 3
-	}
+	x = gmtest.Mixtures[float64](rng, gmtest.StandardSpec(), c.B, c.C, c.N, c.D)
+	pts = gmtest.Uniform[float64](rng, c.PB*c.PC*c.M*c.D, -3, 3)
 	return x, pts
 }
 
-// TestEvaluateBackwardMixture compares EvaluateBackwardMixture with central
-// differences of L = Σ y·r, r random, for every broadcast variant.
-func TestEvaluateBackwardMixture(t *testing.T) {
-	for _, c := range evalCases() {
-		t.Run(c.String(), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(11, uint64(c.D*100+c.PB*10+c.PC)))
-			l := c.layout()
-			x, pts := evalInputs(rng, c)
-			r := make([]float64, c.B*c.C*c.M)
-			for i := range r {
-				r[i] = rng.NormFloat64()
-			}
-			y := make([]float64, len(r))
-			loss := func() float64 {
-				Evaluate(y, x, pts, l, c.PB, c.PC, c.M)
-				return gradcheck.Dot(y, r)
-			}
-			dx := make([]float64, len(x))
-			EvaluateBackwardMixture(dx, x, pts, r, l, c.PB, c.PC, c.M)
-			num := gradcheck.Central(loss, x, gradcheck.Step)
-			if e := gradcheck.RelErr(dx, num); e > 1e-6 {
-				t.Errorf("relative error %.3g > 1e-6", e)
-			}
-		})
+// TestEvaluateBackward compares EvaluateBackwardMixture and
+// EvaluateBackwardPoints with central differences of L = Σ y·r, r random, for
+// every broadcast variant, including the sums over broadcast dimensions.
+func TestEvaluateBackward(t *testing.T) {
+	grads := []struct {
+		name string
+		wrt  func(x, pts []float64) []float64
+		grad func(d, x, pts, r []float64, l mixture.Layout, c evalCase)
+	}{
+		{"mixture", func(x, _ []float64) []float64 { return x }, func(d, x, pts, r []float64, l mixture.Layout, c evalCase) {
+			EvaluateBackwardMixture(d, x, pts, r, l, c.PB, c.PC, c.M)
+		}},
+		{"points", func(_, pts []float64) []float64 { return pts }, func(d, x, pts, r []float64, l mixture.Layout, c evalCase) {
+			EvaluateBackwardPoints(d, x, pts, r, l, c.PB, c.PC, c.M)
+		}},
 	}
-}
-
-// TestEvaluateBackwardPoints compares EvaluateBackwardPoints with central
-// differences, including the sums over broadcast dimensions.
-func TestEvaluateBackwardPoints(t *testing.T) {
-	for _, c := range evalCases() {
-		t.Run(c.String(), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(12, uint64(c.D*100+c.PB*10+c.PC)))
-			l := c.layout()
-			x, pts := evalInputs(rng, c)
-			r := make([]float64, c.B*c.C*c.M)
-			for i := range r {
-				r[i] = rng.NormFloat64()
-			}
-			y := make([]float64, len(r))
-			loss := func() float64 {
-				Evaluate(y, x, pts, l, c.PB, c.PC, c.M)
-				return gradcheck.Dot(y, r)
-			}
-			// Poisoned so a row the kernel forgets to clear fails the check.
-			dp := make([]float64, len(pts))
-			for i := range dp {
-				dp[i] = math.NaN()
-			}
-			EvaluateBackwardPoints(dp, x, pts, r, l, c.PB, c.PC, c.M)
-			num := gradcheck.Central(loss, pts, gradcheck.Step)
-			if e := gradcheck.RelErr(dp, num); !(e <= 1e-6) {
-				t.Errorf("relative error %.3g > 1e-6", e)
-			}
-		})
+	for seed, gr := range grads {
+		for _, c := range evalCases() {
+			t.Run(gr.name+"/"+c.String(), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(11+uint64(seed), uint64(c.D*100+c.PB*10+c.PC)))
+				l := c.layout()
+				x, pts := evalInputs(rng, c)
+				r := gmtest.Normal(rng, c.B*c.C*c.M)
+				y := make([]float64, len(r))
+				loss := func() float64 {
+					Evaluate(y, x, pts, l, c.PB, c.PC, c.M)
+					return gmtest.Dot(y, r)
+				}
+				// Poisoned so a row the kernel forgets to clear fails the check.
+				wrt := gr.wrt(x, pts)
+				d := make([]float64, len(wrt))
+				for i := range d {
+					d[i] = math.NaN()
+				}
+				gr.grad(d, x, pts, r, l, c)
+				gmtest.WantGrad(t, "gradient", d, wrt, loss)
+			})
+		}
 	}
 }
 
@@ -135,10 +90,7 @@ func TestEvaluateBackwardPointsBlocks(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 0))
 	l := c.layout()
 	x, pts := evalInputs(rng, c)
-	g := make([]float64, c.B*c.C*c.M)
-	for i := range g {
-		g[i] = rng.NormFloat64()
-	}
+	g := gmtest.Normal(rng, c.B*c.C*c.M)
 	dp := make([]float64, len(pts))
 	EvaluateBackwardPoints(dp, x, pts, g, l, c.PB, c.PC, c.M)
 	want := make([]float64, len(pts))
@@ -149,7 +101,7 @@ func TestEvaluateBackwardPointsBlocks(t *testing.T) {
 			pointGrad(c.D, &sc, pts[i*c.D:(i+1)*c.D], g[mi*c.M+i], want[i*c.D:(i+1)*c.D])
 		}
 	}
-	if e := gradcheck.RelErr(dp, want); e > 1e-12 {
+	if e := gmtest.RelErr(dp, want); e > 1e-12 {
 		t.Errorf("blocked result differs from the unblocked sum: relative error %.3g", e)
 	}
 }
@@ -167,16 +119,11 @@ func TestEvaluateFloat32(t *testing.T) {
 			rng := rand.New(rand.NewPCG(14, uint64(c.N*1000+c.D*100+c.PB*10+c.PC)))
 			l := c.layout()
 			x, pts := evalInputs(rng, c)
-			g := make([]float64, c.B*c.C*c.M)
-			for i := range g {
-				g[i] = rng.NormFloat64()
-			}
-			x32, pts32, g32 := evalTo32(x), evalTo32(pts), evalTo32(g)
+			g := gmtest.Normal(rng, c.B*c.C*c.M)
+			x32, pts32, g32 := gmtest.To32(x), gmtest.To32(pts), gmtest.To32(g)
 			check := func(what string, f32 []float32, f64 []float64) {
 				t.Helper()
-				if e := gradcheck.RelErr(evalTo64(f32), f64); e > 1e-5 {
-					t.Errorf("%s: float32 differs from float64 by %.3g relative", what, e)
-				}
+				gmtest.WantClose(t, what+" in float32", f32, f64, 1e-5)
 			}
 			y := make([]float64, c.B*c.C*c.M)
 			y32 := make([]float32, len(y))
@@ -216,17 +163,12 @@ func checkEvalBackwardFast(t *testing.T) {
 				t.Run(c.String(), func(t *testing.T) {
 					rng := rand.New(rand.NewPCG(16, uint64(c.N*1000+c.M*10+c.PB+c.PC)))
 					x64, p64 := evalInputs(rng, c)
-					g64 := make([]float64, c.B*c.C*c.M)
-					for i := range g64 {
-						g64[i] = rng.NormFloat64()
-					}
-					x, pts, g := evalTo32(x64), evalTo32(p64), evalTo32(g64)
+					g64 := gmtest.Normal(rng, c.B*c.C*c.M)
+					x, pts, g := gmtest.To32(x64), gmtest.To32(p64), gmtest.To32(g64)
 					l := c.layout()
 					check := func(what string, got, want []float32) {
 						t.Helper()
-						if e := gradcheck.RelErr(evalTo64(got), evalTo64(want)); !(e <= 1e-5) {
-							t.Errorf("%s: fast path differs from the generic one by %.3g relative", what, e)
-						}
+						gmtest.WantClose(t, what+" on the fast path", got, want, 1e-5)
 					}
 					dx, dxWant := make([]float32, len(x)), make([]float32, len(x))
 					EvaluateBackwardMixture(dx, x, pts, g, l, c.PB, c.PC, c.M)
@@ -273,27 +215,11 @@ func TestEvaluateFarPoints(t *testing.T) {
 			pts[i] = 1e4 * float64(1-2*(i%2))
 		}
 		y := make([]float32, c.M)
-		Evaluate(y, evalTo32(x), evalTo32(pts), c.layout(), 1, 1, c.M)
+		Evaluate(y, gmtest.To32(x), gmtest.To32(pts), c.layout(), 1, 1, c.M)
 		for i, v := range y {
 			if v != 0 {
 				t.Errorf("%dD: y[%d] = %v at distance 1e4, want 0", d, i, v)
 			}
 		}
 	}
-}
-
-func evalTo32(s []float64) []float32 {
-	out := make([]float32, len(s))
-	for i, v := range s {
-		out[i] = float32(v)
-	}
-	return out
-}
-
-func evalTo64(s []float32) []float64 {
-	out := make([]float64, len(s))
-	for i, v := range s {
-		out[i] = float64(v)
-	}
-	return out
 }

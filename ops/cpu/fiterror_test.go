@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -27,10 +28,10 @@ func TestFitErrorPoints(t *testing.T) {
 		FitErrorPoints(again, x, l, s, 9)
 		other := make([]float64, len(pts))
 		FitErrorPoints(other, x, l, s, 10)
-		if memMaxAbsDiff(again, pts) != 0 {
+		if gmtest.MaxAbsDiff(again, pts) != 0 {
 			t.Errorf("%dD: same seed, different points", d)
 		}
-		if memMaxAbsDiff(other, pts) == 0 {
+		if gmtest.MaxAbsDiff(other, pts) == 0 {
 			t.Errorf("%dD: different seeds, same points", d)
 		}
 		st := l.Stride()
@@ -69,8 +70,7 @@ func TestFitErrorsOf(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		rng := rand.New(rand.NewPCG(51, uint64(d)))
 		li := mixture.Layout{B: 2, C: 3, N: 8, D: d}
-		lr := li
-		lr.N = 3
+		lr := withN(li, 3)
 		input := memMixture(rng, li, 2, 1, 1, false)
 		dense := memMixture(rng, li, 2, 1, 1, true)
 		reduced := memMixture(rng, lr, 2, 1, 1, true)
@@ -145,8 +145,7 @@ func naiveFitError(g, f []float64) FitError {
 // TestFitErrorsOfBadInput checks that mismatched inputs are errors.
 func TestFitErrorsOfBadInput(t *testing.T) {
 	l := mixture.Layout{B: 1, C: 2, N: 3, D: 2}
-	lr := l
-	lr.N = 2
+	lr := withN(l, 2)
 	x, r := make([]float64, l.Len()), make([]float64, lr.Len())
 	l3 := lr
 	l3.D = 3

@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/device"
-	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -43,14 +43,11 @@ func TestAssembleKernelBackward(t *testing.T) {
 			if eps <= cfg.CovEpsilon {
 				t.Fatalf("ε = %g sits on its floor; the test wants it driven by A", eps)
 			}
-			r := make([]float64, l.Len())
-			for i := range r {
-				r[i] = rng.NormFloat64()
-			}
+			r := gmtest.Normal(rng, l.Len())
 			out := make([]float64, l.Len())
 			loss := func() float64 {
 				AssembleKernel(out, w, p, a, l, cfg, eps)
-				return gradcheck.Dot(out, r)
+				return gmtest.Dot(out, r)
 			}
 			dw, dp, da := make([]float64, len(w)), make([]float64, len(p)), make([]float64, len(a))
 			KernelWeightsBackward(dw, r, l, cfg)
@@ -60,9 +57,7 @@ func TestAssembleKernelBackward(t *testing.T) {
 				name   string
 				x, got []float64
 			}{{"weights", w, dw}, {"positions", p, dp}, {"factors", a, da}} {
-				if e := gradcheck.RelErr(c.got, gradcheck.Central(loss, c.x, gradcheck.Step)); e > 1e-6 {
-					t.Errorf("%s: relative gradient error %.3g > 1e-6", c.name, e)
-				}
+				gmtest.WantGrad(t, c.name, c.got, c.x, loss)
 			}
 		})
 	}
@@ -103,12 +98,8 @@ func TestWeightDecayBackward(t *testing.T) {
 			dw, da := make([]float64, len(w)), make([]float64, len(a))
 			WeightDecayWeightsBackward(dw, w, g)
 			WeightDecayFactorsBackward(da, a, d, g)
-			if e := gradcheck.RelErr(dw, gradcheck.Central(loss, w, gradcheck.Step)); e > 1e-6 {
-				t.Errorf("weights: relative gradient error %.3g > 1e-6", e)
-			}
-			if e := gradcheck.RelErr(da, gradcheck.Central(loss, a, gradcheck.Step)); e > 1e-6 {
-				t.Errorf("factors: relative gradient error %.3g > 1e-6", e)
-			}
+			gmtest.WantGrad(t, "weights", dw, w, loss)
+			gmtest.WantGrad(t, "factors", da, a, loss)
 		})
 	}
 }
@@ -132,30 +123,16 @@ func TestKernelFloat32(t *testing.T) {
 		l := mixture.Layout{B: 4, C: 3, N: 5, D: d}
 		cfg := device.DefaultKernelConfig(2.5)
 		w, p, a := kernelRaw(rng, l, 1.2)
-		g := make([]float64, l.Len())
-		for i := range g {
-			g[i] = rng.NormFloat64()
-		}
-		f32 := func(x []float64) []float32 {
-			y := make([]float32, len(x))
-			for i, v := range x {
-				y[i] = float32(v)
-			}
-			return y
-		}
-		w32, p32, a32, g32 := f32(w), f32(p), f32(a), f32(g)
+		g := gmtest.Normal(rng, l.Len())
+		w32, p32, a32, g32 := gmtest.To32(w), gmtest.To32(p), gmtest.To32(a), gmtest.To32(g)
 		out64, out32 := make([]float64, l.Len()), make([]float32, l.Len())
 		AssembleKernel(out64, w, p, a, l, cfg, KernelEpsilon(a, d, cfg))
 		AssembleKernel(out32, w32, p32, a32, l, cfg, KernelEpsilon(a32, d, cfg))
-		if e := covscaleMaxRel(out32, out64); e > 1e-5 {
-			t.Errorf("%dD assembly: float32 differs by %.3g relative", d, e)
-		}
+		gmtest.WantClose(t, fmt.Sprintf("%dD float32 assembly", d), out32, out64, 1e-5)
 		da64, da32 := make([]float64, len(a)), make([]float32, len(a))
 		KernelFactorsBackward(da64, g, a, l, cfg)
 		KernelFactorsBackward(da32, g32, a32, l, cfg)
-		if e := covscaleMaxRel(da32, da64); e > 1e-5 {
-			t.Errorf("%dD factor gradient: float32 differs by %.3g relative", d, e)
-		}
+		gmtest.WantClose(t, fmt.Sprintf("%dD float32 factor gradient", d), da32, da64, 1e-5)
 		if got, want := WeightDecay(w32, a32, d), WeightDecay(w, a, d); math.Abs(got-want) > 1e-5*want {
 			t.Errorf("%dD weight decay: float32 %g, float64 %g", d, got, want)
 		}

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -23,9 +24,8 @@ func memBench(b *testing.B, f func(y, x, g, dx []float32, l mixture.Layout, np i
 		b.Run(fmt.Sprintf("%dD_B%d_C%d_N%d_Np%d", s.d, s.b, s.c, s.n, s.np), func(b *testing.B) {
 			rng := rand.New(rand.NewPCG(60, uint64(s.d)))
 			l := mixture.Layout{B: s.b, C: s.c, N: s.n, D: s.d}
-			lo := l
-			lo.N = s.np
-			x := memToF32(memMixture(rng, l, 8, 1/float64(s.n), 1, true))
+			lo := withN(l, s.np)
+			x := gmtest.To32(memMixture(rng, l, 8, 1/float64(s.n), 1, true))
 			g := make([]float32, lo.Len())
 			for i := range g {
 				g[i] = float32(rng.NormFloat64())

@@ -6,44 +6,26 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
-// memMixture returns a packed float64 batch with weights w·(0.5 + U(0,1))
-// of random sign (or positive only), positions in [-spread, spread) and
-// covariances cs·(A·Aᵀ + 0.3·I), A_ij ~ U(−½, ½).
+// memMixture returns a packed float64 batch with weights in [w/2, 3w/2) of
+// random sign (or positive only), positions in [-spread, spread) and
+// covariances cs·(A·Aᵀ + 0.3·I).
 func memMixture(rng *rand.Rand, l mixture.Layout, spread, w, cs float64, positive bool) []float64 {
-	x := make([]float64, l.Len())
-	s := l.Stride()
-	d := l.D
-	for i := 0; i < len(x); i += s {
-		g := x[i : i+s]
-		g[0] = w * (0.5 + rng.Float64())
-		if !positive && rng.IntN(2) == 0 {
-			g[0] = -g[0]
-		}
-		for j := range d {
-			g[1+j] = spread * (2*rng.Float64() - 1)
-		}
-		var a [9]float64
-		for j := range d * d {
-			a[j] = rng.Float64() - 0.5
-		}
-		for r := range d {
-			for c := range d {
-				var v float64
-				for k := range d {
-					v += a[r*d+k] * a[c*d+k]
-				}
-				if r == c {
-					v += 0.3
-				}
-				g[1+d+r*d+c] = cs * v
-			}
-		}
+	s := gmtest.Spec{WeightMin: w / 2, WeightMax: 3 * w / 2, NegativeOneIn: 2, Spread: spread, CovScale: cs, CovDiag: 0.3 * cs}
+	if positive {
+		s.NegativeOneIn = 0
 	}
-	return x
+	return gmtest.Mixtures[float64](rng, s, l.B, l.C, l.N, l.D)
+}
+
+// withN returns l with N components per mixture: the output layout of a
+// reduction of l to n.
+func withN(l mixture.Layout, n int) mixture.Layout {
+	l.N = n
+	return l
 }
 
 type memCase struct {
@@ -62,12 +44,12 @@ type memCase struct {
 // Σ_s q_is under 1e-5. The small-mass case needs a step far below its
 // weights (≈ 0.005), else the truncation error (h/w)² exceeds the tolerance.
 var memCases = []memCase{
-	{"overlapping", 9, 3, 1.5, 1, 1, false, gradcheck.Step},
-	{"positive", 8, 4, 1.5, 0.4, 1, true, gradcheck.Step},
-	{"padding", 3, 5, 1, 1, 1, false, gradcheck.Step},
-	{"single", 1, 2, 1, 1, 0.1, true, gradcheck.Step},
+	{"overlapping", 9, 3, 1.5, 1, 1, false, gmtest.Step},
+	{"positive", 8, 4, 1.5, 0.4, 1, true, gmtest.Step},
+	{"padding", 3, 5, 1, 1, 1, false, gmtest.Step},
+	{"single", 1, 2, 1, 1, 0.1, true, gmtest.Step},
 	{"small-mass", 6, 2, 1, 0.003, 1, true, 1e-7},
-	{"far-apart", 6, 2, 12, 2, 1, true, gradcheck.Step},
+	{"far-apart", 6, 2, 12, 2, 1, true, gmtest.Step},
 }
 
 // TestMEMFrozenGrad checks MEMFrozenBackward against central differences of
@@ -79,26 +61,22 @@ func TestMEMFrozenGrad(t *testing.T) {
 			t.Run(fmt.Sprintf("%dD/%s", d, tc.name), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(d), uint64(ci)))
 				l := mixture.Layout{B: 2, C: 2, N: tc.n, D: d}
-				lo := l
-				lo.N = tc.np
+				lo := withN(l, tc.np)
 				x := memMixture(rng, l, tc.spread, tc.w, tc.cs, tc.positive)
 				k := MEMComponents(tc.n, tc.np)
 				sel := make([]int, l.Mixtures()*k)
 				lik := make([]float64, l.Mixtures()*l.N*k)
 				MEMDecisions(sel, lik, x, l, tc.np)
-				r := make([]float64, lo.Len())
-				for i := range r {
-					r[i] = rng.NormFloat64()
-				}
+				r := gmtest.Normal(rng, lo.Len())
 				y := make([]float64, lo.Len())
 				loss := func() float64 {
 					MEMFrozen(y, x, lik, sel, l, tc.np)
-					return gradcheck.Dot(y, r)
+					return gmtest.Dot(y, r)
 				}
 				dx := make([]float64, l.Len())
 				MEMFrozenBackward(dx, x, r, lik, sel, l, tc.np)
-				num := gradcheck.Central(loss, x, tc.step)
-				if e := gradcheck.RelErr(dx, num); e > 1e-6 {
+				num := gmtest.Central(loss, x, tc.step)
+				if e := gmtest.RelErr(dx, num); e > 1e-6 {
 					t.Errorf("relative gradient error %.3g > 1e-6\nanalytic %v\nnumeric  %v", e, dx, num)
 				}
 			})
@@ -116,13 +94,12 @@ func TestMEMMatchesReference(t *testing.T) {
 			t.Run(fmt.Sprintf("%dD/%s", d, tc.name), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(10+d), uint64(ci)))
 				l := mixture.Layout{B: 2, C: 3, N: tc.n, D: d}
-				lo := l
-				lo.N = tc.np
+				lo := withN(l, tc.np)
 				x := memMixture(rng, l, tc.spread, tc.w, tc.cs, tc.positive)
 				y := make([]float64, lo.Len())
 				MEM(y, x, l, tc.np)
 				want := memReference(x, l, tc.np)
-				if e := memMaxAbsDiff(y, want); e > 1e-12*max(1, memMaxAbs(want)) {
+				if e := gmtest.MaxAbsDiff(y, want); e > 1e-12*max(1, gmtest.MaxAbs(want)) {
 					t.Errorf("MEM differs from the reference transcription by %.3g\ngot  %v\nwant %v", e, y, want)
 				}
 				k := MEMComponents(tc.n, tc.np)
@@ -131,17 +108,14 @@ func TestMEMMatchesReference(t *testing.T) {
 				MEMDecisions(sel, lik, x, l, tc.np)
 				yf := make([]float64, lo.Len())
 				MEMFrozen(yf, x, lik, sel, l, tc.np)
-				if e := memMaxAbsDiff(y, yf); e != 0 {
+				if e := gmtest.MaxAbsDiff(y, yf); e != 0 {
 					t.Errorf("MEM and MEMFrozen differ by %.3g", e)
 				}
-				g := make([]float64, lo.Len())
-				for i := range g {
-					g[i] = rng.NormFloat64()
-				}
+				g := gmtest.Normal(rng, lo.Len())
 				dx, dxf := make([]float64, l.Len()), make([]float64, l.Len())
 				MEMBackward(dx, x, g, l, tc.np)
 				MEMFrozenBackward(dxf, x, g, lik, sel, l, tc.np)
-				if e := memMaxAbsDiff(dx, dxf); e != 0 {
+				if e := gmtest.MaxAbsDiff(dx, dxf); e != 0 {
 					t.Errorf("MEMBackward and MEMFrozenBackward differ by %.3g", e)
 				}
 			})
@@ -152,8 +126,7 @@ func TestMEMMatchesReference(t *testing.T) {
 // memReference is the reference's modified EM written out naively, one
 // mixture at a time (docs/algorithms.md, "Modified EM").
 func memReference(x []float64, l mixture.Layout, np int) []float64 {
-	lo := l
-	lo.N = np
+	lo := withN(l, np)
 	y := make([]float64, lo.Len())
 	gs, _ := mixture.Unpack(x, l)
 	d := l.D
@@ -249,22 +222,6 @@ func memInverse(m []float64, d int) []float64 {
 	return inv
 }
 
-func memMaxAbsDiff[T Float](a []T, b []float64) float64 {
-	var e float64
-	for i := range a {
-		e = math.Max(e, math.Abs(float64(a[i])-b[i]))
-	}
-	return e
-}
-
-func memMaxAbs(a []float64) float64 {
-	var e float64
-	for _, v := range a {
-		e = math.Max(e, math.Abs(v))
-	}
-	return e
-}
-
 // memIntegrals returns Σ_k w_k of every mixture.
 func memIntegrals(x []float64, l mixture.Layout) []float64 {
 	y := make([]float64, l.Mixtures())
@@ -303,8 +260,7 @@ func TestMEMIntegral(t *testing.T) {
 			t.Run(fmt.Sprintf("%dD/%s", d, c.name), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(20+d), uint64(ci)))
 				l := mixture.Layout{B: 3, C: 2, N: c.tc.n, D: d}
-				lo := l
-				lo.N = c.tc.np
+				lo := withN(l, c.tc.np)
 				x := memMixture(rng, l, c.tc.spread, c.tc.w, c.tc.cs, c.tc.positive)
 				y := make([]float64, lo.Len())
 				MEM(y, x, l, c.tc.np)
@@ -389,8 +345,7 @@ func TestMEMProperties(t *testing.T) {
 			t.Run(fmt.Sprintf("%dD/%s", d, c.name), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(30+d), uint64(ci)))
 				l := mixture.Layout{B: 2, C: 2, N: c.n, D: d}
-				lo := l
-				lo.N = c.np
+				lo := withN(l, c.np)
 				x := memMixture(rng, l, 2, 1, 1, true)
 				if c.prep != nil {
 					c.prep(x, l)
@@ -418,10 +373,7 @@ func TestMEMProperties(t *testing.T) {
 					}
 				}
 				dx := make([]float64, l.Len())
-				gy := make([]float64, lo.Len())
-				for i := range gy {
-					gy[i] = rng.NormFloat64()
-				}
+				gy := gmtest.Normal(rng, lo.Len())
 				MEMBackward(dx, x, gy, l, c.np)
 				if err := mixture.CheckFinite(dx); err != nil {
 					t.Fatalf("gradient: %v", err)
@@ -455,35 +407,19 @@ func TestMEMFloat32(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		rng := rand.New(rand.NewPCG(40, uint64(d)))
 		l := mixture.Layout{B: 2, C: 3, N: 40, D: d}
-		lo := l
-		lo.N = 6
+		lo := withN(l, 6)
 		x := memMixture(rng, l, 2, 0.2, 1, true)
-		gy := make([]float64, lo.Len())
-		for i := range gy {
-			gy[i] = rng.NormFloat64()
-		}
+		gy := gmtest.Normal(rng, lo.Len())
 		y := make([]float64, lo.Len())
 		dx := make([]float64, l.Len())
 		MEM(y, x, l, lo.N)
 		MEMBackward(dx, x, gy, l, lo.N)
-		x32, gy32 := memToF32(x), memToF32(gy)
+		x32, gy32 := gmtest.To32(x), gmtest.To32(gy)
 		y32 := make([]float32, lo.Len())
 		dx32 := make([]float32, l.Len())
 		MEM(y32, x32, l, lo.N)
 		MEMBackward(dx32, x32, gy32, l, lo.N)
-		if e := memMaxAbsDiff(y32, y) / memMaxAbs(y); e > 1e-4 {
-			t.Errorf("%dD forward: float32 differs from float64 by a relative %.3g", d, e)
-		}
-		if e := memMaxAbsDiff(dx32, dx) / memMaxAbs(dx); e > 1e-4 {
-			t.Errorf("%dD backward: float32 differs from float64 by a relative %.3g", d, e)
-		}
+		gmtest.WantClose(t, fmt.Sprintf("%dD float32 forward", d), y32, y, 1e-4)
+		gmtest.WantClose(t, fmt.Sprintf("%dD float32 backward", d), dx32, dx, 1e-4)
 	}
-}
-
-func memToF32(x []float64) []float32 {
-	y := make([]float32, len(x))
-	for i, v := range x {
-		y[i] = float32(v)
-	}
-	return y
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/internal/parallel"
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
@@ -23,7 +24,7 @@ func relufitBenchName(l mixture.Layout) string {
 
 func BenchmarkReLUFitForward(b *testing.B) {
 	for _, l := range relufitBenchLayouts() {
-		x := relufitTo32(relufitRandom(rand.New(rand.NewPCG(1, 2)), l, 0, 4))
+		x := gmtest.To32(relufitRandom(rand.New(rand.NewPCG(1, 2)), l, 0, 4))
 		y := make([]float32, len(x))
 		b.Run(relufitBenchName(l), func(b *testing.B) {
 			for b.Loop() {
@@ -38,8 +39,8 @@ func BenchmarkReLUFitForward(b *testing.B) {
 func BenchmarkReLUFitBackward(b *testing.B) {
 	for _, l := range relufitBenchLayouts() {
 		rng := rand.New(rand.NewPCG(1, 2))
-		x := relufitTo32(relufitRandom(rng, l, 0, 4))
-		g := relufitTo32(relufitRandom(rng, l, 0, 1))
+		x := gmtest.To32(relufitRandom(rng, l, 0, 4))
+		g := gmtest.To32(relufitRandom(rng, l, 0, 1))
 		dx := make([]float32, len(x))
 		b.Run(relufitBenchName(l), func(b *testing.B) {
 			for b.Loop() {
@@ -56,7 +57,7 @@ func BenchmarkReLUFitBackward(b *testing.B) {
 // pass per sum, parallel over mixtures.
 func BenchmarkReLUFitNaive(b *testing.B) {
 	for _, l := range relufitBenchLayouts() {
-		x := relufitTo32(relufitRandom(rand.New(rand.NewPCG(1, 2)), l, 0, 4))
+		x := gmtest.To32(relufitRandom(rand.New(rand.NewPCG(1, 2)), l, 0, 4))
 		y := make([]float32, len(x))
 		b.Run(relufitBenchName(l), func(b *testing.B) {
 			ps := make([][]Prepared[float32], parallel.Workers(l.Mixtures()))

@@ -8,45 +8,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/device"
-	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
 // relufitRandom returns a float64 batch with weights of magnitude in
-// [minAbs, 1] and random sign, positions in [−spread, spread)^D and
-// covariances 0.3·M·Mᵀ + 0.2·I, so neighbouring Gaussians overlap and the
+// [minAbs, 1) and random sign, positions in [−spread, spread)^D and
+// covariances 0.3·A·Aᵀ + 0.2·I, so neighbouring Gaussians overlap and the
 // target takes both signs at the centroids.
 func relufitRandom(rng *rand.Rand, l mixture.Layout, minAbs, spread float64) []float64 {
-	x := make([]float64, l.Len())
-	d, st := l.D, l.Stride()
-	for i := 0; i < len(x); i += st {
-		g := x[i : i+st]
-		g[0] = minAbs + (1-minAbs)*rng.Float64()
-		if rng.IntN(2) == 0 {
-			g[0] = -g[0]
-		}
-		for r := range d {
-			g[1+r] = spread * (2*rng.Float64() - 1)
-		}
-		var m [9]float64
-		for j := range d * d {
-			m[j] = rng.Float64() - 0.5
-		}
-		for r := range d {
-			for c := range d {
-				var s float64
-				for k := range d {
-					s += m[r*d+k] * m[c*d+k]
-				}
-				g[1+d+r*d+c] = 0.3 * s
-				if r == c {
-					g[1+d+r*d+c] += 0.2
-				}
-			}
-		}
-	}
-	return x
+	s := gmtest.Spec{WeightMin: minAbs, WeightMax: 1, NegativeOneIn: 2, Spread: spread, CovScale: 0.3, CovDiag: 0.2}
+	return gmtest.Mixtures[float64](rng, s, l.B, l.C, l.N, l.D)
 }
 
 // relufitNaive is the reference implementation straight from the formulas,
@@ -87,14 +60,6 @@ func relufitNorm0(d int, cov []float64) float64 {
 		det = mixture.Det3(cov)
 	}
 	return math.Pow(2*math.Pi, -float64(d)/2) / math.Sqrt(det)
-}
-
-func relufitTo32(x []float64) []float32 {
-	y := make([]float32, len(x))
-	for i, v := range x {
-		y[i] = float32(v)
-	}
-	return y
 }
 
 var relufitVariants = []struct {
@@ -194,22 +159,19 @@ func TestReLUFitGradientDuplicates(t *testing.T) {
 func relufitCheckGrad(t *testing.T, name string, x []float64, l mixture.Layout, opts device.ReLUFitOptions) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(99, uint64(len(x))))
-	r := make([]float64, len(x))
-	for i := range r {
-		r[i] = rng.NormFloat64()
-	}
+	r := gmtest.Normal(rng, len(x))
 	y := make([]float64, len(x))
 	loss := func() float64 {
 		if err := ReLUFit(y, x, l, opts); err != nil {
 			t.Fatal(err)
 		}
-		return gradcheck.Dot(y, r)
+		return gmtest.Dot(y, r)
 	}
 	_, t0 := relufitNaive(x, l, opts)
-	numeric := gradcheck.Central(loss, x, gradcheck.Step)
+	numeric := gmtest.Central(loss, x, gmtest.Step)
 	// The decisions must not have flipped anywhere along the differences.
 	for i := range x {
-		for _, h := range []float64{-gradcheck.Step, gradcheck.Step} {
+		for _, h := range []float64{-gmtest.Step, gmtest.Step} {
 			x[i] += h
 			_, th := relufitNaive(x, l, opts)
 			x[i] -= h
@@ -219,7 +181,7 @@ func relufitCheckGrad(t *testing.T, name string, x []float64, l mixture.Layout, 
 				}
 			}
 		}
-		if i%l.Stride() == 0 && math.Abs(x[i]) < 10*gradcheck.Step {
+		if i%l.Stride() == 0 && math.Abs(x[i]) < 10*gmtest.Step {
 			t.Fatalf("%s: weight %d = %v too close to 0", name, i, x[i])
 		}
 	}
@@ -227,7 +189,7 @@ func relufitCheckGrad(t *testing.T, name string, x []float64, l mixture.Layout, 
 	if err := ReLUFitBackward(analytic, x, r, l, opts); err != nil {
 		t.Fatal(err)
 	}
-	if e := gradcheck.RelErr(analytic, numeric); e > 1e-6 {
+	if e := gmtest.RelErr(analytic, numeric); e > 1e-6 {
 		t.Errorf("%s: relative gradient error %.3g > 1e-6\nanalytic %v\nnumeric  %v", name, e, analytic, numeric)
 	}
 }
@@ -245,7 +207,7 @@ func TestReLUFitProperties(t *testing.T) {
 			if err := ReLUFit(y, x, l, v.opts); err != nil {
 				t.Fatal(err)
 			}
-			x32 := relufitTo32(x)
+			x32 := gmtest.To32(x)
 			y32 := make([]float32, len(x))
 			if err := ReLUFit(y32, x32, l, v.opts); err != nil {
 				t.Fatal(err)
@@ -310,7 +272,7 @@ func TestReLUFitClosedForm(t *testing.T) {
 						t.Fatal(err)
 					}
 					y32 := make([]float32, len(x))
-					if err := ReLUFit(y32, relufitTo32(x), l, c.opts); err != nil {
+					if err := ReLUFit(y32, gmtest.To32(x), l, c.opts); err != nil {
 						t.Fatal(err)
 					}
 					for k := range copies {
@@ -338,31 +300,17 @@ func TestReLUFitFloat32(t *testing.T) {
 			y32 := make([]float32, len(x))
 			dx32 := make([]float32, len(x))
 			for _, err := range []error{
-				ReLUFit(y, x, l, v.opts), ReLUFit(y32, relufitTo32(x), l, v.opts),
-				ReLUFitBackward(dx, x, g, l, v.opts), ReLUFitBackward(dx32, relufitTo32(x), relufitTo32(g), l, v.opts),
+				ReLUFit(y, x, l, v.opts), ReLUFit(y32, gmtest.To32(x), l, v.opts),
+				ReLUFitBackward(dx, x, g, l, v.opts), ReLUFitBackward(dx32, gmtest.To32(x), gmtest.To32(g), l, v.opts),
 			} {
 				if err != nil {
 					t.Fatal(err)
 				}
 			}
-			if e := relufitMaxRel(y32, y); e > 1e-5 {
-				t.Errorf("%s D=%d: forward float32 relative error %.3g", v.name, d, e)
-			}
-			if e := relufitMaxRel(dx32, dx); e > 1e-4 {
-				t.Errorf("%s D=%d: backward float32 relative error %.3g", v.name, d, e)
-			}
+			gmtest.WantClose(t, fmt.Sprintf("%s D=%d float32 forward", v.name, d), y32, y, 1e-5)
+			gmtest.WantClose(t, fmt.Sprintf("%s D=%d float32 backward", v.name, d), dx32, dx, 1e-4)
 		}
 	}
-}
-
-// relufitMaxRel returns max|a−b| / max|b|.
-func relufitMaxRel(a []float32, b []float64) float64 {
-	var diff, scale float64
-	for i := range a {
-		diff = math.Max(diff, math.Abs(float64(a[i])-b[i]))
-		scale = math.Max(scale, math.Abs(b[i]))
-	}
-	return diff / scale
 }
 
 // TestReLUFitFastPath compares the vectorised float32 loops with the scalar
@@ -373,10 +321,10 @@ func TestReLUFitFastPath(t *testing.T) {
 		for _, n := range []int{1, 8, 13, 64} {
 			rng := rand.New(rand.NewPCG(31, uint64(n)))
 			l := mixture.Layout{B: 1, C: 1, N: n, D: d}
-			x := relufitTo32(relufitRandom(rng, l, 0, 2))
+			x := gmtest.To32(relufitRandom(rng, l, 0, 2))
 			p, _ := device.ReLUFitOptions{}.Resolve()
 			fast, slow := newReLUWork[float32](n, d, true), newReLUWork[float32](n, d, true)
-			g := relufitTo32(relufitRandom(rng, l, 0, 1))
+			g := gmtest.To32(relufitRandom(rng, l, 0, 1))
 			dxFast, dxSlow := append([]float32(nil), g...), append([]float32(nil), g...)
 			for _, s := range []*reluWork[float32]{fast, slow} {
 				if err := s.load(x, p); err != nil {
@@ -426,7 +374,7 @@ func relufitSameSums(t *testing.T, what string, a, b []float32) {
 // are reported, not turned into NaN.
 func TestReLUFitErrors(t *testing.T) {
 	l := mixture.Layout{B: 1, C: 2, N: 3, D: 2}
-	base := relufitTo32(relufitRandom(rand.New(rand.NewPCG(1, 2)), l, 0.1, 1))
+	base := gmtest.To32(relufitRandom(rand.New(rand.NewPCG(1, 2)), l, 0.1, 1))
 	cases := []struct {
 		name string
 		opts device.ReLUFitOptions
@@ -476,7 +424,7 @@ func TestReLUFitSaved(t *testing.T) {
 		rng := rand.New(rand.NewPCG(3, uint64(d)))
 		x, g := relufitRandom(rng, l, 0, 2), relufitRandom(rng, l, 0, 1)
 		checkReLUFitSaved(t, x, g, l)
-		checkReLUFitSaved(t, relufitTo32(x), relufitTo32(g), l)
+		checkReLUFitSaved(t, gmtest.To32(x), gmtest.To32(g), l)
 	}
 	l := mixture.Layout{B: 1, C: 2, N: 5, D: 2}
 	x := relufitRandom(rand.New(rand.NewPCG(1, 1)), l, 0, 2)

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
@@ -13,12 +14,7 @@ import (
 // convolution output after dense fitting: positive weights, positions in
 // [−3, 3)^D.
 func treehemBenchInput(l mixture.Layout) []float32 {
-	x64 := treehemMixture(rand.New(rand.NewPCG(1, uint64(l.D))), l, 0.1)
-	x := make([]float32, len(x64))
-	for i, v := range x64 {
-		x[i] = float32(v)
-	}
-	return x
+	return gmtest.To32(treehemMixture(rand.New(rand.NewPCG(1, uint64(l.D))), l, 0.1))
 }
 
 // BenchmarkTreeHEM measures the paper's reduction [21, 16, 2560] → 32 with

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
@@ -45,7 +46,7 @@ func checkHEMLanes(t *testing.T, d, k int, wlo float64) {
 	for j := range targets {
 		mj := k + 1 + rng.IntN(k)
 		l := mixture.Layout{B: 1, C: 1, N: mj, D: d}
-		targets[j] = convTo32(treehemMixtureIn(rng, l, wlo, 0.7))
+		targets[j] = gmtest.To32(treehemMixtureIn(rng, l, wlo, 0.7))
 	}
 	// Lane 0 on the corners of a unit cube: equal distances test the
 	// tie-break of initial.
@@ -54,7 +55,7 @@ func checkHEMLanes(t *testing.T, d, k int, wlo float64) {
 			targets[0][i+1+c] = float32(i / s >> c & 1)
 		}
 	}
-	gout := convTo32(treehemMixtureIn(rng, mixture.Layout{B: 1, C: n, N: k, D: d}, -0.5, 1))
+	gout := gmtest.To32(treehemMixtureIn(rng, mixture.Layout{B: 1, C: n, N: k, D: d}, -0.5, 1))
 
 	e := newHEMLanes()
 	stage := func(decs []emDecision) {
@@ -199,11 +200,11 @@ func TestTreeHEMLanes(t *testing.T) {
 		for _, tt := range []int{2, 4} {
 			for _, r := range []float64{3, 1} {
 				l := mixture.Layout{B: 2, C: 2, N: 300, D: d}
-				x := convTo32(treehemMixtureIn(rand.New(rand.NewPCG(23, uint64(d*tt))), l, 0.1, r))
+				x := gmtest.To32(treehemMixtureIn(rand.New(rand.NewPCG(23, uint64(d*tt))), l, 0.1, r))
 				o := device.TreeHEMOptions{Reduction: tt}
 				np := 12
 				y, yLanes := make([]float32, l.Mixtures()*np*l.Stride()), make([]float32, l.Mixtures()*np*l.Stride())
-				g := convTo32(treehemMixtureIn(rand.New(rand.NewPCG(29, 1)), mixture.Layout{B: 2, C: 2, N: np, D: d}, -0.5, 1))
+				g := gmtest.To32(treehemMixtureIn(rand.New(rand.NewPCG(29, 1)), mixture.Layout{B: 2, C: 2, N: np, D: d}, -0.5, 1))
 				dx, dxLanes := make([]float32, len(x)), make([]float32, len(x))
 				run := func(y, dx []float32) {
 					if err := TreeHEMForward(y, x, l, np, o); err != nil {
@@ -218,19 +219,9 @@ func TestTreeHEMLanes(t *testing.T) {
 				run(y, dx)
 				hemLanesOK = true
 				name := fmt.Sprintf("%dD T=%d r=%g", d, tt, r)
-				convCompare32(t, name+" output", yLanes, convTo64(y))
-				if diff, scale := maxDiff32(dxLanes, dx); diff > 1e-4*scale {
-					t.Errorf("%s gradient: lanes differ by %.3g (scale %.3g)", name, diff, scale)
-				}
+				gmtest.WantClose(t, name+" output", yLanes, gmtest.To64(y), 1e-5)
+				gmtest.WantClose(t, name+" gradient", dxLanes, dx, 1e-4)
 			}
 		}
 	}
-}
-
-func maxDiff32(a, b []float32) (diff, scale float64) {
-	for i := range b {
-		diff = math.Max(diff, math.Abs(float64(a[i]-b[i])))
-		scale = math.Max(scale, math.Abs(float64(b[i])))
-	}
-	return diff, scale
 }

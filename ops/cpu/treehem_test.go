@@ -8,8 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/device"
-	"github.com/gmcn-go/gmcn/ops/internal/gradcheck"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -24,30 +24,8 @@ func treehemMixture(rng *rand.Rand, l mixture.Layout, wlo float64) []float64 {
 // makes the components overlap, so that targets may be assigned to several
 // components (KL mask with more than one bit) and the likelihood matters.
 func treehemMixtureIn(rng *rand.Rand, l mixture.Layout, wlo, r float64) []float64 {
-	x := make([]float64, l.Len())
-	s, d := l.Stride(), l.D
-	for k := 0; k < len(x); k += s {
-		g := x[k : k+s]
-		g[0] = wlo + rng.Float64()
-		for c := range d {
-			g[1+c] = r * (2*rng.Float64() - 1)
-		}
-		var a [9]float64
-		for c := range d * d {
-			a[c] = rng.Float64() - 0.5
-		}
-		for r := range d {
-			for c := range d {
-				var v float64
-				for j := range d {
-					v += a[r*d+j] * a[c*d+j]
-				}
-				g[1+d+r*d+c] = 0.3 * v
-			}
-			g[1+d+r*d+r] += 0.3
-		}
-	}
-	return x
+	s := gmtest.Spec{WeightMin: wlo, WeightMax: wlo + 1, Spread: r, CovScale: 0.3, CovDiag: 0.3}
+	return gmtest.Mixtures[float64](rng, s, l.B, l.C, l.N, l.D)
 }
 
 func treehemOut(l mixture.Layout, np int) []float64 {
@@ -107,28 +85,22 @@ func TestTreeHEMGradient(t *testing.T) {
 			if c.spread < 1 && soft == 0 {
 				t.Fatalf("no target has a soft assignment; the case does not test the likelihood gradient")
 			}
-			r := make([]float64, len(y))
-			for j := range r {
-				r[j] = rng.NormFloat64()
-			}
+			r := gmtest.Normal(rng, len(y))
 			yf := treehemOut(l, c.np)
 			loss := func() float64 {
 				if err := TreeHEMFrozen(yf, x, dec); err != nil {
 					t.Fatal(err)
 				}
-				return gradcheck.Dot(yf, r)
+				return gmtest.Dot(yf, r)
 			}
-			if loss() != gradcheck.Dot(y, r) {
+			if loss() != gmtest.Dot(y, r) {
 				t.Fatalf("frozen forward differs from the recording forward")
 			}
 			dx := make([]float64, len(x))
 			if err := TreeHEMBackward(dx, x, r, dec); err != nil {
 				t.Fatal(err)
 			}
-			num := gradcheck.Central(loss, x, gradcheck.Step)
-			if e := gradcheck.RelErr(dx, num); e > 1e-6 {
-				t.Errorf("relative gradient error %.3g > 1e-6 (%d fitted nodes, %d refits)\nanalytic %v\nnumeric  %v", e, fitted, refit, dx, num)
-			}
+			gmtest.WantGrad(t, fmt.Sprintf("%d fitted nodes, %d refits", fitted, refit), dx, x, loss)
 			dx2 := make([]float64, len(x))
 			if err := TreeHEMGrad(dx2, x, r, l, c.np, o); err != nil {
 				t.Fatal(err)
@@ -153,10 +125,7 @@ func TestTreeHEMBackwardKept(t *testing.T) {
 			o := device.TreeHEMOptions{Reduction: tt}
 			name := fmt.Sprintf("%dD_T%d", d, tt)
 			t.Run(name+"/float64", func(t *testing.T) { treehemBackwardKept(t, x, l, 13, o) })
-			x32 := make([]float32, len(x))
-			for i, v := range x {
-				x32[i] = float32(v)
-			}
+			x32 := gmtest.To32(x)
 			t.Run(name+"/float32", func(t *testing.T) { treehemBackwardKept(t, x32, l, 13, o) })
 		}
 	}
@@ -418,13 +387,8 @@ func TestTreeHEMFloat32(t *testing.T) {
 		l := mixture.Layout{B: 2, C: 2, N: 60, D: d}
 		rng := rand.New(rand.NewPCG(13, uint64(d)))
 		x := treehemMixture(rng, l, 0.5)
-		x32 := make([]float32, len(x))
-		for i, v := range x {
-			x32[i] = float32(v)
-		}
-		for i := range x {
-			x[i] = float64(x32[i])
-		}
+		x32 := gmtest.To32(x)
+		x = gmtest.To64(x32)
 		np := 8
 		y, y32 := treehemOut(l, np), make([]float32, l.Mixtures()*np*l.Stride())
 		o := device.TreeHEMOptions{Reduction: 2}
@@ -441,12 +405,8 @@ func TestTreeHEMFloat32(t *testing.T) {
 		if e > 1e-4 {
 			t.Errorf("%dD forward: float32 deviates by %.3g", d, e)
 		}
-		g := make([]float64, len(y))
-		g32 := make([]float32, len(y))
-		for i := range g {
-			g32[i] = float32(rng.NormFloat64())
-			g[i] = float64(g32[i])
-		}
+		g32 := gmtest.To32(gmtest.Normal(rng, len(y)))
+		g := gmtest.To64(g32)
 		dx, dx32 := make([]float64, len(x)), make([]float32, len(x))
 		if err := TreeHEMGrad(dx, x, g, l, np, o); err != nil {
 			t.Fatal(err)
@@ -454,14 +414,7 @@ func TestTreeHEMFloat32(t *testing.T) {
 		if err := TreeHEMGrad(dx32, x32, g32, l, np, o); err != nil {
 			t.Fatal(err)
 		}
-		var scale, diff float64
-		for i := range dx {
-			scale = math.Max(scale, math.Abs(dx[i]))
-			diff = math.Max(diff, math.Abs(float64(dx32[i])-dx[i]))
-		}
-		if diff > 1e-3*scale {
-			t.Errorf("%dD backward: float32 deviates by %.3g (scale %.3g)", d, diff, scale)
-		}
+		gmtest.WantClose(t, fmt.Sprintf("%dD float32 backward", d), dx32, dx, 1e-3)
 	}
 }
 

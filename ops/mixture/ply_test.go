@@ -8,10 +8,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 )
 
-// plyRandom returns n random valid components of dimension d with
-// covariances A·Aᵀ + 0.2·I.
+// plyRandom returns n random valid components of dimension d: standard
+// normal weights, positions of standard deviation 10 and covariances
+// 12·A·Aᵀ + 0.2·I (A uniform in [−½, ½), so 12·A·Aᵀ has the entry variance of
+// a product of standard normal factors).
 func plyRandom(rng *rand.Rand, n, d int) []Gaussian {
 	gs := make([]Gaussian, n)
 	for i := range gs {
@@ -19,22 +23,7 @@ func plyRandom(rng *rand.Rand, n, d int) []Gaussian {
 		for j := range g.Position {
 			g.Position[j] = 10 * rng.NormFloat64()
 		}
-		a := make([]float64, d*d)
-		for j := range a {
-			a[j] = rng.NormFloat64()
-		}
-		for r := range d {
-			for c := range d {
-				var s float64
-				for k := range d {
-					s += a[r*d+k] * a[c*d+k]
-				}
-				if r == c {
-					s += 0.2
-				}
-				g.Covariance[r*d+c] = s
-			}
-		}
+		gmtest.SPD(g.Covariance, rng, d, 12, 0.2)
 		gs[i] = g
 	}
 	return gs

@@ -1,9 +1,6 @@
-// Package gradcheck holds the finite-difference machinery the gmcn gradient
-// tests share: central differences over a float64 parameter slice and the
-// error measure they are judged by.
-package gradcheck
+package gmtest
 
-import "math"
+import "testing"
 
 // Step is the default central-difference step. With float64 and O(1)
 // inputs the truncation error h²·f”' ≈ 1e-10 and the round-off ε/h ≈ 1e-11
@@ -27,22 +24,6 @@ func Central(f func() float64, x []float64, h float64) []float64 {
 	return g
 }
 
-// RelErr returns max_i |a_i − n_i| / max_i |n_i|: the error of the analytic
-// gradient a relative to the size of the numerical gradient n as a whole.
-// Relating to the whole tensor, not to each element, keeps entries that are
-// zero or tiny from dominating. If n is all zero the absolute error is returned.
-func RelErr(a, n []float64) float64 {
-	var diff, scale float64
-	for i := range a {
-		diff = math.Max(diff, math.Abs(a[i]-n[i]))
-		scale = math.Max(scale, math.Abs(n[i]))
-	}
-	if scale == 0 {
-		return diff
-	}
-	return diff / scale
-}
-
 // Dot returns Σ a_i·b_i; tests reduce an op's output to the scalar loss
 // L = Σ y_i·r_i with fixed random r, whose gradient ∂L/∂y = r.
 func Dot(a, b []float64) float64 {
@@ -51,4 +32,18 @@ func Dot(a, b []float64) float64 {
 		s += a[i] * b[i]
 	}
 	return s
+}
+
+// GradTol is the relative error (RelErr) an analytic float64 gradient must
+// reach against central differences with Step on well-conditioned inputs.
+const GradTol = 1e-6
+
+// WantGrad fails t unless grad, the analytic gradient of loss with respect to
+// x, matches Central(loss, x, Step) within GradTol; a NaN in grad fails.
+func WantGrad(t testing.TB, what string, grad, x []float64, loss func() float64) {
+	t.Helper()
+	num := Central(loss, x, Step)
+	if e := RelErr(grad, num); !(e <= GradTol) {
+		t.Errorf("%s: relative gradient error %.3g > %g\nanalytic %v\nnumeric  %v", what, e, GradTol, grad, num)
+	}
 }

@@ -1,0 +1,11 @@
+// Package gmtest holds the helpers the tests of gmcn share: random packed
+// mixtures and SPD matrices, float32↔float64 converters, difference
+// measures, finite differences and error-message checks.
+//
+// Only _test.go files may import it (TestOnlyImportedByTests enforces this),
+// so nothing here is part of any built program.
+package gmtest
+
+// Float is the element type of the helpers: the two element types of the
+// ops.
+type Float interface{ ~float32 | ~float64 }
