@@ -20,22 +20,14 @@ import (
 // The reference applies it once, to the network input.
 func NewCovScale() G.Op { return newOp(covScaleKernel[float32]{}, covScaleKernel[float64]{}) }
 
-type covScaleSpec struct{}
+type covScaleSpec struct{ mixtureOp }
 
-func (covScaleSpec) name() string          { return "gm.CovScale" }
-func (covScaleSpec) inputNames() []string  { return []string{"mixture"} }
-func (covScaleSpec) ranks() []int          { return []int{4, 4} }
-func (covScaleSpec) writeParams(io.Writer) {}
-func (covScaleSpec) diffWRT() []bool       { return []bool{true} }
-func (covScaleSpec) computations() []string {
-	return []string{"MeanTraces", "ScaleMixtures"}
-}
+func (covScaleSpec) name() string           { return "gm.CovScale" }
+func (covScaleSpec) writeParams(io.Writer)  {}
+func (covScaleSpec) computations() []string { return []string{"MeanTraces", "ScaleMixtures"} }
 
 func (covScaleSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
-	if _, err := mixture.LayoutOf(in[0]); err != nil {
-		return nil, errors.Wrap(err, `input "mixture"`)
-	}
-	return in[0].Clone(), nil
+	return sameMixture(in[0])
 }
 
 type covScaleKernel[T Float] struct{ covScaleSpec }
@@ -135,7 +127,7 @@ func NewCovScaleNorm(channels int) (*CovScaleNorm, error) {
 	for i := range st.running {
 		st.running[i] = 1
 	}
-	s := covScaleNormSpec{st}
+	s := covScaleNormSpec{st: st}
 	return &CovScaleNorm{op: newOp(covScaleNormKernel[float32]{s}, covScaleNormKernel[float64]{s}), st: st}, nil
 }
 
@@ -182,23 +174,23 @@ func (c *CovScaleNorm) SetRunning(tau []float64) error {
 
 var _ G.TrainModeOp = (*CovScaleNorm)(nil)
 
-type covScaleNormSpec struct{ st *covScaleState }
+type covScaleNormSpec struct {
+	mixtureOp
+	st *covScaleState
+}
 
-func (covScaleNormSpec) name() string         { return "gm.CovScaleNorm" }
-func (covScaleNormSpec) inputNames() []string { return []string{"mixture"} }
-func (covScaleNormSpec) ranks() []int         { return []int{4, 4} }
+func (covScaleNormSpec) name() string { return "gm.CovScaleNorm" }
 func (k covScaleNormSpec) writeParams(w io.Writer) {
 	fmt.Fprintf(w, "channels=%d", len(k.st.running))
 }
-func (covScaleNormSpec) diffWRT() []bool { return []bool{true} }
 
 // computations are those of training mode; evaluation mode skips MeanTraces.
 func (covScaleNormSpec) computations() []string { return []string{"MeanTraces", "ScaleMixtures"} }
 
 func (k covScaleNormSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
-	l, err := mixture.LayoutOf(in[0])
+	l, err := layoutOf("mixture", in[0])
 	if err != nil {
-		return nil, errors.Wrap(err, `input "mixture"`)
+		return nil, err
 	}
 	if l.C != len(k.st.running) {
 		return nil, errors.Errorf(`input "mixture" %v: expected %d channels, got %d`, in[0], len(k.st.running), l.C)

@@ -34,9 +34,8 @@ func (evaluateSpec) computations() []string { return []string{"Evaluate"} }
 // evaluateShapes checks the mixture and point shapes and returns the mixture
 // layout with the point batch and channel sizes and the point count.
 func evaluateShapes(mix, pts tensor.Shape) (l mixture.Layout, pb, pc, m int, err error) {
-	l, err = mixture.LayoutOf(mix)
-	if err != nil {
-		return l, 0, 0, 0, errors.Wrap(err, `input "mixture"`)
+	if l, err = layoutOf("mixture", mix); err != nil {
+		return l, 0, 0, 0, err
 	}
 	pb, pc, m = pts[0], pts[1], pts[2]
 	switch {

@@ -5,7 +5,6 @@ import (
 
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
-	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -32,8 +31,8 @@ func (standardiseSpec) computations() []string {
 }
 
 func (standardiseSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
-	if _, err := mixture.LayoutOf(in[0]); err != nil {
-		return nil, errors.Wrap(err, `input "mixture"`)
+	if _, err := layoutOf("mixture", in[0]); err != nil {
+		return nil, err
 	}
 	if err := sameShape("gain", in[1], tensor.Shape{1}); err != nil {
 		return nil, err
