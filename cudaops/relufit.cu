@@ -60,17 +60,27 @@ __device__ void gm_relu_sums(const T *mx, ll n, int d, const T *q, T &t, T &e, l
 	}
 }
 
+// gm_relu_centroid computes t_k and e_k at the position of this thread's
+// centroid k of mixture blockIdx.x (grid as gm_relufit's) and returns the
+// mixture. Every thread of the block must call it, also those past the end.
+template <typename T>
+__device__ const T *gm_relu_centroid(const T *x, ll n, ll d, ll k, T &t, T &e, ll paper, double coarse, double floor_) {
+	ll s = 1 + d + d * d;
+	const T *mx = x + (ll)blockIdx.x * n * s;
+	T q[3] = {0, 0, 0};
+	if (k < n)
+		for (ll c = 0; c < d; c++) q[c] = mx[k * s + 1 + c];
+	gm_relu_sums(mx, n, (int)d, q, t, e, paper, coarse, floor_);
+	return mx;
+}
+
 template <typename T>
 __device__ void gm_relufit(T *y, const T *x, ll n, ll d, ll paper, double coarse, double floor_, double off) {
 	ll mi = blockIdx.x;
 	ll k = (ll)blockIdx.y * blockDim.x + threadIdx.x;
 	ll s = 1 + d + d * d;
-	const T *mx = x + mi * n * s;
-	T q[3] = {0, 0, 0};
-	if (k < n)
-		for (ll c = 0; c < d; c++) q[c] = mx[k * s + 1 + c];
 	T t, e;
-	gm_relu_sums(mx, n, (int)d, q, t, e, paper, coarse, floor_);
+	const T *mx = gm_relu_centroid(x, n, d, k, t, e, paper, coarse, floor_);
 	if (k >= n) return;
 	const T *g = mx + k * s;
 	T *o = y + (mi * n + k) * s;
@@ -90,12 +100,8 @@ __device__ void gm_relufit_backward_point(T *work, const T *x, const T *g, ll n,
 	ll mi = blockIdx.x;
 	ll k = (ll)blockIdx.y * blockDim.x + threadIdx.x;
 	ll s = 1 + d + d * d;
-	const T *mx = x + mi * n * s;
-	T q[3] = {0, 0, 0};
-	if (k < n)
-		for (ll c = 0; c < d; c++) q[c] = mx[k * s + 1 + c];
 	T t, e;
-	gm_relu_sums(mx, n, (int)d, q, t, e, paper, coarse, floor_);
+	const T *mx = gm_relu_centroid(x, n, d, k, t, e, paper, coarse, floor_);
 	if (k >= n) return;
 	T gk = g[(mi * n + k) * s];
 	T xk = gm_coarse(mx[k * s], paper, coarse, floor_);
@@ -152,10 +158,7 @@ __device__ void gm_relufit_backward_component(T *dx, const T *x, const T *g, con
 				// j as the evaluated component at centroid k.
 				const T *row = wtile + v * (d + 2);
 				T dl[3], u[3];
-				for (int c = 0; c < di; c++) dl[c] = row[c] - me.mu[c];
-				gm_matvec(di, me.inv, dl, u);
-				T qf = 0;
-				for (int c = 0; c < di; c++) qf += dl[c] * u[c];
+				T qf = gm_offset_form(di, me.inv, row, me.mu, dl, u);
 				T E = me.norm * gm_exp(T(-0.5) * qf);
 				T et = row[d] * E, ee = row[d + 1] * E;
 				ga += et;
@@ -168,10 +171,7 @@ __device__ void gm_relufit_backward_component(T *dx, const T *x, const T *g, con
 				}
 				// j as the evaluation point of component i = k.
 				const GmRelu<T> &gi = tile[v];
-				for (int c = 0; c < di; c++) dl[c] = me.mu[c] - gi.mu[c];
-				gm_matvec(di, gi.inv, dl, u);
-				qf = 0;
-				for (int c = 0; c < di; c++) qf += dl[c] * u[c];
+				qf = gm_offset_form(di, gi.inv, me.mu, gi.mu, dl, u);
 				T ex = gm_exp(T(-0.5) * qf);
 				T wi = (gtj * gi.an + gej * gi.xn) * ex;
 				for (int c = 0; c < di; c++) KQ[c] += wi * u[c];

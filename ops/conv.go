@@ -17,12 +17,11 @@ import (
 // the component order). Both inputs are differentiable.
 func NewConv() G.Op { return newOp(convKernel[float32]{}, convKernel[float64]{}) }
 
-type convSpec struct{}
+type convSpec struct{ noParams }
 
 func (convSpec) name() string           { return "gm.Conv" }
 func (convSpec) inputNames() []string   { return []string{"data", "kernels"} }
 func (convSpec) ranks() []int           { return []int{4, 4, 4} }
-func (convSpec) writeParams(io.Writer)  {}
 func (convSpec) diffWRT() []bool        { return []bool{true, true} }
 func (convSpec) computations() []string { return []string{"Conv"} }
 

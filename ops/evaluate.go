@@ -22,12 +22,11 @@ import (
 // mixtures that read them.
 func NewEvaluate() G.Op { return newOp(evaluateKernel[float32]{}, evaluateKernel[float64]{}) }
 
-type evaluateSpec struct{}
+type evaluateSpec struct{ noParams }
 
 func (evaluateSpec) name() string           { return "gm.Evaluate" }
 func (evaluateSpec) inputNames() []string   { return []string{"mixture", "points"} }
 func (evaluateSpec) ranks() []int           { return []int{4, 4, 3} }
-func (evaluateSpec) writeParams(io.Writer)  {}
 func (evaluateSpec) diffWRT() []bool        { return []bool{true, true} }
 func (evaluateSpec) computations() []string { return []string{"Evaluate"} }
 

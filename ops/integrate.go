@@ -1,8 +1,6 @@
 package ops
 
 import (
-	"io"
-
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	G "gorgonia.org/gorgonia"
@@ -14,11 +12,13 @@ import (
 func NewIntegrate() G.Op { return newOp(integrateKernel[float32]{}, integrateKernel[float64]{}) }
 
 // integrateSpec is a mixtureOp whose output is [B, C], of rank 2.
-type integrateSpec struct{ mixtureOp }
+type integrateSpec struct {
+	mixtureOp
+	noParams
+}
 
 func (integrateSpec) name() string           { return "gm.Integrate" }
 func (integrateSpec) ranks() []int           { return []int{4, 2} }
-func (integrateSpec) writeParams(io.Writer)  {}
 func (integrateSpec) computations() []string { return []string{"Integrate"} }
 
 func (integrateSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
@@ -42,10 +42,9 @@ func (integrateKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand
 }
 
 // integrateGradKernel computes ∂L/∂mixture from (mixture, output, grad).
-type integrateGradKernel[T Float] struct{}
+type integrateGradKernel[T Float] struct{ noParams }
 
 func (integrateGradKernel[T]) name() string           { return "gm.IntegrateGrad" }
-func (integrateGradKernel[T]) writeParams(io.Writer)  {}
 func (integrateGradKernel[T]) computations() []string { return []string{"IntegrateBackward"} }
 
 func (integrateGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {

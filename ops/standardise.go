@@ -19,13 +19,12 @@ func NewStandardise() G.Op {
 	return newOp(standardiseKernel[float32]{}, standardiseKernel[float64]{})
 }
 
-type standardiseSpec struct{}
+type standardiseSpec struct{ noParams }
 
-func (standardiseSpec) name() string          { return "gm.Standardise" }
-func (standardiseSpec) inputNames() []string  { return []string{"mixture", "gain"} }
-func (standardiseSpec) ranks() []int          { return []int{4, 1, 4} }
-func (standardiseSpec) writeParams(io.Writer) {}
-func (standardiseSpec) diffWRT() []bool       { return []bool{true, true} }
+func (standardiseSpec) name() string         { return "gm.Standardise" }
+func (standardiseSpec) inputNames() []string { return []string{"mixture", "gain"} }
+func (standardiseSpec) ranks() []int         { return []int{4, 1, 4} }
+func (standardiseSpec) diffWRT() []bool      { return []bool{true, true} }
 func (standardiseSpec) computations() []string {
 	return []string{"StandardiseScale", "Standardise"}
 }

@@ -1,6 +1,17 @@
 package ops
 
-import "gorgonia.org/tensor"
+import (
+	"io"
+
+	"gorgonia.org/tensor"
+)
+
+// Parts that specs and grad computations share, embedded where they fit.
+
+// noParams is embedded by a spec or grad computation without parameters.
+type noParams struct{}
+
+func (noParams) writeParams(io.Writer) {}
 
 // mixtureOp is the part of a spec that the ops mapping one packed mixture
 // batch "mixture" to another share: the input's name, both ranks and the
