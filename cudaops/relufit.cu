@@ -61,29 +61,30 @@ __device__ void gm_relu_sums(const T *mx, ll n, int d, const T *q, T &t, T &e, l
 }
 
 // gm_relu_centroid computes t_k and e_k at the position of this thread's
-// centroid k of mixture blockIdx.x (grid as gm_relufit's) and returns the
-// mixture. Every thread of the block must call it, also those past the end.
+// centroid k = blockIdx.y·blockDim.x + threadIdx.x of mixture blockIdx.x
+// (the grid of gm_relufit) and returns k. Every thread of the block must
+// call it, also those with k ≥ n.
 template <typename T>
-__device__ const T *gm_relu_centroid(const T *x, ll n, ll d, ll k, T &t, T &e, ll paper, double coarse, double floor_) {
+__device__ ll gm_relu_centroid(const T *x, ll n, ll d, T &t, T &e, ll paper, double coarse, double floor_) {
+	ll k = (ll)blockIdx.y * blockDim.x + threadIdx.x;
 	ll s = 1 + d + d * d;
 	const T *mx = x + (ll)blockIdx.x * n * s;
 	T q[3] = {0, 0, 0};
 	if (k < n)
 		for (ll c = 0; c < d; c++) q[c] = mx[k * s + 1 + c];
 	gm_relu_sums(mx, n, (int)d, q, t, e, paper, coarse, floor_);
-	return mx;
+	return k;
 }
 
 template <typename T>
 __device__ void gm_relufit(T *y, const T *x, ll n, ll d, ll paper, double coarse, double floor_, double off) {
-	ll mi = blockIdx.x;
-	ll k = (ll)blockIdx.y * blockDim.x + threadIdx.x;
-	ll s = 1 + d + d * d;
 	T t, e;
-	const T *mx = gm_relu_centroid(x, n, d, k, t, e, paper, coarse, floor_);
+	ll k = gm_relu_centroid(x, n, d, t, e, paper, coarse, floor_);
 	if (k >= n) return;
-	const T *g = mx + k * s;
-	T *o = y + (mi * n + k) * s;
+	ll s = 1 + d + d * d;
+	ll i = (ll)blockIdx.x * n + k;
+	const T *g = x + i * s;
+	T *o = y + i * s;
 	T xk = gm_coarse(g[0], paper, coarse, floor_);
 	o[0] = xk * ((t > 0 ? t : T(0)) + T(off)) / (e + T(off));
 	for (ll c = 1; c < s; c++) o[c] = g[c];
@@ -97,17 +98,16 @@ GM_EXPORT(gm_relufit, GM_RELU_PARAMS, (y, x, n, d, paper, coarse, floor_, off))
 // ∂x = g r, ∂t = g x/(e+off)·[t > 0], ∂e = −g x r/(e+off).
 template <typename T>
 __device__ void gm_relufit_backward_point(T *work, const T *x, const T *g, ll n, ll d, ll paper, double coarse, double floor_, double off) {
-	ll mi = blockIdx.x;
-	ll k = (ll)blockIdx.y * blockDim.x + threadIdx.x;
-	ll s = 1 + d + d * d;
 	T t, e;
-	const T *mx = gm_relu_centroid(x, n, d, k, t, e, paper, coarse, floor_);
+	ll k = gm_relu_centroid(x, n, d, t, e, paper, coarse, floor_);
 	if (k >= n) return;
-	T gk = g[(mi * n + k) * s];
-	T xk = gm_coarse(mx[k * s], paper, coarse, floor_);
+	ll s = 1 + d + d * d;
+	ll i = (ll)blockIdx.x * n + k;
+	T gk = g[i * s];
+	T xk = gm_coarse(x[i * s], paper, coarse, floor_);
 	T den = e + T(off);
 	T r = ((t > 0 ? t : T(0)) + T(off)) / den;
-	T *w = work + (mi * n + k) * 3;
+	T *w = work + i * 3;
 	w[0] = t > 0 ? gk * xk / den : T(0);
 	w[1] = -gk * xk * r / den;
 	w[2] = gk * r;
