@@ -327,7 +327,8 @@ func benchKernels(b *testing.B, f func() error) {
 }
 
 // BenchmarkReLUFit is the paper's dense-fit benchmark size: 800 mixtures of
-// 256 2D Gaussians (spec §11), forward and backward, float32.
+// 256 2D Gaussians (docs/algorithms.md, "Benchmarks from the paper"),
+// forward and backward, float32.
 func BenchmarkReLUFit(b *testing.B) {
 	l := mixture.Layout{B: 800, C: 1, N: 256, D: 2}
 	rng := rand.New(rand.NewPCG(1, 2))

@@ -10,11 +10,11 @@ import (
 )
 
 // NewStandardise returns the input-normalisation op of the reference's
-// GM-BatchNorm in per-sample mode (spec §5.3): every weight of mixture (b, c)
-// is multiplied by gain/sd[b,c], where sd is the standard deviation of the
-// mixture's values over a grid in the sample's bounding box
-// (cpu.StandardiseScale), treated as a constant. Inputs: "mixture"
-// [B, C, N, ·] and the learnable "gain" [1].
+// GM-BatchNorm in per-sample mode (docs/algorithms.md, "Weight
+// standardisation"): every weight of mixture (b, c) is multiplied by
+// gain/sd[b,c], where sd is the standard deviation of the mixture's values
+// over a grid in the sample's bounding box (cpu.StandardiseScale), treated
+// as a constant. Inputs: "mixture" [B, C, N, ·] and the learnable "gain" [1].
 func NewStandardise() G.Op {
 	return newOp(standardiseKernel[float32]{}, standardiseKernel[float64]{})
 }

@@ -31,8 +31,8 @@ const (
 func memComponents(n, np int) int { return min(n, np) }
 
 // MEM reduces every mixture of the packed batch x (layout l, N components)
-// to np components with the modified EM of the reference (spec §4.1) and
-// writes them into y (layout l with N = np).
+// to np components with the modified EM of the reference (docs/algorithms.md,
+// "Modified EM") and writes them into y (layout l with N = np).
 //
 // Per mixture, with targets i (w_i, μ_i, Σ_i) and the K = min(N, np)
 // targets of largest |w| as initial fitting s (a frozen decision, see

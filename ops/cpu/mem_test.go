@@ -107,8 +107,9 @@ func TestMEMFrozenGrad(t *testing.T) {
 }
 
 // TestMEMMatchesReference compares MEM with a direct float64 transcription
-// of spec §4.1 (pow of the likelihood base, no log space), and checks that
-// MEM and MEMBackward equal their frozen forms under MEMDecisions.
+// of the modified EM (docs/algorithms.md, "Modified EM"; pow of the
+// likelihood base, no log space), and checks that MEM and MEMBackward equal
+// their frozen forms under MEMDecisions.
 func TestMEMMatchesReference(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		for ci, tc := range memCases {
@@ -148,7 +149,7 @@ func TestMEMMatchesReference(t *testing.T) {
 	}
 }
 
-// memReference is spec §4.1 written out naively, one mixture at a time.
+// memReference is the modified EM written out naively, one mixture at a time.
 func memReference(x []float64, l mixture.Layout, np int) []float64 {
 	lo := l
 	lo.N = np

@@ -20,9 +20,10 @@ func standardisePoints(d int) int {
 // StandardiseScale writes sd[b·C+c], the sample standard deviation (N−1) of
 // mixture (b, c) evaluated on a regular grid over the bounding box of all
 // component positions of sample b (all channels), enlarged by 15% per side in
-// 2D (spec §5.3). The reference draws fresh uniform random points on every
-// forward pass; a fixed cell-centred grid gives the same statistic without
-// making evaluation and resumed training depend on hidden random state.
+// 2D (docs/algorithms.md, "Weight standardisation"). The reference draws
+// fresh uniform random points on every forward pass; a fixed cell-centred
+// grid gives the same statistic without making evaluation and resumed
+// training depend on hidden random state.
 // A standard deviation below 0.001 is raised to 0.001, as in the reference.
 func StandardiseScale[T Float](sd []float64, x []T, l mixture.Layout) {
 	n := standardisePoints(l.D)
