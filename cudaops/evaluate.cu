@@ -69,10 +69,7 @@ __device__ void gm_evaluate_backward_mixture(T *dx, const T *x, const T *pts, co
 			for (ll t = 0; t < in; t++) {
 				const T *row = tile + t * (d + 1);
 				T v[3], u[3];
-				for (ll j = 0; j < d; j++) v[j] = row[j] - pk.mu[j];
-				gm_matvec((int)d, pk.a, v, u);
-				T qf = 0;
-				for (ll j = 0; j < d; j++) qf += v[j] * u[j];
+				T qf = gm_offset_form((int)d, pk.a, row, pk.mu, v, u);
 				T ge = row[d] * gm_exp(T(-0.5) * qf);
 				T gf = pk.coef * ge;
 				sge += ge;

@@ -80,6 +80,17 @@ template <typename T> __device__ __forceinline__ void gm_matvec(int d, const T *
 	}
 }
 
+// gm_offset_form writes v = p − μ and u = Σ⁻¹ v (a = Σ⁻¹) and returns vᵀu,
+// the exponent's quadratic form in the form the gradients need it, with u.
+template <typename T>
+__device__ __forceinline__ T gm_offset_form(int d, const T *a, const T *p, const T *mu, T *v, T *u) {
+	for (int j = 0; j < d; j++) v[j] = p[j] - mu[j];
+	gm_matvec(d, a, v, u);
+	T qf = 0;
+	for (int j = 0; j < d; j++) qf += v[j] * u[j];
+	return qf;
+}
+
 // gm_point_set mirrors ops/cpu's pointSet: a point batch [pb, pc, m, D]
 // broadcasts along a dimension of size 1.
 __device__ __forceinline__ ll gm_point_set(ll b, ll c, ll pb, ll pc) {

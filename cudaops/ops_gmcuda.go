@@ -99,41 +99,31 @@ func (c Kernels[T]) IntegrateBackward(dx, g []T, l mixture.Layout) error {
 	})
 }
 
-func convArgs(lx, lk mixture.Layout) []any {
-	return []any{lx.B, lx.C, lx.N, lk.B, lk.N, lx.Stride()}
-}
-
 // Conv is device.Kernels.Conv on the GPU: y (layout device.ConvLayout(lx, lk)) is the
 // convolution of the data x with the kernels k.
 func (c Kernels[T]) Conv(y, x, k []T, lx, lk mixture.Layout) error {
-	return c.d.run(func(s *seq) {
-		px, pk := in(s, slotIn0, x), in(s, slotIn1, k)
-		py := out[T](s, slotOut, len(y))
-		s.launch("gm_conv"+suffix[T](), [2]int{blocks(len(y), flatBlock), 1}, flatBlock, 0,
-			append([]any{py, px, pk}, convArgs(lx, lk)...)...)
-		get(s, y, py)
-	})
+	return c.conv("gm_conv", y, x, k, lx, lk, blocks(len(y), flatBlock), flatBlock, 0)
 }
 
 // ConvBackwardData is device.Kernels.ConvBackwardData on the GPU.
 func (c Kernels[T]) ConvBackwardData(dx, g, k []T, lx, lk mixture.Layout) error {
-	return c.d.run(func(s *seq) {
-		pg, pk := in(s, slotIn0, g), in(s, slotIn1, k)
-		pd := out[T](s, slotOut, len(dx))
-		s.launch("gm_conv_backward_data"+suffix[T](), [2]int{blocks(len(dx), flatBlock), 1}, flatBlock, 0,
-			append([]any{pd, pg, pk}, convArgs(lx, lk)...)...)
-		get(s, dx, pd)
-	})
+	return c.conv("gm_conv_backward_data", dx, g, k, lx, lk, blocks(len(dx), flatBlock), flatBlock, 0)
 }
 
 // ConvBackwardKernels is device.Kernels.ConvBackwardKernels on the GPU.
 func (c Kernels[T]) ConvBackwardKernels(dk, g, x []T, lx, lk mixture.Layout) error {
+	return c.conv("gm_conv_backward_kernels", dk, g, x, lx, lk, lk.B*lk.C*lk.N, reduceBlock, reduceBlock*int(sizeOf[T]()))
+}
+
+// conv runs the convolution kernel name on the inputs a and b into dst, on
+// a grid of gridX blocks of block threads with smem bytes of shared memory.
+func (c Kernels[T]) conv(name string, dst, a, b []T, lx, lk mixture.Layout, gridX, block, smem int) error {
 	return c.d.run(func(s *seq) {
-		pg, px := in(s, slotIn0, g), in(s, slotIn1, x)
-		pd := out[T](s, slotOut, len(dk))
-		s.launch("gm_conv_backward_kernels"+suffix[T](), [2]int{lk.B * lk.C * lk.N, 1}, reduceBlock, reduceBlock*int(sizeOf[T]()),
-			append([]any{pd, pg, px}, convArgs(lx, lk)...)...)
-		get(s, dk, pd)
+		pa, pb := in(s, slotIn0, a), in(s, slotIn1, b)
+		pd := out[T](s, slotOut, len(dst))
+		s.launch(name+suffix[T](), [2]int{gridX, 1}, block, smem,
+			pd, pa, pb, lx.B, lx.C, lx.N, lk.B, lk.N, lx.Stride())
+		get(s, dst, pd)
 	})
 }
 

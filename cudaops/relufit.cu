@@ -60,20 +60,31 @@ __device__ void gm_relu_sums(const T *mx, ll n, int d, const T *q, T &t, T &e, l
 	}
 }
 
+// gm_relu_centroid computes t_k and e_k at the position of this thread's
+// centroid k = blockIdx.y·blockDim.x + threadIdx.x of mixture blockIdx.x
+// (the grid of gm_relufit) and returns k. Every thread of the block must
+// call it, also those with k ≥ n.
 template <typename T>
-__device__ void gm_relufit(T *y, const T *x, ll n, ll d, ll paper, double coarse, double floor_, double off) {
-	ll mi = blockIdx.x;
+__device__ ll gm_relu_centroid(const T *x, ll n, ll d, T &t, T &e, ll paper, double coarse, double floor_) {
 	ll k = (ll)blockIdx.y * blockDim.x + threadIdx.x;
 	ll s = 1 + d + d * d;
-	const T *mx = x + mi * n * s;
+	const T *mx = x + (ll)blockIdx.x * n * s;
 	T q[3] = {0, 0, 0};
 	if (k < n)
 		for (ll c = 0; c < d; c++) q[c] = mx[k * s + 1 + c];
-	T t, e;
 	gm_relu_sums(mx, n, (int)d, q, t, e, paper, coarse, floor_);
+	return k;
+}
+
+template <typename T>
+__device__ void gm_relufit(T *y, const T *x, ll n, ll d, ll paper, double coarse, double floor_, double off) {
+	T t, e;
+	ll k = gm_relu_centroid(x, n, d, t, e, paper, coarse, floor_);
 	if (k >= n) return;
-	const T *g = mx + k * s;
-	T *o = y + (mi * n + k) * s;
+	ll s = 1 + d + d * d;
+	ll i = (ll)blockIdx.x * n + k;
+	const T *g = x + i * s;
+	T *o = y + i * s;
 	T xk = gm_coarse(g[0], paper, coarse, floor_);
 	o[0] = xk * ((t > 0 ? t : T(0)) + T(off)) / (e + T(off));
 	for (ll c = 1; c < s; c++) o[c] = g[c];
@@ -87,21 +98,16 @@ GM_EXPORT(gm_relufit, GM_RELU_PARAMS, (y, x, n, d, paper, coarse, floor_, off))
 // ∂x = g r, ∂t = g x/(e+off)·[t > 0], ∂e = −g x r/(e+off).
 template <typename T>
 __device__ void gm_relufit_backward_point(T *work, const T *x, const T *g, ll n, ll d, ll paper, double coarse, double floor_, double off) {
-	ll mi = blockIdx.x;
-	ll k = (ll)blockIdx.y * blockDim.x + threadIdx.x;
-	ll s = 1 + d + d * d;
-	const T *mx = x + mi * n * s;
-	T q[3] = {0, 0, 0};
-	if (k < n)
-		for (ll c = 0; c < d; c++) q[c] = mx[k * s + 1 + c];
 	T t, e;
-	gm_relu_sums(mx, n, (int)d, q, t, e, paper, coarse, floor_);
+	ll k = gm_relu_centroid(x, n, d, t, e, paper, coarse, floor_);
 	if (k >= n) return;
-	T gk = g[(mi * n + k) * s];
-	T xk = gm_coarse(mx[k * s], paper, coarse, floor_);
+	ll s = 1 + d + d * d;
+	ll i = (ll)blockIdx.x * n + k;
+	T gk = g[i * s];
+	T xk = gm_coarse(x[i * s], paper, coarse, floor_);
 	T den = e + T(off);
 	T r = ((t > 0 ? t : T(0)) + T(off)) / den;
-	T *w = work + (mi * n + k) * 3;
+	T *w = work + i * 3;
 	w[0] = t > 0 ? gk * xk / den : T(0);
 	w[1] = -gk * xk * r / den;
 	w[2] = gk * r;
@@ -152,10 +158,7 @@ __device__ void gm_relufit_backward_component(T *dx, const T *x, const T *g, con
 				// j as the evaluated component at centroid k.
 				const T *row = wtile + v * (d + 2);
 				T dl[3], u[3];
-				for (int c = 0; c < di; c++) dl[c] = row[c] - me.mu[c];
-				gm_matvec(di, me.inv, dl, u);
-				T qf = 0;
-				for (int c = 0; c < di; c++) qf += dl[c] * u[c];
+				T qf = gm_offset_form(di, me.inv, row, me.mu, dl, u);
 				T E = me.norm * gm_exp(T(-0.5) * qf);
 				T et = row[d] * E, ee = row[d + 1] * E;
 				ga += et;
@@ -168,10 +171,7 @@ __device__ void gm_relufit_backward_component(T *dx, const T *x, const T *g, con
 				}
 				// j as the evaluation point of component i = k.
 				const GmRelu<T> &gi = tile[v];
-				for (int c = 0; c < di; c++) dl[c] = me.mu[c] - gi.mu[c];
-				gm_matvec(di, gi.inv, dl, u);
-				qf = 0;
-				for (int c = 0; c < di; c++) qf += dl[c] * u[c];
+				qf = gm_offset_form(di, gi.inv, me.mu, gi.mu, dl, u);
 				T ex = gm_exp(T(-0.5) * qf);
 				T wi = (gtj * gi.an + gej * gi.xn) * ex;
 				for (int c = 0; c < di; c++) KQ[c] += wi * u[c];

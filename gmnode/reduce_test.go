@@ -38,17 +38,17 @@ func TestReLUFitReduce(t *testing.T) {
 			func(dx, x, g []float64, l mixture.Layout) error { cpu.MEMBackward(dx, x, g, l, 4); return nil }},
 		{"TreeHEM T=2", UseTreeHEM(2), 4,
 			func(y, x []float64, l mixture.Layout) error {
-				return cpu.TreeHEMForward(y, x, l, 4, device.TreeHEMOptions{Reduction: 2})
+				return cpu.TreeHEM(y, x, l, 4, device.TreeHEMOptions{Reduction: 2})
 			},
 			func(dx, x, g []float64, l mixture.Layout) error {
-				return cpu.TreeHEMGrad(dx, x, g, l, 4, device.TreeHEMOptions{Reduction: 2})
+				return cpu.TreeHEMBackward(dx, x, g, l, 4, device.TreeHEMOptions{Reduction: 2})
 			}},
 		{"TreeHEM T=4, np < T", UseTreeHEM(4), 2,
 			func(y, x []float64, l mixture.Layout) error {
 				lt := l
 				lt.N = 4
 				mid := make([]float64, lt.Len())
-				if err := cpu.TreeHEMForward(mid, x, l, 4, device.TreeHEMOptions{Reduction: 4}); err != nil {
+				if err := cpu.TreeHEM(mid, x, l, 4, device.TreeHEMOptions{Reduction: 4}); err != nil {
 					return err
 				}
 				cpu.MEM(y, mid, lt, 2)
@@ -58,11 +58,11 @@ func TestReLUFitReduce(t *testing.T) {
 				lt := l
 				lt.N = 4
 				mid, dmid := make([]float64, lt.Len()), make([]float64, lt.Len())
-				if err := cpu.TreeHEMForward(mid, x, l, 4, device.TreeHEMOptions{Reduction: 4}); err != nil {
+				if err := cpu.TreeHEM(mid, x, l, 4, device.TreeHEMOptions{Reduction: 4}); err != nil {
 					return err
 				}
 				cpu.MEMBackward(dmid, mid, g, lt, 2)
-				return cpu.TreeHEMGrad(dx, x, dmid, l, 4, device.TreeHEMOptions{Reduction: 4})
+				return cpu.TreeHEMBackward(dx, x, dmid, l, 4, device.TreeHEMOptions{Reduction: 4})
 			}},
 		{"no reduction", Reduction{}, -1,
 			func(y, x []float64, l mixture.Layout) error { copy(y, x); return nil },

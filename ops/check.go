@@ -11,11 +11,18 @@ import (
 // its shape and values (finite, symmetric positive-definite covariances).
 // Validation runs on the host before any device sees the values.
 func checkedMixture[T Float](x operand[T], input string) (mixture.Layout, error) {
-	l, err := mixture.LayoutOf(x.shape)
+	l, err := layoutOf(input, x.shape)
 	if err != nil {
-		return l, errors.Wrapf(err, "input %q", input)
+		return l, err
 	}
 	return l, errors.Wrapf(validateParallel(x.data, l), "input %q", input)
+}
+
+// layoutOf returns the layout of the packed mixture input named input from
+// its shape s.
+func layoutOf(input string, s tensor.Shape) (mixture.Layout, error) {
+	l, err := mixture.LayoutOf(s)
+	return l, errors.Wrapf(err, "input %q", input)
 }
 
 // validateParallel runs mixture.Validate over the mixtures of x in parallel

@@ -17,12 +17,11 @@ import (
 // the component order). Both inputs are differentiable.
 func NewConv() G.Op { return newOp(convKernel[float32]{}, convKernel[float64]{}) }
 
-type convSpec struct{}
+type convSpec struct{ noParams }
 
 func (convSpec) name() string           { return "gm.Conv" }
 func (convSpec) inputNames() []string   { return []string{"data", "kernels"} }
 func (convSpec) ranks() []int           { return []int{4, 4, 4} }
-func (convSpec) writeParams(io.Writer)  {}
 func (convSpec) diffWRT() []bool        { return []bool{true, true} }
 func (convSpec) computations() []string { return []string{"Conv"} }
 
@@ -37,11 +36,11 @@ func (convSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 // convLayouts checks the shapes of data and kernels against each other and
 // returns their layouts.
 func convLayouts(data, kernels tensor.Shape) (lx, lk mixture.Layout, err error) {
-	if lx, err = mixture.LayoutOf(data); err != nil {
-		return lx, lk, errors.Wrap(err, `input "data"`)
+	if lx, err = layoutOf("data", data); err != nil {
+		return lx, lk, err
 	}
-	if lk, err = mixture.LayoutOf(kernels); err != nil {
-		return lx, lk, errors.Wrap(err, `input "kernels"`)
+	if lk, err = layoutOf("kernels", kernels); err != nil {
+		return lx, lk, err
 	}
 	if lx.D != lk.D {
 		return lx, lk, errors.Errorf(`input "data" %v is %dD but input "kernels" %v is %dD`, data, lx.D, kernels, lk.D)

@@ -89,25 +89,26 @@ func (g convFitGradKernel[T]) writeParams(w io.Writer) { fmt.Fprintf(w, "n=%d wr
 func (convFitGradKernel[T]) computations() []string { return []string{"ConvFitBackward"} }
 
 func (g convFitGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
-	lx, lk, err := checkedConvInputs(in)
-	if err != nil {
-		return err
-	}
-	return g.backward(dev, out, in, lx, lk, nil)
+	return g.doSaved(dev, out, in, nil)
 }
 
 func (g convFitGradKernel[T]) doSaved(dev device.Kernels[T], out operand[T], in []operand[T], saved device.Saved) error {
-	lx, lk, err := convLayouts(in[0].shape, in[1].shape)
+	lx, lk, err := resumedConvInputs(in, saved)
 	if err != nil {
 		return err
 	}
-	return g.backward(dev, out, in, lx, lk, saved)
-}
-
-func (g convFitGradKernel[T]) backward(dev device.Kernels[T], out operand[T], in []operand[T], lx, lk mixture.Layout, saved device.Saved) error {
 	dx, dk := out.data, []T(nil)
 	if g.wrt == 1 {
 		dx, dk = nil, out.data
 	}
 	return dev.ConvFitBackward(dx, dk, in[3].data, in[0].data, in[1].data, lx, lk, g.n, saved)
+}
+
+// resumedConvInputs is checkedConvInputs for a resuming computation: it
+// checks the values only without saved state (see resuming.doSaved).
+func resumedConvInputs[T Float](in []operand[T], saved device.Saved) (lx, lk mixture.Layout, err error) {
+	if saved != nil {
+		return convLayouts(in[0].shape, in[1].shape)
+	}
+	return checkedConvInputs(in)
 }

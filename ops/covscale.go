@@ -20,22 +20,16 @@ import (
 // The reference applies it once, to the network input.
 func NewCovScale() G.Op { return newOp(covScaleKernel[float32]{}, covScaleKernel[float64]{}) }
 
-type covScaleSpec struct{}
-
-func (covScaleSpec) name() string          { return "gm.CovScale" }
-func (covScaleSpec) inputNames() []string  { return []string{"mixture"} }
-func (covScaleSpec) ranks() []int          { return []int{4, 4} }
-func (covScaleSpec) writeParams(io.Writer) {}
-func (covScaleSpec) diffWRT() []bool       { return []bool{true} }
-func (covScaleSpec) computations() []string {
-	return []string{"MeanTraces", "ScaleMixtures"}
+type covScaleSpec struct {
+	mixtureOp
+	noParams
 }
 
+func (covScaleSpec) name() string           { return "gm.CovScale" }
+func (covScaleSpec) computations() []string { return []string{"MeanTraces", "ScaleMixtures"} }
+
 func (covScaleSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
-	if _, err := mixture.LayoutOf(in[0]); err != nil {
-		return nil, errors.Wrap(err, `input "mixture"`)
-	}
-	return in[0].Clone(), nil
+	return sameMixture(in[0])
 }
 
 type covScaleKernel[T Float] struct{ covScaleSpec }
@@ -74,10 +68,9 @@ func covScaleFactors[T Float](dev device.Kernels[T], x []T, l mixture.Layout) ([
 
 // covScaleGradKernel computes ∂L/∂mixture of the per-sample CovScaleNorm from
 // (mixture, output, grad), recomputing s and τ from the input.
-type covScaleGradKernel[T Float] struct{}
+type covScaleGradKernel[T Float] struct{ noParams }
 
-func (covScaleGradKernel[T]) name() string          { return "gm.CovScaleGrad" }
-func (covScaleGradKernel[T]) writeParams(io.Writer) {}
+func (covScaleGradKernel[T]) name() string { return "gm.CovScaleGrad" }
 func (covScaleGradKernel[T]) computations() []string {
 	return []string{"MeanTraces", "CovScaleBackward"}
 }
@@ -135,7 +128,7 @@ func NewCovScaleNorm(channels int) (*CovScaleNorm, error) {
 	for i := range st.running {
 		st.running[i] = 1
 	}
-	s := covScaleNormSpec{st}
+	s := covScaleNormSpec{st: st}
 	return &CovScaleNorm{op: newOp(covScaleNormKernel[float32]{s}, covScaleNormKernel[float64]{s}), st: st}, nil
 }
 
@@ -182,23 +175,23 @@ func (c *CovScaleNorm) SetRunning(tau []float64) error {
 
 var _ G.TrainModeOp = (*CovScaleNorm)(nil)
 
-type covScaleNormSpec struct{ st *covScaleState }
+type covScaleNormSpec struct {
+	mixtureOp
+	st *covScaleState
+}
 
-func (covScaleNormSpec) name() string         { return "gm.CovScaleNorm" }
-func (covScaleNormSpec) inputNames() []string { return []string{"mixture"} }
-func (covScaleNormSpec) ranks() []int         { return []int{4, 4} }
+func (covScaleNormSpec) name() string { return "gm.CovScaleNorm" }
 func (k covScaleNormSpec) writeParams(w io.Writer) {
 	fmt.Fprintf(w, "channels=%d", len(k.st.running))
 }
-func (covScaleNormSpec) diffWRT() []bool { return []bool{true} }
 
 // computations are those of training mode; evaluation mode skips MeanTraces.
 func (covScaleNormSpec) computations() []string { return []string{"MeanTraces", "ScaleMixtures"} }
 
 func (k covScaleNormSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
-	l, err := mixture.LayoutOf(in[0])
+	l, err := layoutOf("mixture", in[0])
 	if err != nil {
-		return nil, errors.Wrap(err, `input "mixture"`)
+		return nil, err
 	}
 	if l.C != len(k.st.running) {
 		return nil, errors.Errorf(`input "mixture" %v: expected %d channels, got %d`, in[0], len(k.st.running), l.C)
@@ -239,26 +232,22 @@ func runningFactors[T Float](st *covScaleState, dev device.Kernels[T], x []T, l 
 		}
 		alpha := math.Min(float64(l.B)/1000, 0.2)
 		for c := range running {
-			var batch float64
-			for b := range l.B {
-				batch += tau[b*l.C+c]
-			}
-			batch /= float64(l.B)
+			batch := channelSum(tau, l, c) / float64(l.B)
 			if _, ok := device.CovScaleFactor(l.D, batch); !ok {
 				return nil, errors.Errorf(`input "mixture": channel %d has batch mean covariance trace %g, expected a positive finite value`, c, batch)
 			}
 			running[c] = (1-alpha)*running[c] + alpha*batch
 		}
 	}
-	s := make([]T, l.Mixtures())
-	for c, v := range running {
-		f, ok := device.CovScaleFactor(l.D, v)
+	s, err := perChannel[T](l, func(c int) (float64, error) {
+		f, ok := device.CovScaleFactor(l.D, running[c])
 		if !ok {
-			return nil, errors.Errorf("channel %d: running mean trace %g has no scale factor", c, v)
+			return 0, errors.Errorf("channel %d: running mean trace %g has no scale factor", c, running[c])
 		}
-		for b := range l.B {
-			s[b*l.C+c] = T(f)
-		}
+		return f, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	copy(st.running, running)
 	return s, nil
@@ -270,10 +259,9 @@ func runningFactors[T Float](st *covScaleState, dev device.Kernels[T], x []T, l 
 // s[c]² = Σ_{b,k} tr Σ_y / Σ_{b,k} tr Σ_x, which is exact up to rounding,
 // so the backward shares no state with the forward and is right whether the
 // forward ran in training or evaluation mode.
-type covScaleNormGradKernel[T Float] struct{}
+type covScaleNormGradKernel[T Float] struct{ noParams }
 
-func (covScaleNormGradKernel[T]) name() string          { return "gm.CovScaleNormGrad" }
-func (covScaleNormGradKernel[T]) writeParams(io.Writer) {}
+func (covScaleNormGradKernel[T]) name() string { return "gm.CovScaleNormGrad" }
 func (covScaleNormGradKernel[T]) computations() []string {
 	return []string{"MeanTraces", "ScaleMixturesBackward"}
 }
@@ -287,20 +275,42 @@ func (covScaleNormGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []
 	if err := dev.MeanTraces(ty, in[1].data, l); err != nil {
 		return err
 	}
-	s := make([]T, l.Mixtures())
-	for c := range l.C {
-		var sx, sy float64
-		for b := range l.B {
-			sx += tx[b*l.C+c]
-			sy += ty[b*l.C+c]
-		}
+	s, err := perChannel[T](l, func(c int) (float64, error) {
+		sx, sy := channelSum(tx, l, c), channelSum(ty, l, c)
 		f := math.Sqrt(sy / sx)
 		if !(f > 0) || math.IsInf(f, 0) {
-			return errors.Errorf("channel %d: cannot recover the scale factor from traces %g (input) and %g (output)", c, sx, sy)
+			return 0, errors.Errorf("channel %d: cannot recover the scale factor from traces %g (input) and %g (output)", c, sx, sy)
 		}
-		for b := range l.B {
-			s[b*l.C+c] = T(f)
-		}
+		return f, nil
+	})
+	if err != nil {
+		return err
 	}
 	return dev.ScaleMixturesBackward(out.data, in[2].data, l, s)
+}
+
+// channelSum returns Σ_b v[b·C+c], the sum over the batch of channel c's
+// per-mixture values v.
+func channelSum(v []float64, l mixture.Layout, c int) float64 {
+	var s float64
+	for b := range l.B {
+		s += v[b*l.C+c]
+	}
+	return s
+}
+
+// perChannel returns the per-mixture factors s[b·C+c] = f(c), the same for
+// every batch entry of a channel, or the first error of f.
+func perChannel[T Float](l mixture.Layout, f func(c int) (float64, error)) ([]T, error) {
+	s := make([]T, l.Mixtures())
+	for c := range l.C {
+		v, err := f(c)
+		if err != nil {
+			return nil, err
+		}
+		for b := range l.B {
+			s[b*l.C+c] = T(v)
+		}
+	}
+	return s, nil
 }

@@ -22,21 +22,19 @@ import (
 // mixtures that read them.
 func NewEvaluate() G.Op { return newOp(evaluateKernel[float32]{}, evaluateKernel[float64]{}) }
 
-type evaluateSpec struct{}
+type evaluateSpec struct{ noParams }
 
 func (evaluateSpec) name() string           { return "gm.Evaluate" }
 func (evaluateSpec) inputNames() []string   { return []string{"mixture", "points"} }
 func (evaluateSpec) ranks() []int           { return []int{4, 4, 3} }
-func (evaluateSpec) writeParams(io.Writer)  {}
 func (evaluateSpec) diffWRT() []bool        { return []bool{true, true} }
 func (evaluateSpec) computations() []string { return []string{"Evaluate"} }
 
 // evaluateShapes checks the mixture and point shapes and returns the mixture
 // layout with the point batch and channel sizes and the point count.
 func evaluateShapes(mix, pts tensor.Shape) (l mixture.Layout, pb, pc, m int, err error) {
-	l, err = mixture.LayoutOf(mix)
-	if err != nil {
-		return l, 0, 0, 0, errors.Wrap(err, `input "mixture"`)
+	if l, err = layoutOf("mixture", mix); err != nil {
+		return l, 0, 0, 0, err
 	}
 	pb, pc, m = pts[0], pts[1], pts[2]
 	switch {

@@ -1,11 +1,8 @@
 package ops
 
 import (
-	"io"
-
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
-	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -14,19 +11,20 @@ import (
 // mixture of a packed batch [B, C, N, 1+D+D·D] into [B, C].
 func NewIntegrate() G.Op { return newOp(integrateKernel[float32]{}, integrateKernel[float64]{}) }
 
-type integrateSpec struct{}
+// integrateSpec is a mixtureOp whose output is [B, C], of rank 2.
+type integrateSpec struct {
+	mixtureOp
+	noParams
+}
 
 func (integrateSpec) name() string           { return "gm.Integrate" }
-func (integrateSpec) inputNames() []string   { return []string{"mixture"} }
 func (integrateSpec) ranks() []int           { return []int{4, 2} }
-func (integrateSpec) writeParams(io.Writer)  {}
-func (integrateSpec) diffWRT() []bool        { return []bool{true} }
 func (integrateSpec) computations() []string { return []string{"Integrate"} }
 
 func (integrateSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
-	l, err := mixture.LayoutOf(in[0])
+	l, err := layoutOf("mixture", in[0])
 	if err != nil {
-		return nil, errors.Wrap(err, `input "mixture"`)
+		return nil, err
 	}
 	return tensor.Shape{l.B, l.C}, nil
 }
@@ -44,10 +42,9 @@ func (integrateKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand
 }
 
 // integrateGradKernel computes ∂L/∂mixture from (mixture, output, grad).
-type integrateGradKernel[T Float] struct{}
+type integrateGradKernel[T Float] struct{ noParams }
 
 func (integrateGradKernel[T]) name() string           { return "gm.IntegrateGrad" }
-func (integrateGradKernel[T]) writeParams(io.Writer)  {}
 func (integrateGradKernel[T]) computations() []string { return []string{"IntegrateBackward"} }
 
 func (integrateGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {

@@ -22,19 +22,19 @@ func NewKeepLargest(np int) G.Op {
 	return newOp(keepLargestKernel[float32]{s}, keepLargestKernel[float64]{s})
 }
 
-type keepLargestSpec struct{ np int }
+type keepLargestSpec struct {
+	mixtureOp
+	np int
+}
 
 func (keepLargestSpec) name() string              { return "gm.KeepLargest" }
-func (keepLargestSpec) inputNames() []string      { return []string{"mixture"} }
-func (keepLargestSpec) ranks() []int              { return []int{4, 4} }
 func (k keepLargestSpec) writeParams(w io.Writer) { fmt.Fprintf(w, "np=%d", k.np) }
-func (keepLargestSpec) diffWRT() []bool           { return []bool{true} }
 func (keepLargestSpec) computations() []string    { return []string{"KeepLargest"} }
 
 func (k keepLargestSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
-	l, err := mixture.LayoutOf(in[0])
+	l, err := layoutOf("mixture", in[0])
 	if err != nil {
-		return nil, errors.Wrap(err, `input "mixture"`)
+		return nil, err
 	}
 	if k.np < 1 || k.np > l.N {
 		return nil, errors.Errorf("the number of kept components np must be in [1, N = %d] for input \"mixture\" %v, got %d", l.N, in[0], k.np)

@@ -5,7 +5,6 @@ import (
 	"io"
 
 	"github.com/gmcn-go/gmcn/ops/device"
-	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -22,22 +21,22 @@ func NewMEM(np int) G.Op {
 	return newOp(memKernel[float32]{s}, memKernel[float64]{s})
 }
 
-type memSpec struct{ np int }
+type memSpec struct {
+	mixtureOp
+	np int
+}
 
 func (memSpec) name() string              { return "gm.MEM" }
-func (memSpec) inputNames() []string      { return []string{"mixture"} }
-func (memSpec) ranks() []int              { return []int{4, 4} }
 func (k memSpec) writeParams(w io.Writer) { fmt.Fprintf(w, "np=%d", k.np) }
-func (memSpec) diffWRT() []bool           { return []bool{true} }
 func (memSpec) computations() []string    { return []string{"MEM"} }
 
 func (k memSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	if k.np < 1 {
 		return nil, errors.Errorf("the number of output components np must be ≥ 1, got %d", k.np)
 	}
-	l, err := mixture.LayoutOf(in[0])
+	l, err := layoutOf("mixture", in[0])
 	if err != nil {
-		return nil, errors.Wrap(err, `input "mixture"`)
+		return nil, err
 	}
 	l.N = k.np
 	return tensor.Shape(l.Shape()), nil

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/gmcn-go/gmcn/ops/device"
+	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
 // memo carries what a forward run saved on its device (device.Saved: the
@@ -38,7 +39,18 @@ type saving[T Float] interface {
 type resuming[T Float] interface {
 	// doSaved is do with the state saved by the forward run on the same
 	// inputs, which that run has checked: doSaved need not check them again.
+	// With saved nil it is do: it checks the inputs and recomputes.
 	doSaved(dev device.Kernels[T], out operand[T], in []operand[T], saved device.Saved) error
+}
+
+// resumedMixture returns the layout of the packed mixture input x of a
+// resuming computation, checking x's values only without saved state (see
+// resuming.doSaved).
+func resumedMixture[T Float](x operand[T], input string, saved device.Saved) (mixture.Layout, error) {
+	if saved != nil {
+		return mixture.LayoutOf(x.shape)
+	}
+	return checkedMixture(x, input)
 }
 
 // keep records the state saved by a forward run on in.

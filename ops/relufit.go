@@ -5,8 +5,6 @@ import (
 	"io"
 
 	"github.com/gmcn-go/gmcn/ops/device"
-	"github.com/gmcn-go/gmcn/ops/mixture"
-	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -27,27 +25,24 @@ type ReLUFitOptions = device.ReLUFitOptions
 // gradient flows into weights, positions and covariances. Invalid options
 // are reported when the op is applied (InferShape) and when it runs.
 func NewReLUFit(opts ReLUFitOptions) G.Op {
-	s := reluFitSpec{opts}
+	s := reluFitSpec{opts: opts}
 	return newOp(reluFitKernel[float32]{s}, reluFitKernel[float64]{s})
 }
 
-type reluFitSpec struct{ opts ReLUFitOptions }
+type reluFitSpec struct {
+	mixtureOp
+	opts ReLUFitOptions
+}
 
 func (reluFitSpec) name() string              { return "gm.ReLUFit" }
-func (reluFitSpec) inputNames() []string      { return []string{"mixture"} }
-func (reluFitSpec) ranks() []int              { return []int{4, 4} }
 func (k reluFitSpec) writeParams(w io.Writer) { fmt.Fprintf(w, "%+v", k.opts) }
-func (reluFitSpec) diffWRT() []bool           { return []bool{true} }
 func (reluFitSpec) computations() []string    { return []string{"ReLUFit", "ReLUFitSaving"} }
 
 func (k reluFitSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	if _, err := k.opts.Resolve(); err != nil {
 		return nil, err
 	}
-	if _, err := mixture.LayoutOf(in[0]); err != nil {
-		return nil, errors.Wrap(err, `input "mixture"`)
-	}
-	return in[0].Clone(), nil
+	return sameMixture(in[0])
 }
 
 type reluFitKernel[T Float] struct{ reluFitSpec }
@@ -82,15 +77,11 @@ func (reluFitGradKernel[T]) name() string           { return "gm.ReLUFitGrad" }
 func (reluFitGradKernel[T]) computations() []string { return []string{"ReLUFitBackward"} }
 
 func (k reluFitGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
-	l, err := checkedMixture(in[0], "mixture")
-	if err != nil {
-		return err
-	}
-	return dev.ReLUFitBackward(out.data, in[0].data, in[2].data, l, k.opts, nil)
+	return k.doSaved(dev, out, in, nil)
 }
 
 func (k reluFitGradKernel[T]) doSaved(dev device.Kernels[T], out operand[T], in []operand[T], saved device.Saved) error {
-	l, err := mixture.LayoutOf(in[0].shape)
+	l, err := resumedMixture(in[0], "mixture", saved)
 	if err != nil {
 		return err
 	}

@@ -22,25 +22,20 @@ func NewScaleWeights(s float64) G.Op {
 	return newOp(scaleWeightsKernel[float32]{sp}, scaleWeightsKernel[float64]{sp})
 }
 
-type scaleWeightsSpec struct{ s float64 }
-
-func (scaleWeightsSpec) name() string         { return "gm.ScaleWeights" }
-func (scaleWeightsSpec) inputNames() []string { return []string{"mixture"} }
-func (scaleWeightsSpec) ranks() []int         { return []int{4, 4} }
-func (k scaleWeightsSpec) writeParams(w io.Writer) {
-	fmt.Fprintf(w, "s=%v", math.Float64bits(k.s))
+type scaleWeightsSpec struct {
+	mixtureOp
+	s float64
 }
-func (scaleWeightsSpec) diffWRT() []bool        { return []bool{true} }
-func (scaleWeightsSpec) computations() []string { return []string{"ScaleWeights"} }
+
+func (scaleWeightsSpec) name() string              { return "gm.ScaleWeights" }
+func (k scaleWeightsSpec) writeParams(w io.Writer) { fmt.Fprintf(w, "s=%v", math.Float64bits(k.s)) }
+func (scaleWeightsSpec) computations() []string    { return []string{"ScaleWeights"} }
 
 func (k scaleWeightsSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	if math.IsNaN(k.s) || math.IsInf(k.s, 0) {
 		return nil, errors.Errorf("scale factor must be finite, got %v", k.s)
 	}
-	if _, err := mixture.LayoutOf(in[0]); err != nil {
-		return nil, errors.Wrap(err, `input "mixture"`)
-	}
-	return in[0].Clone(), nil
+	return sameMixture(in[0])
 }
 
 type scaleWeightsKernel[T Float] struct{ scaleWeightsSpec }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
-	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -21,20 +20,19 @@ func NewStandardise() G.Op {
 	return newOp(standardiseKernel[float32]{}, standardiseKernel[float64]{})
 }
 
-type standardiseSpec struct{}
+type standardiseSpec struct{ noParams }
 
-func (standardiseSpec) name() string          { return "gm.Standardise" }
-func (standardiseSpec) inputNames() []string  { return []string{"mixture", "gain"} }
-func (standardiseSpec) ranks() []int          { return []int{4, 1, 4} }
-func (standardiseSpec) writeParams(io.Writer) {}
-func (standardiseSpec) diffWRT() []bool       { return []bool{true, true} }
+func (standardiseSpec) name() string         { return "gm.Standardise" }
+func (standardiseSpec) inputNames() []string { return []string{"mixture", "gain"} }
+func (standardiseSpec) ranks() []int         { return []int{4, 1, 4} }
+func (standardiseSpec) diffWRT() []bool      { return []bool{true, true} }
 func (standardiseSpec) computations() []string {
 	return []string{"StandardiseScale", "Standardise"}
 }
 
 func (standardiseSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
-	if _, err := mixture.LayoutOf(in[0]); err != nil {
-		return nil, errors.Wrap(err, `input "mixture"`)
+	if _, err := layoutOf("mixture", in[0]); err != nil {
+		return nil, err
 	}
 	if err := sameShape("gain", in[1], tensor.Shape{1}); err != nil {
 		return nil, err

@@ -31,14 +31,12 @@ func NewTreeHEM(np int, o TreeHEMOptions) G.Op {
 }
 
 type treehemSpec struct {
+	mixtureOp
 	np int
 	o  TreeHEMOptions
 }
 
 func (treehemSpec) name() string           { return "gm.TreeHEM" }
-func (treehemSpec) inputNames() []string   { return []string{"mixture"} }
-func (treehemSpec) ranks() []int           { return []int{4, 4} }
-func (treehemSpec) diffWRT() []bool        { return []bool{true} }
 func (treehemSpec) computations() []string { return []string{"TreeHEM", "TreeHEMSaving"} }
 
 func (k treehemSpec) writeParams(w io.Writer) {
@@ -47,9 +45,9 @@ func (k treehemSpec) writeParams(w io.Writer) {
 
 // layout checks the mixture shape and TreeHEM's parameters against it.
 func (k treehemSpec) layout(s tensor.Shape) (mixture.Layout, error) {
-	l, err := mixture.LayoutOf(s)
+	l, err := layoutOf("mixture", s)
 	if err != nil {
-		return l, errors.Wrap(err, `input "mixture"`)
+		return l, err
 	}
 	return l, errors.Wrapf(k.o.Check(l, k.np), `input "mixture" %v`, s)
 }
@@ -89,15 +87,11 @@ func (treehemGradKernel[T]) name() string           { return "gm.TreeHEMGrad" }
 func (treehemGradKernel[T]) computations() []string { return []string{"TreeHEMBackward"} }
 
 func (k treehemGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
-	l, err := checkedMixture(in[0], "mixture")
-	if err != nil {
-		return err
-	}
-	return dev.TreeHEMBackward(out.data, in[0].data, in[2].data, l, k.np, k.o, nil)
+	return k.doSaved(dev, out, in, nil)
 }
 
 func (k treehemGradKernel[T]) doSaved(dev device.Kernels[T], out operand[T], in []operand[T], saved device.Saved) error {
-	l, err := mixture.LayoutOf(in[0].shape)
+	l, err := resumedMixture(in[0], "mixture", saved)
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,6 @@
 package ops
 
 import (
-	"io"
-
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
@@ -19,14 +17,13 @@ func NewWeightDecay() G.Op {
 	return newOp(weightDecayKernel[float32]{}, weightDecayKernel[float64]{})
 }
 
-type weightDecaySpec struct{}
+type weightDecaySpec struct{ noParams }
 
 var weightDecayInputs = []string{"weights_raw", "factors"}
 
 func (weightDecaySpec) name() string           { return "gm.WeightDecay" }
 func (weightDecaySpec) inputNames() []string   { return weightDecayInputs }
 func (weightDecaySpec) ranks() []int           { return []int{3, 5, 1} }
-func (weightDecaySpec) writeParams(io.Writer)  {}
 func (weightDecaySpec) diffWRT() []bool        { return []bool{true, true} }
 func (weightDecaySpec) computations() []string { return []string{"WeightDecay"} }
 
@@ -72,12 +69,14 @@ func (weightDecayKernel[T]) do(dev device.Kernels[T], out operand[T], in []opera
 
 // weightDecayGradKernel computes ∂L/∂input[wrt] of the weight-decay loss from
 // (weights_raw, factors, output, grad).
-type weightDecayGradKernel[T Float] struct{ wrt int }
+type weightDecayGradKernel[T Float] struct {
+	noParams
+	wrt int
+}
 
 func (k weightDecayGradKernel[T]) name() string {
 	return "gm.WeightDecayGrad/" + weightDecayInputs[k.wrt]
 }
-func (weightDecayGradKernel[T]) writeParams(io.Writer)  {}
 func (weightDecayGradKernel[T]) computations() []string { return []string{"WeightDecayBackward"} }
 
 func (k weightDecayGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {

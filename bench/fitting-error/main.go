@@ -83,7 +83,7 @@ var methods = []method{
 
 func treeHEM(t int) func(y, x []float64, l mixture.Layout, np int) error {
 	return func(y, x []float64, l mixture.Layout, np int) error {
-		return cpu.TreeHEMForward(y, x, l, np, device.TreeHEMOptions{Reduction: t})
+		return cpu.TreeHEM(y, x, l, np, device.TreeHEMOptions{Reduction: t})
 	}
 }
 

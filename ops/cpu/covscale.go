@@ -29,21 +29,26 @@ func MeanTraces[T Float](tau []float64, x []T, l mixture.Layout) {
 // integrals of normalised Gaussians, so scaling space this way preserves
 // every component's integral.
 func ScaleMixtures[T Float](y, x []T, l mixture.Layout, s []T) {
-	st, d := l.Stride(), l.D
 	parallel.For(l.Mixtures(), func(m int) {
-		src, dst := mixture.Mixture(x, l, m), mixture.Mixture(y, l, m)
 		f := s[m]
-		f2 := f * f
-		for k := 0; k < len(src); k += st {
-			dst[k] = src[k]
-			for j := 1; j <= d; j++ {
-				dst[k+j] = f * src[k+j]
-			}
-			for j := 1 + d; j < st; j++ {
-				dst[k+j] = f2 * src[k+j]
-			}
-		}
+		scaleGaussians(mixture.Mixture(y, l, m), mixture.Mixture(x, l, m), l.D, f, f*f)
 	})
+}
+
+// scaleGaussians writes the packed Gaussians of src (dimension d) into dst
+// with the weights as they are, the positions times f and the covariances
+// times f2.
+func scaleGaussians[T Float](dst, src []T, d int, f, f2 T) {
+	st := mixture.PackedLen(d)
+	for k := 0; k < len(src); k += st {
+		dst[k] = src[k]
+		for j := 1; j <= d; j++ {
+			dst[k+j] = f * src[k+j]
+		}
+		for j := 1 + d; j < st; j++ {
+			dst[k+j] = f2 * src[k+j]
+		}
+	}
 }
 
 // ScaleMixturesBackward writes ∂L/∂x for ScaleMixtures with the factors held
@@ -80,15 +85,8 @@ func CovScaleBackward[T Float](dx, g, x []T, l mixture.Layout, s []T, tau []floa
 		}
 		dTau := -(dS*f/2 + dS2*f*f) / tau[m]
 		diag := T(dTau / float64(l.N))
-		fs, f2 := T(f), T(f*f)
+		scaleGaussians(dst, gm, d, T(f), T(f*f))
 		for k := 0; k < len(src); k += st {
-			dst[k] = gm[k]
-			for j := 1; j <= d; j++ {
-				dst[k+j] = fs * gm[k+j]
-			}
-			for j := 1 + d; j < st; j++ {
-				dst[k+j] = f2 * gm[k+j]
-			}
 			for j := range d {
 				dst[k+1+d+j*(d+1)] += diag
 			}

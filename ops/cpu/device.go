@@ -124,29 +124,29 @@ func (Kernels[T]) ReLUFitBackward(dx, x, g []T, l mixture.Layout, opts device.Re
 	return ReLUFitBackwardSaved(dx, x, g, l, opts, sums)
 }
 
-// TreeHEM is TreeHEMForward.
+// TreeHEM is TreeHEM.
 func (Kernels[T]) TreeHEM(y, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) error {
-	return TreeHEMForward(y, x, l, np, o)
+	return TreeHEM(y, x, l, np, o)
 }
 
-// TreeHEMSaving is TreeHEM; the saved state is the *Decisions.
+// TreeHEMSaving is TreeHEMSaving; the saved state is the *Decisions.
 func (Kernels[T]) TreeHEMSaving(y, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) (device.Saved, error) {
-	return saved(TreeHEM(y, x, l, np, o))
+	return saved(TreeHEMSaving(y, x, l, np, o))
 }
 
-// TreeHEMBackward is TreeHEMBackward with the saved decisions, or TreeHEMGrad,
-// which recomputes them from x, without.
+// TreeHEMBackward is TreeHEMBackwardSaved with the saved decisions, or
+// TreeHEMBackward, which recomputes them from x, without.
 func (Kernels[T]) TreeHEMBackward(dx, x, g []T, l mixture.Layout, np int, o device.TreeHEMOptions, saved device.Saved) error {
 	dec, err := savedAs[*Decisions](saved, "TreeHEMBackward")
 	switch {
 	case err != nil:
 		return err
 	case dec == nil:
-		return TreeHEMGrad(dx, x, g, l, np, o)
+		return TreeHEMBackward(dx, x, g, l, np, o)
 	case dec.l != l || dec.np != np || dec.o != o:
 		return errors.Errorf("TreeHEMBackward: decisions made for %v → %d with %+v, used for %v → %d with %+v", dec.l.Shape(), dec.np, dec.o, l.Shape(), np, o)
 	}
-	return TreeHEMBackward(dx, x, g, dec)
+	return TreeHEMBackwardSaved(dx, x, g, dec)
 }
 
 // saved returns s as device.Saved, or nil (not a nil *S) after an error.

@@ -8,4 +8,19 @@
 // Gradients are handwritten: for an op y = f(x) the backward kernel receives
 // the incoming gradient ∂L/∂y and returns ∂L/∂x; the formulas are given in
 // each kernel's comments.
+//
+// Every computation X with discrete decisions (a selection, a tree, a sign
+// mask) or an expensive forward intermediate that its backward needs again
+// names its variants alike:
+//
+//	X               the forward pass
+//	XBackward       its gradient, recomputing every decision from the inputs
+//	XSaving         X that also returns its decisions and intermediates
+//	XBackwardSaved  XBackward with what XSaving returned, recomputing nothing
+//
+// Both backward variants give the same result: the decisions are a
+// deterministic function of the input. The methods of Kernels carry the
+// names of device.Kernels, where XBackward takes the saved state or nil.
+// The tests add XFrozen, the forward pass with given decisions, whose finite
+// differences XBackwardSaved must match.
 package cpu

@@ -25,10 +25,10 @@ const (
 	memDeadCov    = 1e-4
 )
 
-// MEMComponents returns K = min(n, np), the number of fitting components
+// memComponents returns K = min(n, np), the number of fitting components
 // that MEM selects from a mixture of n components; output slots K…np−1 are
 // padding {w = 0, μ = 0, Σ = I}.
-func MEMComponents(n, np int) int { return min(n, np) }
+func memComponents(n, np int) int { return min(n, np) }
 
 // MEM reduces every mixture of the packed batch x (layout l, N components)
 // to np components with the modified EM of the reference (docs/algorithms.md, "Modified EM") and
@@ -36,7 +36,7 @@ func MEMComponents(n, np int) int { return min(n, np) }
 //
 // Per mixture, with targets i (w_i, μ_i, Σ_i) and the K = min(N, np)
 // targets of largest |w| as initial fitting s (a frozen decision, see
-// MEMSelect):
+// memSelect):
 //
 //	S = max(Σ_i |w_i|, 0.05),  a_i = |w_i|/S
 //	V = max(Σ_s |v_s|, 0.05),  u_s = |v_s|/V      (v_s the initial weights)
@@ -52,13 +52,7 @@ func MEMComponents(n, np int) int { return min(n, np) }
 func MEM[T Float](y, x []T, l mixture.Layout, np int) {
 	lo := l
 	lo.N = np
-	k := MEMComponents(l.N, np)
-	scratch := newMEMScratch[T](parallel.Workers(l.Mixtures()), l.N, k)
-	parallel.ForWorker(l.Mixtures(), func(w, m int) {
-		sc := &scratch[w]
-		mx := mixture.Mixture(x, l, m)
-		MEMSelect(sc.sel, sc.order, mx, l.D)
-		memLikelihoods(sc.lik, mx, sc.sel, l.D, sc)
+	memEach(x, l, np, func(m int, mx []T, sc *memScratch[T]) {
 		memForward(mixture.Mixture(y, lo, m), mx, sc.lik, sc.sel, l.D, sc)
 	})
 }
@@ -69,63 +63,30 @@ func MEM[T Float](y, x []T, l mixture.Layout, np int) {
 func MEMBackward[T Float](dx, x, gy []T, l mixture.Layout, np int) {
 	lo := l
 	lo.N = np
-	k := MEMComponents(l.N, np)
-	scratch := newMEMScratch[T](parallel.Workers(l.Mixtures()), l.N, k)
-	parallel.ForWorker(l.Mixtures(), func(w, m int) {
-		sc := &scratch[w]
-		mx := mixture.Mixture(x, l, m)
-		MEMSelect(sc.sel, sc.order, mx, l.D)
-		memLikelihoods(sc.lik, mx, sc.sel, l.D, sc)
+	memEach(x, l, np, func(m int, mx []T, sc *memScratch[T]) {
 		memBackward(mixture.Mixture(dx, l, m), mx, mixture.Mixture(gy, lo, m), sc.lik, sc.sel, l.D, sc)
 	})
 }
 
-// MEMDecisions computes the discrete and detached parts of MEM for every
-// mixture of x: sel [B·C·K] receives the initial selection (MEMSelect) and
-// lik [B·C·N·K] the likelihoods L_is, row i, column s. With them fixed,
-// MEMFrozen and MEMFrozenBackward are a smooth function and its exact
-// gradient, which is what the gradient checks verify.
-func MEMDecisions[T Float](sel []int, lik, x []T, l mixture.Layout, np int) {
-	k := MEMComponents(l.N, np)
-	scratch := newMEMScratch[T](parallel.Workers(l.Mixtures()), l.N, k)
+// memEach runs f in parallel on every mixture m of x, given as its packed
+// components mx and a worker's scratch that holds m's selection and
+// likelihoods, the decisions MEM's forward and backward share.
+func memEach[T Float](x []T, l mixture.Layout, np int, f func(m int, mx []T, sc *memScratch[T])) {
+	scratch := newMEMScratch[T](parallel.Workers(l.Mixtures()), l.N, memComponents(l.N, np))
 	parallel.ForWorker(l.Mixtures(), func(w, m int) {
 		sc := &scratch[w]
 		mx := mixture.Mixture(x, l, m)
-		s := sel[m*k : (m+1)*k]
-		MEMSelect(s, sc.order, mx, l.D)
-		memLikelihoods(lik[m*l.N*k:(m+1)*l.N*k], mx, s, l.D, sc)
+		memSelect(sc.sel, sc.order, mx, l.D)
+		memLikelihoods(sc.lik, mx, sc.sel, l.D, sc)
+		f(m, mx, sc)
 	})
 }
 
-// MEMFrozen is MEM with the selection and likelihoods given (as returned by
-// MEMDecisions, possibly for other inputs).
-func MEMFrozen[T Float](y, x, lik []T, sel []int, l mixture.Layout, np int) {
-	lo := l
-	lo.N = np
-	k := MEMComponents(l.N, np)
-	scratch := newMEMScratch[T](parallel.Workers(l.Mixtures()), l.N, k)
-	parallel.ForWorker(l.Mixtures(), func(w, m int) {
-		memForward(mixture.Mixture(y, lo, m), mixture.Mixture(x, l, m), lik[m*l.N*k:(m+1)*l.N*k], sel[m*k:(m+1)*k], l.D, &scratch[w])
-	})
-}
-
-// MEMFrozenBackward is MEMBackward with the selection and likelihoods given.
-func MEMFrozenBackward[T Float](dx, x, gy, lik []T, sel []int, l mixture.Layout, np int) {
-	lo := l
-	lo.N = np
-	k := MEMComponents(l.N, np)
-	scratch := newMEMScratch[T](parallel.Workers(l.Mixtures()), l.N, k)
-	parallel.ForWorker(l.Mixtures(), func(w, m int) {
-		memBackward(mixture.Mixture(dx, l, m), mixture.Mixture(x, l, m), mixture.Mixture(gy, lo, m),
-			lik[m*l.N*k:(m+1)*l.N*k], sel[m*k:(m+1)*k], l.D, &scratch[w])
-	})
-}
-
-// MEMSelect writes into sel the indices of the len(sel) components of the
+// memSelect writes into sel the indices of the len(sel) components of the
 // packed mixture mx (dimension d) with the largest |w|, in descending order
 // of |w|; ties keep the lower index first, so the choice is deterministic.
 // order is scratch of one int per component.
-func MEMSelect[T Float](sel, order []int, mx []T, d int) {
+func memSelect[T Float](sel, order []int, mx []T, d int) {
 	s := mixture.PackedLen(d)
 	for i := range order {
 		order[i] = i

@@ -52,7 +52,7 @@ var memCases = []memCase{
 	{"far-apart", 6, 2, 12, 2, 1, true, gmtest.Step},
 }
 
-// TestMEMFrozenGrad checks MEMFrozenBackward against central differences of
+// TestMEMFrozenGrad checks MEMBackwardSaved against central differences of
 // MEMFrozen with the selection and likelihoods held fixed (they carry no
 // gradient by design), for every case in 2D and 3D.
 func TestMEMFrozenGrad(t *testing.T) {
@@ -63,7 +63,7 @@ func TestMEMFrozenGrad(t *testing.T) {
 				l := mixture.Layout{B: 2, C: 2, N: tc.n, D: d}
 				lo := withN(l, tc.np)
 				x := memMixture(rng, l, tc.spread, tc.w, tc.cs, tc.positive)
-				k := MEMComponents(tc.n, tc.np)
+				k := memComponents(tc.n, tc.np)
 				sel := make([]int, l.Mixtures()*k)
 				lik := make([]float64, l.Mixtures()*l.N*k)
 				MEMDecisions(sel, lik, x, l, tc.np)
@@ -74,7 +74,7 @@ func TestMEMFrozenGrad(t *testing.T) {
 					return gmtest.Dot(y, r)
 				}
 				dx := make([]float64, l.Len())
-				MEMFrozenBackward(dx, x, r, lik, sel, l, tc.np)
+				MEMBackwardSaved(dx, x, r, lik, sel, l, tc.np)
 				num := gmtest.Central(loss, x, tc.step)
 				if e := gmtest.RelErr(dx, num); e > 1e-6 {
 					t.Errorf("relative gradient error %.3g > 1e-6\nanalytic %v\nnumeric  %v", e, dx, num)
@@ -102,7 +102,7 @@ func TestMEMMatchesReference(t *testing.T) {
 				if e := gmtest.MaxAbsDiff(y, want); e > 1e-12*max(1, gmtest.MaxAbs(want)) {
 					t.Errorf("MEM differs from the reference transcription by %.3g\ngot  %v\nwant %v", e, y, want)
 				}
-				k := MEMComponents(tc.n, tc.np)
+				k := memComponents(tc.n, tc.np)
 				sel := make([]int, l.Mixtures()*k)
 				lik := make([]float64, l.Mixtures()*l.N*k)
 				MEMDecisions(sel, lik, x, l, tc.np)
@@ -114,9 +114,9 @@ func TestMEMMatchesReference(t *testing.T) {
 				g := gmtest.Normal(rng, lo.Len())
 				dx, dxf := make([]float64, l.Len()), make([]float64, l.Len())
 				MEMBackward(dx, x, g, l, tc.np)
-				MEMFrozenBackward(dxf, x, g, lik, sel, l, tc.np)
+				MEMBackwardSaved(dxf, x, g, lik, sel, l, tc.np)
 				if e := gmtest.MaxAbsDiff(dx, dxf); e != 0 {
-					t.Errorf("MEMBackward and MEMFrozenBackward differ by %.3g", e)
+					t.Errorf("MEMBackward and MEMBackwardSaved differ by %.3g", e)
 				}
 			})
 		}
@@ -264,7 +264,7 @@ func TestMEMIntegral(t *testing.T) {
 				x := memMixture(rng, l, c.tc.spread, c.tc.w, c.tc.cs, c.tc.positive)
 				y := make([]float64, lo.Len())
 				MEM(y, x, l, c.tc.np)
-				k := MEMComponents(l.N, c.tc.np)
+				k := memComponents(l.N, c.tc.np)
 				sel := make([]int, l.Mixtures()*k)
 				lik := make([]float64, l.Mixtures()*l.N*k)
 				MEMDecisions(sel, lik, x, l, c.tc.np)
@@ -356,7 +356,7 @@ func TestMEMProperties(t *testing.T) {
 					t.Fatalf("output is not a valid mixture: %v", err)
 				}
 				s := lo.Stride()
-				k := MEMComponents(c.n, c.np)
+				k := memComponents(c.n, c.np)
 				for m := range l.Mixtures() {
 					my := mixture.Mixture(y, lo, m)
 					for n := k; n < c.np; n++ {
@@ -392,7 +392,7 @@ func TestMEMSelect(t *testing.T) {
 		mx[i*7] = v
 	}
 	sel, order := make([]int, 5), make([]int, len(w))
-	MEMSelect(sel, order, mx, 2)
+	memSelect(sel, order, mx, 2)
 	want := []int{1, 3, 2, 0, 4}
 	for i := range want {
 		if sel[i] != want[i] {

@@ -21,14 +21,20 @@ func reluForward2[T Float](s *reluWork[T]) {
 			d0, d1 := p0-m0[j], p1-m1[j]
 			v[j] = d0*(q00[j]*d0+q01[j]*d1) + q11[j]*d1*d1
 		}
-		expRow(v)
-		var ta, te T
-		for j := range v {
-			ta += an[j] * v[j]
-			te += xn[j] * v[j]
-		}
-		s.t[k], s.e[k] = ta, te
+		s.t[k], s.e[k] = reluRowSums(v, an, xn)
 	}
+}
+
+// reluRowSums turns the exponents v of one centroid's row into the terms
+// E_kj and returns their sums weighted by an and by xn.
+func reluRowSums[T Float](v, an, xn []T) (ta, te T) {
+	expRow(v)
+	an, xn = an[:len(v)], xn[:len(v)]
+	for j := range v {
+		ta += an[j] * v[j]
+		te += xn[j] * v[j]
+	}
+	return ta, te
 }
 
 // reluForward3 is reluForward2 in 3D.
@@ -44,13 +50,7 @@ func reluForward3[T Float](s *reluWork[T]) {
 			d0, d1, d2 := p0-m0[j], p1-m1[j], p2-m2[j]
 			v[j] = d0*(q00[j]*d0+q01[j]*d1+q02[j]*d2) + d1*(q11[j]*d1+q12[j]*d2) + q22[j]*d2*d2
 		}
-		expRow(v)
-		var ta, te T
-		for j := range v {
-			ta += an[j] * v[j]
-			te += xn[j] * v[j]
-		}
-		s.t[k], s.e[k] = ta, te
+		s.t[k], s.e[k] = reluRowSums(v, an, xn)
 	}
 }
 

@@ -10,38 +10,29 @@ import (
 // reluForwardFast runs the forward sums with AVX-512 or AVX2 for float32 and
 // reports whether it did; other types and CPUs take the scalar loops.
 func reluForwardFast[T Float](s *reluWork[T]) bool {
-	f, ok := any(s).(*reluWork[float32])
-	switch {
-	case !ok:
-		return false
-	case cpuAVX512 && f.d == 2:
-		reluForward2x16(f)
-	case cpuAVX512:
-		reluForward3x16(f)
-	case cpuAVX2FMA && f.d == 2:
-		reluForward2x8(f)
-	case cpuAVX2FMA:
-		reluForward3x8(f)
-	default:
-		return false
-	}
-	return true
+	return reluFast(s, reluForward2x16, reluForward3x16, reluForward2x8, reluForward3x8)
 }
 
 // reluBackwardFast is reluForwardFast for the backward sums.
 func reluBackwardFast[T Float](s *reluWork[T]) bool {
+	return reluFast(s, reluBackward2x16, reluBackward3x16, reluBackward2x8, reluBackward3x8)
+}
+
+// reluFast runs, for float32, the loop of the widest vectors the CPU has in
+// s's dimension (2D or 3D, 16 or 8 lanes) and reports whether it ran one.
+func reluFast[T Float](s *reluWork[T], d2x16, d3x16, d2x8, d3x8 func(*reluWork[float32])) bool {
 	f, ok := any(s).(*reluWork[float32])
 	switch {
 	case !ok:
 		return false
 	case cpuAVX512 && f.d == 2:
-		reluBackward2x16(f)
+		d2x16(f)
 	case cpuAVX512:
-		reluBackward3x16(f)
+		d3x16(f)
 	case cpuAVX2FMA && f.d == 2:
-		reluBackward2x8(f)
+		d2x8(f)
 	case cpuAVX2FMA:
-		reluBackward3x8(f)
+		d3x8(f)
 	default:
 		return false
 	}

@@ -7,10 +7,10 @@ import (
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
-// StandardisePoints is the number of grid points per axis at which
+// standardisePoints is the number of grid points per axis at which
 // StandardiseScale evaluates a mixture: 32² = 1024 points in 2D, 10³ = 1000
 // in 3D, matching the reference's 1000 random points.
-func StandardisePoints(d int) int {
+func standardisePoints(d int) int {
 	if d == 2 {
 		return 32
 	}
@@ -26,7 +26,7 @@ func StandardisePoints(d int) int {
 // training depend on hidden random state.
 // A standard deviation below 0.001 is raised to 0.001, as in the reference.
 func StandardiseScale[T Float](sd []float64, x []T, l mixture.Layout) {
-	n := StandardisePoints(l.D)
+	n := standardisePoints(l.D)
 	total := 1
 	for range l.D {
 		total *= n

@@ -61,12 +61,12 @@ func (dm *hemMixture) refitEM() emDecision {
 
 // Decisions holds every discrete choice TreeHEM made for a batch: per
 // mixture the tree, the collection filters, the initial EM components and KL
-// masks of every node, and the selection. TreeHEMFrozen and
-// TreeHEMBackward replay them, which makes the reduction a smooth function of
-// the input that finite differences can check.
+// masks of every node, and the selection. TreeHEMBackwardSaved replays them,
+// and the tests' TreeHEMFrozen too, which makes the reduction a smooth
+// function of the input that finite differences can check.
 //
 // Per mixture the tree and the choices take about (20 + 5T)·N bytes.
-// Decisions from TreeHEM also keep what TreeHEMBackward needs again for the
+// Decisions from TreeHEMSaving also keep what TreeHEMBackwardSaved needs again for the
 // same input: a copy of the input and the caches of all internal nodes,
 // N·S + (N−1)·T·S values of the input's type per mixture with
 // S = 1 + D + D², about T + 1 times the input.
@@ -76,10 +76,10 @@ type Decisions struct {
 	o    device.TreeHEMOptions
 	mix  []hemMixture
 	pass bool // N ≤ Np: every mixture passes through unreduced
-	kept any  // *hemKept[T] from TreeHEM, else nil
+	kept any  // *hemKept[T] from TreeHEMSaving, else nil
 }
 
-// hemKept is what TreeHEM keeps of its forward pass for TreeHEMBackward: the
+// hemKept is what TreeHEMSaving keeps of its forward pass for TreeHEMBackwardSaved: the
 // input x it made the decisions for, by which the backward recognises it,
 // and per mixture the caches of the N−1 internal nodes, T packed entries
 // each, that x's pre-scaled components produced.
@@ -118,7 +118,7 @@ func newDecisions(l mixture.Layout, np int, o device.TreeHEMOptions) *Decisions 
 	return dec
 }
 
-// TreeHEM reduces every mixture of the packed batch x (layout l) to np
+// TreeHEMSaving reduces every mixture of the packed batch x (layout l) to np
 // components written to y [B, C, np, ·], and returns the decisions it made.
 //
 // Per mixture (reference bvh_mhem_fit with the driver of fitting.py):
@@ -137,7 +137,7 @@ func newDecisions(l mixture.Layout, np int, o device.TreeHEMOptions) *Decisions 
 //     {w = 0, μ = 0, Σ = I}.
 //
 // Mixtures with N ≤ np pass through unchanged and are padded.
-func TreeHEM[T Float](y, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) (*Decisions, error) {
+func TreeHEMSaving[T Float](y, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) (*Decisions, error) {
 	if err := checkTreeHEMData(len(y), len(x), l, np, o); err != nil {
 		return nil, err
 	}
@@ -148,37 +148,26 @@ func TreeHEM[T Float](y, x []T, l mixture.Layout, np int, o device.TreeHEMOption
 	return dec, runTreeHEM(hemRecord, y, nil, x, nil, dec)
 }
 
-// TreeHEMForward is TreeHEM without keeping the decisions, for callers that
+// TreeHEM is TreeHEMSaving without keeping the decisions, for callers that
 // only need the output.
-func TreeHEMForward[T Float](y, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) error {
+func TreeHEM[T Float](y, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) error {
 	if err := checkTreeHEMData(len(y), len(x), l, np, o); err != nil {
 		return err
 	}
 	return runTreeHEM(hemRecord, y, nil, x, nil, &Decisions{l: l, np: np, o: o, pass: l.N <= np})
 }
 
-// TreeHEMFrozen recomputes the reduction of x with the decisions of an
-// earlier TreeHEM call instead of making new ones. With dec from TreeHEM(x)
-// it reproduces TreeHEM's output; for a perturbed x it is the smooth function
-// whose derivative TreeHEMBackward computes.
-func TreeHEMFrozen[T Float](y, x []T, dec *Decisions) error {
-	if err := checkTreeHEMData(len(y), len(x), dec.l, dec.np, dec.o); err != nil {
-		return err
-	}
-	return runTreeHEM(hemReplay, y, nil, x, nil, dec)
-}
-
-// TreeHEMBackward writes ∂L/∂x into dx given g = ∂L/∂y, differentiating
-// TreeHEMFrozen(·, dec) at x: exact reverse mode through the scaling (s
-// included), every EM step and the copies, with the decisions frozen and
-// no gradient through clips where they are active.
+// TreeHEMBackwardSaved writes ∂L/∂x into dx given g = ∂L/∂y, differentiating
+// TreeHEM at x with the decisions dec held fixed: exact reverse mode through
+// the scaling (s included), every EM step and the copies, with no gradient
+// through clips where they are active.
 //
-// A mixture of x that equals (==, value by value) the input TreeHEM made dec
+// A mixture of x that equals (==, value by value) the input TreeHEMSaving made dec
 // for, as in a training step whose backward follows its forward, starts from
-// the node caches TreeHEM kept and is not validated again; any other mixture,
+// the node caches TreeHEMSaving kept and is not validated again; any other mixture,
 // and every mixture with decisions that kept none, is validated and its
 // forward pass replayed first. The result is the same either way.
-func TreeHEMBackward[T Float](dx, x, g []T, dec *Decisions) error {
+func TreeHEMBackwardSaved[T Float](dx, x, g []T, dec *Decisions) error {
 	if err := checkTreeHEMData(len(g), len(x), dec.l, dec.np, dec.o); err != nil {
 		return err
 	}
@@ -188,10 +177,10 @@ func TreeHEMBackward[T Float](dx, x, g []T, dec *Decisions) error {
 	return runTreeHEM(hemReplay|hemBackward, nil, dx, x, g, dec)
 }
 
-// TreeHEMGrad is TreeHEMBackward with the decisions recomputed from x, one
-// mixture at a time, instead of stored: TreeHEM is deterministic, so they are
-// the ones the forward pass made.
-func TreeHEMGrad[T Float](dx, x, g []T, l mixture.Layout, np int, o device.TreeHEMOptions) error {
+// TreeHEMBackward is TreeHEMBackwardSaved with the decisions recomputed from
+// x, one mixture at a time, instead of stored: TreeHEM is deterministic, so
+// they are the ones the forward pass made.
+func TreeHEMBackward[T Float](dx, x, g []T, l mixture.Layout, np int, o device.TreeHEMOptions) error {
 	if err := checkTreeHEMData(len(g), len(x), l, np, o); err != nil {
 		return err
 	}
@@ -519,7 +508,7 @@ func (w *hemWorker[T]) activate(x int32, dm *hemMixture) {
 
 // run reduces mixture m of x into y, or with hemBackward writes its
 // gradient into dx, after validating it. It starts from the caches in kept
-// where TreeHEM recorded dec for this very mixture (see TreeHEMBackward),
+// where TreeHEM recorded dec for this very mixture (see TreeHEMBackwardSaved),
 // and stores them there when it records.
 func (w *hemWorker[T]) run(mode hemMode, m int, y, dx, x, g []T, dec *Decisions, kept *hemKept[T]) error {
 	l := dec.l

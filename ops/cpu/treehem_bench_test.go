@@ -30,7 +30,7 @@ func BenchmarkTreeHEM(b *testing.B) {
 		name := fmt.Sprintf("%dD_B%d_C%d_N%d_Np%d_T2", d, B, C, N, np)
 		b.Run("Forward/"+name, func(b *testing.B) {
 			for b.Loop() {
-				if err := TreeHEMForward(y, x, l, np, o); err != nil {
+				if err := TreeHEM(y, x, l, np, o); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -42,7 +42,7 @@ func BenchmarkTreeHEM(b *testing.B) {
 		dx := make([]float32, len(x))
 		b.Run("Backward/"+name, func(b *testing.B) {
 			for b.Loop() {
-				if err := TreeHEMGrad(dx, x, g, l, np, o); err != nil {
+				if err := TreeHEMBackward(dx, x, g, l, np, o); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -52,8 +52,8 @@ func BenchmarkTreeHEM(b *testing.B) {
 }
 
 // benchmarkTreeHEMFwdBwd measures one training step of the reduction
-// [21, 16, 1280] → 16 with T = 2 in float32 as the ops run it: TreeHEM
-// keeping its decisions, then TreeHEMBackward with them.
+// [21, 16, 1280] → 16 with T = 2 in float32 as the ops run it: TreeHEMSaving
+// keeping its decisions, then TreeHEMBackwardSaved with them.
 func benchmarkTreeHEMFwdBwd(b *testing.B) {
 	const B, C, N, np = 21, 16, 1280, 16
 	o := device.TreeHEMOptions{Reduction: 2}
@@ -68,11 +68,11 @@ func benchmarkTreeHEMFwdBwd(b *testing.B) {
 		dx := make([]float32, len(x))
 		b.Run(fmt.Sprintf("FwdBwd/%dD_B%d_C%d_N%d_Np%d_T2", d, B, C, N, np), func(b *testing.B) {
 			for b.Loop() {
-				dec, err := TreeHEM(y, x, l, np, o)
+				dec, err := TreeHEMSaving(y, x, l, np, o)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := TreeHEMBackward(dx, x, g, dec); err != nil {
+				if err := TreeHEMBackwardSaved(dx, x, g, dec); err != nil {
 					b.Fatal(err)
 				}
 			}

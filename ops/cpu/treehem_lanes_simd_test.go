@@ -207,10 +207,10 @@ func TestTreeHEMLanes(t *testing.T) {
 				g := gmtest.To32(treehemMixtureIn(rand.New(rand.NewPCG(29, 1)), mixture.Layout{B: 2, C: 2, N: np, D: d}, -0.5, 1))
 				dx, dxLanes := make([]float32, len(x)), make([]float32, len(x))
 				run := func(y, dx []float32) {
-					if err := TreeHEMForward(y, x, l, np, o); err != nil {
+					if err := TreeHEM(y, x, l, np, o); err != nil {
 						t.Fatal(err)
 					}
-					if err := TreeHEMGrad(dx, x, g, l, np, o); err != nil {
+					if err := TreeHEMBackward(dx, x, g, l, np, o); err != nil {
 						t.Fatal(err)
 					}
 				}

@@ -32,7 +32,7 @@ func treehemOut(l mixture.Layout, np int) []float64 {
 	return make([]float64, l.Mixtures()*np*l.Stride())
 }
 
-// TestTreeHEMGradient checks TreeHEMBackward against central differences of
+// TestTreeHEMGradient checks TreeHEMBackwardSaved against central differences of
 // TreeHEMFrozen with the decisions of the unperturbed input, for the loss
 // L = Σ y·r. The Np values cover plain splits, splits of leaves and the
 // final refit of a node to the missing count.
@@ -58,7 +58,7 @@ func TestTreeHEMGradient(t *testing.T) {
 			o := device.TreeHEMOptions{Reduction: c.t, UnderFill: c.under}
 			x := treehemMixtureIn(rng, l, 0.5, c.spread)
 			y := treehemOut(l, c.np)
-			dec, err := TreeHEM(y, x, l, c.np, o)
+			dec, err := TreeHEMSaving(y, x, l, c.np, o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,23 +97,23 @@ func TestTreeHEMGradient(t *testing.T) {
 				t.Fatalf("frozen forward differs from the recording forward")
 			}
 			dx := make([]float64, len(x))
-			if err := TreeHEMBackward(dx, x, r, dec); err != nil {
+			if err := TreeHEMBackwardSaved(dx, x, r, dec); err != nil {
 				t.Fatal(err)
 			}
 			gmtest.WantGrad(t, fmt.Sprintf("%d fitted nodes, %d refits", fitted, refit), dx, x, loss)
 			dx2 := make([]float64, len(x))
-			if err := TreeHEMGrad(dx2, x, r, l, c.np, o); err != nil {
+			if err := TreeHEMBackward(dx2, x, r, l, c.np, o); err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(dx, dx2) {
-				t.Errorf("TreeHEMGrad (recomputed decisions) differs from TreeHEMBackward")
+				t.Errorf("TreeHEMBackward (recomputed decisions) differs from TreeHEMBackwardSaved")
 			}
 		})
 	}
 }
 
-// TestTreeHEMBackwardKept checks TreeHEMBackward with the decisions of
-// TreeHEM, which keep the forward's node caches, against TreeHEMGrad, which
+// TestTreeHEMBackwardKept checks TreeHEMBackwardSaved with the decisions of
+// TreeHEMSaving, which keep the forward's node caches, against TreeHEMBackward, which
 // recomputes everything: the results must be identical. For an input other
 // than the forward's the backward must replay the forward instead (identical
 // to decisions that kept nothing), and invalid input must give an error.
@@ -138,20 +138,20 @@ func treehemBackwardKept[T Float](t *testing.T, x []T, l mixture.Layout, np int,
 	for i := range g {
 		g[i] = T(rng.NormFloat64())
 	}
-	dec, err := TreeHEM(y, x, l, np, o)
+	dec, err := TreeHEMSaving(y, x, l, np, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	kept := dec.kept.(*hemKept[T])
 	dx, want := make([]T, len(x)), make([]T, len(x))
-	if err := TreeHEMBackward(dx, x, g, dec); err != nil {
+	if err := TreeHEMBackwardSaved(dx, x, g, dec); err != nil {
 		t.Fatal(err)
 	}
-	if err := TreeHEMGrad(want, x, g, l, np, o); err != nil {
+	if err := TreeHEMBackward(want, x, g, l, np, o); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(dx, want) {
-		t.Errorf("TreeHEMBackward with the kept caches differs from TreeHEMGrad")
+		t.Errorf("TreeHEMBackwardSaved with the kept caches differs from TreeHEMBackward")
 	}
 	// Scaled caches change the result only if the backward reads them.
 	scaled := *dec
@@ -159,7 +159,7 @@ func treehemBackwardKept[T Float](t *testing.T, x []T, l mixture.Layout, np int,
 	for i := range kept.cache {
 		scaled.kept.(*hemKept[T]).cache[i] *= 1.5
 	}
-	if err := TreeHEMBackward(dx, x, g, &scaled); err != nil {
+	if err := TreeHEMBackwardSaved(dx, x, g, &scaled); err != nil {
 		t.Fatal(err)
 	}
 	if slices.Equal(dx, want) {
@@ -175,10 +175,10 @@ func treehemBackwardKept[T Float](t *testing.T, x []T, l mixture.Layout, np int,
 	}
 	bare := *dec
 	bare.kept = nil
-	if err := TreeHEMBackward(dx, xp, g, dec); err != nil {
+	if err := TreeHEMBackwardSaved(dx, xp, g, dec); err != nil {
 		t.Fatal(err)
 	}
-	if err := TreeHEMBackward(want, xp, g, &bare); err != nil {
+	if err := TreeHEMBackwardSaved(want, xp, g, &bare); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(dx, want) {
@@ -188,7 +188,7 @@ func treehemBackwardKept[T Float](t *testing.T, x []T, l mixture.Layout, np int,
 		t.Errorf("TreeHEMBackward ignored the moved mixture")
 	}
 	xp[l.N*l.Stride()+1] = T(math.NaN())
-	if err := TreeHEMBackward(dx, xp, g, dec); err == nil || !containsFold(err.Error(), "non-finite") {
+	if err := TreeHEMBackwardSaved(dx, xp, g, dec); err == nil || !containsFold(err.Error(), "non-finite") {
 		t.Errorf("TreeHEMBackward on invalid input: got error %v, want one about a non-finite value", err)
 	}
 }
@@ -200,7 +200,7 @@ func TestTreeHEMRefitCovered(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 9))
 	l := mixture.Layout{B: 2, C: 1, N: 17, D: 2}
 	x := treehemMixture(rng, l, 0.5)
-	dec, err := TreeHEM(treehemOut(l, 6), x, l, 6, device.TreeHEMOptions{Reduction: 4})
+	dec, err := TreeHEMSaving(treehemOut(l, 6), x, l, 6, device.TreeHEMOptions{Reduction: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestTreeHEMRefitCovered(t *testing.T) {
 func treehemCheck(t *testing.T, x []float64, l mixture.Layout, np int, o device.TreeHEMOptions) []mixture.Gaussian {
 	t.Helper()
 	y := treehemOut(l, np)
-	if _, err := TreeHEM(y, x, l, np, o); err != nil {
+	if _, err := TreeHEMSaving(y, x, l, np, o); err != nil {
 		t.Fatal(err)
 	}
 	lo := mixture.Layout{B: l.B, C: l.C, N: np, D: l.D}
@@ -288,7 +288,7 @@ func TestTreeHEMPassThrough(t *testing.T) {
 		l := mixture.Layout{B: 2, C: 3, N: c.n, D: c.d}
 		x := treehemMixture(rand.New(rand.NewPCG(3, uint64(c.n))), l, 0.5)
 		y := treehemOut(l, c.np)
-		if _, err := TreeHEM(y, x, l, c.np, device.TreeHEMOptions{Reduction: 2}); err != nil {
+		if _, err := TreeHEMSaving(y, x, l, c.np, device.TreeHEMOptions{Reduction: 2}); err != nil {
 			t.Fatal(err)
 		}
 		pad := make([]float64, (c.np-c.n)*l.Stride())
@@ -392,10 +392,10 @@ func TestTreeHEMFloat32(t *testing.T) {
 		np := 8
 		y, y32 := treehemOut(l, np), make([]float32, l.Mixtures()*np*l.Stride())
 		o := device.TreeHEMOptions{Reduction: 2}
-		if _, err := TreeHEM(y, x, l, np, o); err != nil {
+		if _, err := TreeHEMSaving(y, x, l, np, o); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := TreeHEM(y32, x32, l, np, o); err != nil {
+		if _, err := TreeHEMSaving(y32, x32, l, np, o); err != nil {
 			t.Fatal(err)
 		}
 		var e float64
@@ -408,10 +408,10 @@ func TestTreeHEMFloat32(t *testing.T) {
 		g32 := gmtest.To32(gmtest.Normal(rng, len(y)))
 		g := gmtest.To64(g32)
 		dx, dx32 := make([]float64, len(x)), make([]float32, len(x))
-		if err := TreeHEMGrad(dx, x, g, l, np, o); err != nil {
+		if err := TreeHEMBackward(dx, x, g, l, np, o); err != nil {
 			t.Fatal(err)
 		}
-		if err := TreeHEMGrad(dx32, x32, g32, l, np, o); err != nil {
+		if err := TreeHEMBackward(dx32, x32, g32, l, np, o); err != nil {
 			t.Fatal(err)
 		}
 		gmtest.WantClose(t, fmt.Sprintf("%dD float32 backward", d), dx32, dx, 1e-3)
@@ -449,7 +449,7 @@ func TestTreeHEMRejects(t *testing.T) {
 			x = make([]float64, max(0, c.l.Len()))
 		}
 		y := make([]float64, max(0, c.l.Mixtures()*c.np*c.l.Stride()))
-		_, err := TreeHEM(y, x, c.l, c.np, c.o)
+		_, err := TreeHEMSaving(y, x, c.l, c.np, c.o)
 		if err == nil || !containsFold(err.Error(), c.want) {
 			t.Errorf("%s: got error %v, want one mentioning %q", c.name, err, c.want)
 		}
