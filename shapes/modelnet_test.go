@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/gmcn-go/gmcn/dataset"
@@ -170,16 +169,6 @@ func TestOpenModelNetErrors(t *testing.T) {
 	}
 }
 
-// countProgress counts what a Progress receives; Add is called from the
-// fitting workers concurrently.
-type countProgress struct {
-	n        atomic.Int64
-	finished int
-}
-
-func (c *countProgress) Add(n int) { c.n.Add(int64(n)) }
-func (c *countProgress) Finish()   { c.finished++ }
-
 // TestLoadModelNetCache runs ModelNet through dataset.Loader: fit and
 // cache, reuse (also from a copy of the data in another folder), a limited
 // split that fits its shapes exactly as the whole split does, and refits with
@@ -192,9 +181,7 @@ func TestLoadModelNetCache(t *testing.T) {
 	cfg := dataset.DefaultFitConfig(3)
 	cfg.K, cfg.Points = 8, 300
 	var log bytes.Buffer
-	var bars []*countProgress
-	newBar := func(string, int) dataset.Progress { b := &countProgress{}; bars = append(bars, b); return b }
-	loader := dataset.Loader{Dir: cache, Log: &log, NewProgress: newBar}
+	loader := dataset.Loader{Dir: cache, Log: &log}
 	load := func(root string, limit int) (tr, te *dataset.Inputs) {
 		t.Helper()
 		ds, err := OpenModelNet(root, "modelnet10")
@@ -210,24 +197,20 @@ func TestLoadModelNetCache(t *testing.T) {
 	if tr.Layout != dataset.FitLayout(20, 8, 3) || te.Layout != dataset.FitLayout(10, 8, 3) || tr.Classes != 10 || len(te.Labels) != 10 {
 		t.Fatalf("layouts %v %v, %d classes", tr.Layout, te.Layout, tr.Classes)
 	}
-	if len(bars) != 2 || bars[0].n.Load() != 20 || bars[1].n.Load() != 10 || bars[0].finished != 1 {
-		t.Errorf("progress bars %+v", bars)
-	}
 	if c := strings.Count(log.String(), "wrote input cache"); c != 2 {
 		t.Errorf("log %q: want two caches written", log.String())
 	}
 	// Second load, and a load of a copy in another folder: from the cache,
-	// identical, no bar drawn.
+	// identical.
 	moved := filepath.Join(t.TempDir(), "elsewhere")
 	if err := os.CopyFS(moved, os.DirFS(root)); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range []string{root, moved} {
 		log.Reset()
-		bars = nil
 		tr2, _ := load(r, 0)
-		if log.Len() != 0 || len(bars) != 0 || !slices.Equal(tr.Mixtures, tr2.Mixtures) || !slices.Equal(tr.Labels, tr2.Labels) {
-			t.Errorf("load from %s: log %q, %d bars, equal %v", r, log.String(), len(bars), slices.Equal(tr.Mixtures, tr2.Mixtures))
+		if log.Len() != 0 || !slices.Equal(tr.Mixtures, tr2.Mixtures) || !slices.Equal(tr.Labels, tr2.Labels) {
+			t.Errorf("load from %s: log %q, equal %v", r, log.String(), slices.Equal(tr.Mixtures, tr2.Mixtures))
 		}
 	}
 	// A limited split takes every other shape and fits each exactly as the
