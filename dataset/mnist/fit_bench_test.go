@@ -44,7 +44,7 @@ func BenchmarkFitInputs(b *testing.B) {
 // BenchmarkFullMNISTFit fits all 70,000 MNIST images (training and test
 // split) at the reference settings, once per iteration. It takes minutes, so it runs only with GMCN_FULL_FIT=1:
 //
-//	GMCN_FULL_FIT=1 go test ./train -run '^$' -bench FullMNISTFit -benchtime 1x
+//	GMCN_FULL_FIT=1 go test ./dataset/mnist -run '^$' -bench FullMNISTFit -benchtime 1x
 func BenchmarkFullMNISTFit(b *testing.B) {
 	if os.Getenv("GMCN_FULL_FIT") != "1" {
 		b.Skip("set GMCN_FULL_FIT=1 to fit all 70,000 MNIST images (minutes)")
