@@ -33,9 +33,9 @@ func (l Loader) File(s Split, cfg FitConfig) string {
 	return filepath.Join(l.Dir, fmt.Sprintf("%s-%s-n%d.gmfit", name, cfg.tag(), s.Len()))
 }
 
-// Key returns the cache key of split s fitted with cfg: every fit setting
-// and the digest of the split's content.
-func Key(s Split, cfg FitConfig) (string, error) {
+// cacheKey returns the cache key of split s fitted with cfg: every fit
+// setting and the digest of the split's content.
+func cacheKey(s Split, cfg FitConfig) (string, error) {
 	digest, err := s.Digest()
 	if err != nil {
 		return "", errors.Wrapf(err, "%s: digest of the data", s.Name())
@@ -44,8 +44,9 @@ func Key(s Split, cfg FitConfig) (string, error) {
 }
 
 // LoadOrFit returns the inputs of split s, whose labels are below classes,
-// fitted with cfg: from the cache file (File) if its key (Key) matches,
-// otherwise fitted anew and written to the cache file atomically.
+// fitted with cfg: from the cache file (File) if its key matches,
+// otherwise fitted anew and written to the cache file atomically. The key
+// is every fit setting and the split's Digest.
 func (l Loader) LoadOrFit(s Split, classes int, cfg FitConfig) (*Inputs, error) {
 	log := l.Log
 	if log == nil {
@@ -54,7 +55,7 @@ func (l Loader) LoadOrFit(s Split, classes int, cfg FitConfig) (*Inputs, error) 
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	key, err := Key(s, cfg)
+	key, err := cacheKey(s, cfg)
 	if err != nil {
 		return nil, err
 	}

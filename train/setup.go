@@ -65,12 +65,12 @@ func opener[T dataset.Dataset](load func(dir string) (T, error)) func(string) (d
 // modelNet opens the ModelNet copy given by its root, which has no default
 // location.
 func modelNet(name string) func(string) (dataset.Dataset, error) {
-	return func(dir string) (dataset.Dataset, error) {
+	return opener(func(dir string) (*shapes.ModelNet, error) {
 		if dir == "" {
 			return nil, errors.Errorf("dataset %s needs --data DIR: a ModelNet10/40 directory (<class>/{train,test}/*.off or modelnet40_normal_resampled); `gmcn gen-shapes --out DIR` writes a generated one", name)
 		}
-		return opener(func(dir string) (*shapes.ModelNet, error) { return shapes.OpenModelNet(dir, name) })(dir)
-	}
+		return shapes.OpenModelNet(dir, name)
+	})
 }
 
 // DatasetNames returns the names Resolve accepts, sorted.

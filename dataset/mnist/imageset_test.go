@@ -46,7 +46,7 @@ func TestImageSetCache(t *testing.T) {
 		t.Error("the first 2 images fit differently alone")
 	}
 	// Another image 0: same file layout and size, other pixels.
-	img := encodeIDX([]int{6, 28, 28}, slices.Concat(seq(784+1)[1:], seq(5*784)))
+	img := encodeIDX([]int{6, 28, 28}, slices.Concat(seq(784 + 1)[1:], seq(5*784)))
 	write(t, filepath.Join(copied, "train-images-idx3-ubyte.gz"), gzipBytes(t, img))
 	log.Reset()
 	if edited := load(copied, 0); !strings.Contains(log.String(), "other settings or data") || slices.Equal(edited.Mixtures, whole.Mixtures) {
