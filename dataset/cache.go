@@ -66,26 +66,28 @@ func EncodeCache(w io.Writer, key string, in *Inputs) error {
 	for _, v := range []int{l.B, l.N, l.D, in.Classes} {
 		b = le.AppendUint32(b, uint32(v))
 	}
+	// A bufio.Writer keeps its first error and returns it from Flush.
 	bw.Write(b)
-	for i := 0; i < len(in.Mixtures); i += chunkValues {
-		b = b[:0]
-		for _, v := range in.Mixtures[i:min(i+chunkValues, len(in.Mixtures))] {
-			b = le.AppendUint32(b, math.Float32bits(v))
-		}
-		bw.Write(b)
-	}
-	for i := 0; i < len(in.Labels); i += chunkValues {
-		b = b[:0]
-		for _, v := range in.Labels[i:min(i+chunkValues, len(in.Labels))] {
-			b = le.AppendUint32(b, uint32(v))
-		}
-		bw.Write(b)
-	}
+	writeUint32s(bw, in.Mixtures, math.Float32bits)
+	writeUint32s(bw, in.Labels, func(v int) uint32 { return uint32(v) })
 	if err := bw.Flush(); err != nil {
 		return errors.Wrap(err, "cache: writing")
 	}
 	_, err := w.Write(h.Sum(nil))
 	return errors.Wrap(err, "cache: writing")
+}
+
+// writeUint32s writes bits(v) of every value of vs little-endian to w,
+// chunkValues values at a time.
+func writeUint32s[T any](w io.Writer, vs []T, bits func(T) uint32) {
+	b := make([]byte, 0, 4*min(len(vs), chunkValues))
+	for i := 0; i < len(vs); i += chunkValues {
+		b = b[:0]
+		for _, v := range vs[i:min(i+chunkValues, len(vs))] {
+			b = binary.LittleEndian.AppendUint32(b, bits(v))
+		}
+		w.Write(b)
+	}
 }
 
 // cacheReader reads the cache format from a stream and hashes what it
