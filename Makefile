@@ -20,7 +20,7 @@ test-simd: ## run the kernel tests with GOEXPERIMENT=simd (AVX-512 or AVX2 kerne
 	GOEXPERIMENT=simd $(GO) test -count=1 ./ops/...
 
 race: ## the tests of the parallel kernels, training loop and data code under the race detector
-	$(GO) test -race -count=1 ./ops/... ./train/... ./shapes ./models ./gmnode
+	$(GO) test -race -count=1 ./ops/... ./dataset/... ./train/... ./shapes ./models ./gmnode
 
 vet: ## go vet, plain and SIMD builds, and the SIMD build for arm64 (the amd64-only files' tags)
 	$(GO) vet $(PKGS)

@@ -1,128 +1,25 @@
 package shapes
 
 import (
-	"fmt"
 	"math"
 	"sync"
 
 	"github.com/pkg/errors"
 
+	"github.com/gmcn-go/gmcn/dataset"
 	"github.com/gmcn-go/gmcn/internal/parallel"
 	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
-// Method selects the 3D input fitting algorithm.
-type Method int
-
-const (
-	// FPSMStep is the reference's fitting of the paper's best ModelNet
-	// result (spec §7.2, "init-5-128"): furthest-point sampling of K centres,
-	// one hard assignment of every point to its nearest centre, one M step.
-	FPSMStep Method = iota
-	// KMeansEM starts like FPSMStep, refines the assignment with Lloyd
-	// iterations (k-means seeded by the FPS centres) and then runs EM steps.
-	KMeansEM
-)
-
-// String returns the name of m as used on the command line and in cache
+// fitVersion identifies the fitting code in the digest of a split; it
+// changes whenever a code change alters the fitted mixtures for the same
 // settings.
-func (m Method) String() string {
-	switch m {
-	case FPSMStep:
-		return "fps"
-	case KMeansEM:
-		return "kmeans-em"
-	}
-	return fmt.Sprintf("Method(%d)", int(m))
-}
-
-// ParseMethod returns the Method named s ("fps" or "kmeans-em").
-func ParseMethod(s string) (Method, error) {
-	for _, m := range []Method{FPSMStep, KMeansEM} {
-		if s == m.String() {
-			return m, nil
-		}
-	}
-	return 0, errors.Errorf("fit method %q, want fps or kmeans-em", s)
-}
-
-// fitVersion identifies the fitting code in cache settings; it changes
-// whenever a code change alters the fitted mixtures for the same settings.
 const fitVersion = 1
 
 // minEps is the smallest absolute covariance epsilon, used when a cloud's
 // bounding box is (nearly) a point, as in the reference.
 const minEps = 1e-9
-
-// FitConfig holds the settings of the 3D input fitting. DefaultFitConfig
-// returns the reference settings (spec §7.2); the zero value is not valid.
-type FitConfig struct {
-	// K is the number of Gaussians per shape.
-	K int
-	// Points is the number of surface points sampled from a mesh, or the
-	// maximum number of points read from an XYZ file (its first Points
-	// lines; 0 = all, as the reference does).
-	Points int
-	// Method is the fitting algorithm.
-	Method Method
-	// LloydIters bounds the Lloyd iterations of KMeansEM, which stop earlier
-	// once no assignment changes.
-	LloydIters int
-	// EMSteps is the number of EM iterations of KMeansEM after the first M
-	// step.
-	EMSteps int
-	// Eps is the relative covariance epsilon: every M step adds
-	// max(Eps·(longest bounding-box side)², 1e-9)·I to the covariances.
-	Eps float64
-	// Normalize centres every cloud at its centroid and scales it into the
-	// unit sphere before fitting (PointNet++'s pc_normalize), so that raw
-	// ModelNet meshes in arbitrary units give comparable mixtures.
-	Normalize bool
-	// Seed makes mesh sampling deterministic: shape i of a split uses the
-	// random stream PCG(Seed, i), whatever the parallel schedule. The
-	// fitting itself is deterministic.
-	Seed uint64
-}
-
-// DefaultFitConfig returns the reference settings: K = 128, 10,000 points,
-// FPS + one M step with epsilon 1e-5, unit-sphere normalisation, seed 1. The
-// k-means + EM settings (20 Lloyd iterations, 1 EM step) apply only when
-// Method is changed to KMeansEM.
-func DefaultFitConfig() FitConfig {
-	return FitConfig{K: 128, Points: 10000, Method: FPSMStep, LloydIters: 20, EMSteps: 1, Eps: 1e-5, Normalize: true, Seed: 1}
-}
-
-// Validate reports the first invalid setting.
-func (c FitConfig) Validate() error {
-	switch {
-	case c.K < 1:
-		return errors.Errorf("fit3d config: K = %d, want ≥ 1", c.K)
-	case c.Points < 0:
-		return errors.Errorf("fit3d config: Points = %d, want ≥ 0", c.Points)
-	case c.Method != FPSMStep && c.Method != KMeansEM:
-		return errors.Errorf("fit3d config: unknown method %v", c.Method)
-	case c.LloydIters < 0 || c.EMSteps < 0:
-		return errors.Errorf("fit3d config: LloydIters = %d, EMSteps = %d, want ≥ 0", c.LloydIters, c.EMSteps)
-	case !(c.Eps > 0) || math.IsInf(c.Eps, 0):
-		return errors.Errorf("fit3d config: Eps = %g, want finite > 0 (it keeps the covariances positive definite)", c.Eps)
-	}
-	return nil
-}
-
-// String describes every setting that changes the fitted mixtures, with the
-// algorithm version; it is part of the cache identity.
-func (c FitConfig) String() string {
-	s := fmt.Sprintf("fit3d v%d: K=%d points=%d method=%v eps=%g normalize=%t seed=%d",
-		fitVersion, c.K, c.Points, c.Method, c.Eps, c.Normalize, c.Seed)
-	if c.Method == KMeansEM {
-		s += fmt.Sprintf(" lloyd_iters=%d em_steps=%d", c.LloydIters, c.EMSteps)
-	}
-	return s
-}
-
-// FitLayout returns the packed layout [n, 1, K, 13] of n fitted shapes.
-func FitLayout(n, k int) mixture.Layout { return mixture.Layout{B: n, C: 1, N: k, D: 3} }
 
 // stride is the packed length of a 3D Gaussian.
 const stride = 13
@@ -130,7 +27,7 @@ const stride = 13
 // Fitter fits one point cloud after the other, reusing its scratch space;
 // it is not safe for concurrent use (use one per goroutine).
 type Fitter struct {
-	cfg     FitConfig
+	cfg     dataset.FitConfig
 	xyz     [3][]float64 // points, structure of arrays
 	dist    []float64    // squared distance to the nearest centre
 	assign  []int32      // nearest centre
@@ -142,8 +39,8 @@ type Fitter struct {
 	logp    []float64 // K, per point in the E step
 }
 
-// NewFitter returns a Fitter for cfg, which must be valid.
-func NewFitter(cfg FitConfig) *Fitter {
+// NewFitter returns a Fitter for cfg, which must be a valid 3D config.
+func NewFitter(cfg dataset.FitConfig) *Fitter {
 	k := cfg.K
 	return &Fitter{cfg: cfg, centres: make([]float64, 3*k), count: make([]int, k), mix: make([]float64, stride*k),
 		acc: make([]float64, stride*k), prep: make([]cpu.Prepared[float64], k), logp: make([]float64, k)}
@@ -167,11 +64,11 @@ func (f *Fitter) Fit(pts []float32, dst []float32) error {
 		return err
 	}
 	f.fps()
-	if f.cfg.Method == KMeansEM {
+	if f.cfg.Method == dataset.KMeansEM {
 		f.lloyd()
 	}
 	f.hardMStep(eps)
-	if f.cfg.Method == KMeansEM {
+	if f.cfg.Method == dataset.KMeansEM {
 		for range f.cfg.EMSteps {
 			f.emStep(eps)
 		}
@@ -457,18 +354,11 @@ func (f *Fitter) emStep(eps float64) {
 	}
 }
 
-// Progress receives the number of items finished; *train.Progress
-// implements it. Shapes does not import train, so that train can import
-// shapes.
-type Progress interface {
-	Add(n int)
-}
-
 // FitClouds fits every point cloud with cfg, in parallel over all cores, and
-// returns the mixtures packed as float32 in FitLayout(len(clouds), cfg.K).
+// returns the mixtures packed as float32 in dataset.FitLayout(len(clouds), cfg.K, 3).
 // The clouds are not modified (normalisation works on a copy). A nil
 // progress is allowed. The first failing cloud (lowest index) is reported.
-func FitClouds(clouds [][]float32, cfg FitConfig, progress Progress) ([]float32, mixture.Layout, error) {
+func FitClouds(clouds [][]float32, cfg dataset.FitConfig, progress dataset.Progress) ([]float32, mixture.Layout, error) {
 	return fitEach(len(clouds), cfg, progress, func(_ *worker, i int) ([]float32, error) { return clouds[i], nil })
 }
 
@@ -480,11 +370,14 @@ type worker struct {
 
 // fitEach fits n shapes in parallel; load returns the points of shape i and
 // may use the worker's points buffer.
-func fitEach(n int, cfg FitConfig, progress Progress, load func(w *worker, i int) ([]float32, error)) ([]float32, mixture.Layout, error) {
+func fitEach(n int, cfg dataset.FitConfig, progress dataset.Progress, load func(w *worker, i int) ([]float32, error)) ([]float32, mixture.Layout, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, mixture.Layout{}, err
 	}
-	l := FitLayout(n, cfg.K)
+	if cfg.Dim != 3 {
+		return nil, mixture.Layout{}, errors.Errorf("fit3d: a fit config for %dD data, shapes are 3D", cfg.Dim)
+	}
+	l := dataset.FitLayout(n, cfg.K, 3)
 	out := make([]float32, l.Len())
 	workers := make([]*worker, parallel.Workers(n))
 	var (

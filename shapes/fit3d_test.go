@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/dataset"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -21,7 +22,8 @@ func randomCloud(rng *rand.Rand, n int) []float32 {
 	return pts
 }
 
-// naiveFit is the reference algorithm written out directly (spec §7.2):
+// naiveFit is the reference algorithm written out directly
+// (docs/algorithms.md, "Input fitting in 3D"):
 // FPS from point 0, E step of K identical isotropic components (argmax of
 // the responsibilities, first on ties), M step with one-hot
 // responsibilities, and the amplitude the reference stores.
@@ -107,7 +109,7 @@ func TestFitFPSMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, tc := range []struct{ n, k int }{{300, 16}, {50, 50}, {40, 60}} {
 		pts := randomCloud(rng, tc.n)
-		cfg := DefaultFitConfig()
+		cfg := dataset.DefaultFitConfig(3)
 		cfg.K, cfg.Normalize = tc.k, false
 		got := make([]float32, 13*tc.k)
 		if err := NewFitter(cfg).Fit(pts, got); err != nil {
@@ -126,7 +128,7 @@ func TestFitFPSMatchesReference(t *testing.T) {
 		}
 		// The reference stores amplitudes; converted to integrals they must
 		// be our weights (the priors).
-		mixture.AmplitudesToIntegrals(ref, FitLayout(1, tc.k))
+		mixture.AmplitudesToIntegrals(ref, dataset.FitLayout(1, tc.k, 3))
 		sum := 0.0
 		for c := range tc.k {
 			if d := math.Abs(float64(got[13*c]) - priors[c]); d > 1e-6 {
@@ -142,7 +144,7 @@ func TestFitFPSMatchesReference(t *testing.T) {
 		if math.Abs(sum-1) > 1e-5 {
 			t.Errorf("n=%d K=%d: weights sum to %g, want 1", tc.n, tc.k, sum)
 		}
-		if err := mixture.Validate(got, FitLayout(1, tc.k)); err != nil {
+		if err := mixture.Validate(got, dataset.FitLayout(1, tc.k, 3)); err != nil {
 			t.Error(err)
 		}
 	}
@@ -194,8 +196,8 @@ func TestFitKMeansEM(t *testing.T) {
 	pts := randomCloud(rng, 400)
 	prev := math.Inf(-1)
 	for steps := range 4 {
-		cfg := DefaultFitConfig()
-		cfg.K, cfg.Method, cfg.EMSteps, cfg.Eps = 6, KMeansEM, steps, 1e-3
+		cfg := dataset.DefaultFitConfig(3)
+		cfg.K, cfg.Method, cfg.EMSteps, cfg.Eps = 6, dataset.KMeansEM, steps, 1e-3
 		mix, l, err := FitClouds([][]float32{pts}, cfg, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -230,7 +232,7 @@ func TestFitCloudsDeterministic(t *testing.T) {
 		clouds[i] = randomCloud(rng, 100+30*i)
 	}
 	keep := append([]float32(nil), clouds[3]...)
-	cfg := DefaultFitConfig()
+	cfg := dataset.DefaultFitConfig(3)
 	cfg.K = 10
 	all, _, err := FitClouds(clouds, cfg, nil)
 	if err != nil {
@@ -255,17 +257,19 @@ func TestFitCloudsDeterministic(t *testing.T) {
 }
 
 func TestFitErrors(t *testing.T) {
-	good := DefaultFitConfig()
+	good := dataset.DefaultFitConfig(3)
 	good.K = 2
 	for _, tc := range []struct {
 		name  string
-		cfg   func(*FitConfig)
+		cfg   func(*dataset.FitConfig)
 		cloud []float32
 		want  string
 	}{
-		{"K", func(c *FitConfig) { c.K = 0 }, []float32{0, 0, 0}, "K = 0"},
-		{"eps", func(c *FitConfig) { c.Eps = 0 }, []float32{0, 0, 0}, "Eps = 0"},
-		{"method", func(c *FitConfig) { c.Method = 7 }, []float32{0, 0, 0}, "unknown method"},
+		// Every invalid setting is covered by dataset's
+		// TestFitConfigValidate; these check that the fit validates, and
+		// refuses a valid 2D config.
+		{"eps", func(c *dataset.FitConfig) { c.Eps = 0 }, []float32{0, 0, 0}, "Eps = 0"},
+		{"2D", func(c *dataset.FitConfig) { *c = dataset.DefaultFitConfig(2) }, []float32{0, 0, 0}, "fit config for 2D data, shapes are 3D"},
 		{"empty", nil, nil, "shape 0: fit3d: 0 values"},
 		{"ragged", nil, []float32{1, 2}, "fit3d: 2 values"},
 		{"nan", nil, []float32{0, 0, 0, 1, float32(math.NaN()), 0}, "point 1 has coordinate 1 = NaN"},
@@ -281,15 +285,12 @@ func TestFitErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ParseMethod("em"); err == nil {
-		t.Error("ParseMethod accepted \"em\"")
-	}
 }
 
 // A single point (or all points equal) gives one component of covariance
 // 1e-9·I; the rest are empty.
 func TestFitDegenerate(t *testing.T) {
-	cfg := DefaultFitConfig()
+	cfg := dataset.DefaultFitConfig(3)
 	cfg.K = 3
 	mix, l, err := FitClouds([][]float32{{1, 2, 3, 1, 2, 3}}, cfg, nil)
 	if err != nil {
@@ -356,7 +357,7 @@ func TestRealMeshes(t *testing.T) {
 	for i := range paths {
 		paths[i] = filepath.Join(dir, paths[i])
 	}
-	cfg := DefaultFitConfig()
+	cfg := dataset.DefaultFitConfig(3)
 	mix, l, err := FitShapes(paths, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -404,8 +405,8 @@ func TestRealMeshesAllCGAL(t *testing.T) {
 func BenchmarkFit3D(b *testing.B) {
 	for _, bc := range []struct {
 		name   string
-		method Method
-	}{{"FPS_K128_P10000", FPSMStep}, {"KMeansEM_K128_P10000", KMeansEM}} {
+		method dataset.Method
+	}{{"FPS_K128_P10000", dataset.FPSMStep}, {"KMeansEM_K128_P10000", dataset.KMeansEM}} {
 		b.Run(bc.name, func(b *testing.B) {
 			m, err := GenerateShape(6, rand.New(rand.NewPCG(1, 1)))
 			if err != nil {
@@ -415,7 +416,7 @@ func BenchmarkFit3D(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			cfg := DefaultFitConfig()
+			cfg := dataset.DefaultFitConfig(3)
 			cfg.Method = bc.method
 			f, dst := NewFitter(cfg), make([]float32, 13*cfg.K)
 			for b.Loop() {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pkg/errors"
 
+	"github.com/gmcn-go/gmcn/dataset"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -37,22 +38,30 @@ func (f Format) String() string {
 	return "resampled"
 }
 
-// Split is one part (train or test) of a data set: shape files and labels.
-type Split struct {
-	Paths  []string
-	Labels []int
+// ModelNet is a ModelNet copy on disk: its root, its layout, class names
+// and the train and test splits. It implements dataset.Dataset.
+type ModelNet struct {
+	Root        string
+	Format      Format
+	name        string
+	classes     []string
+	train, test ShapeSet
 }
 
-// ModelNet is a ModelNet copy on disk: its layout, class names (label i is
-// Classes[i]) and the train and test splits.
-type ModelNet struct {
-	Root    string
-	Name    string
-	Format  Format
-	Classes []string
-	Train   Split
-	Test    Split
-}
+// Name returns the name of the data set ("modelnet10", "modelnet40").
+func (ds *ModelNet) Name() string { return ds.name }
+
+// Dim returns 3: shapes are fitted with 3D mixtures.
+func (ds *ModelNet) Dim() int { return 3 }
+
+// Classes returns the class names; label i is Classes()[i].
+func (ds *ModelNet) Classes() []string { return ds.classes }
+
+// Train returns the training split.
+func (ds *ModelNet) Train() dataset.Split { return &ds.train }
+
+// Test returns the test split.
+func (ds *ModelNet) Test() dataset.Split { return &ds.test }
 
 // OpenModelNet lists the ModelNet copy at root, in either layout. name
 // selects the variant of a resampled copy (modelnet10 or modelnet40; ""
@@ -70,15 +79,22 @@ func OpenModelNet(root, name string) (*ModelNet, error) {
 	if name == "" {
 		names = []string{"modelnet40", "modelnet10"}
 	}
+	open := openMeshLayout
 	for _, n := range names {
 		if _, err := os.Stat(filepath.Join(root, n+"_shape_names.txt")); err == nil {
-			return openResampled(root, n)
+			open, name = openResampled, n
+			break
 		}
 	}
 	if name == "" {
 		name = strings.ToLower(filepath.Base(filepath.Clean(root)))
 	}
-	return openMeshLayout(root, name)
+	ds, err := open(root, name)
+	if err != nil {
+		return nil, err
+	}
+	ds.train.name, ds.test.name = name+"/train", name+"/test"
+	return ds, nil
 }
 
 func openMeshLayout(root, name string) (*ModelNet, error) {
@@ -86,7 +102,7 @@ func openMeshLayout(root, name string) (*ModelNet, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "modelnet")
 	}
-	ds := &ModelNet{Root: root, Name: name, Format: MeshLayout}
+	ds := &ModelNet{Root: root, name: name, Format: MeshLayout}
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
@@ -94,35 +110,35 @@ func openMeshLayout(root, name string) (*ModelNet, error) {
 		if _, err := os.Stat(filepath.Join(root, e.Name(), "train")); err != nil {
 			continue
 		}
-		label := len(ds.Classes)
-		ds.Classes = append(ds.Classes, e.Name())
+		label := len(ds.classes)
+		ds.classes = append(ds.classes, e.Name())
 		for _, sp := range []struct {
 			dir   string
-			split *Split
-		}{{"train", &ds.Train}, {"test", &ds.Test}} {
+			split *ShapeSet
+		}{{"train", &ds.train}, {"test", &ds.test}} {
 			files, err := filepath.Glob(filepath.Join(root, e.Name(), sp.dir, "*.off"))
 			if err != nil {
 				return nil, errors.Wrap(err, "modelnet")
 			}
 			slices.Sort(files)
-			sp.split.Paths = append(sp.split.Paths, files...)
+			sp.split.paths = append(sp.split.paths, files...)
 			for range files {
-				sp.split.Labels = append(sp.split.Labels, label)
+				sp.split.labels = append(sp.split.labels, label)
 			}
 		}
 	}
-	if len(ds.Classes) == 0 {
+	if len(ds.classes) == 0 {
 		return nil, errors.Errorf("modelnet: %s has neither class folders <class>/train/*.off (ModelNet10/40) nor modelnet10_shape_names.txt / modelnet40_shape_names.txt (modelnet40_normal_resampled)", root)
 	}
-	if len(ds.Train.Paths) == 0 || len(ds.Test.Paths) == 0 {
+	if len(ds.train.paths) == 0 || len(ds.test.paths) == 0 {
 		return nil, errors.Errorf("modelnet: %s: %d training and %d test .off files in %d classes, want both splits non-empty",
-			root, len(ds.Train.Paths), len(ds.Test.Paths), len(ds.Classes))
+			root, len(ds.train.paths), len(ds.test.paths), len(ds.classes))
 	}
 	return ds, nil
 }
 
 func openResampled(root, name string) (*ModelNet, error) {
-	ds := &ModelNet{Root: root, Name: name, Format: ResampledLayout}
+	ds := &ModelNet{Root: root, name: name, Format: ResampledLayout}
 	classes, err := readList(filepath.Join(root, name+"_shape_names.txt"))
 	if err != nil {
 		return nil, err
@@ -131,11 +147,11 @@ func openResampled(root, name string) (*ModelNet, error) {
 	for i, c := range classes {
 		label[c] = i
 	}
-	ds.Classes = classes
+	ds.classes = classes
 	for _, sp := range []struct {
 		name  string
-		split *Split
-	}{{"train", &ds.Train}, {"test", &ds.Test}} {
+		split *ShapeSet
+	}{{"train", &ds.train}, {"test", &ds.test}} {
 		file := filepath.Join(root, name+"_"+sp.name+".txt")
 		ids, err := readList(file)
 		if err != nil {
@@ -149,8 +165,8 @@ func openResampled(root, name string) (*ModelNet, error) {
 			if cut < 0 || !ok {
 				return nil, errors.Errorf("%s:%d: shape id %q does not start with a class of %s_shape_names.txt followed by _<number>", file, i+1, truncate(id), name)
 			}
-			sp.split.Paths = append(sp.split.Paths, filepath.Join(root, id[:cut], id+".txt"))
-			sp.split.Labels = append(sp.split.Labels, l)
+			sp.split.paths = append(sp.split.paths, filepath.Join(root, id[:cut], id+".txt"))
+			sp.split.labels = append(sp.split.labels, l)
 		}
 		if len(ids) == 0 {
 			return nil, errors.Errorf("modelnet: %s lists no shapes", file)
@@ -189,7 +205,7 @@ func readList(path string) ([]string, error) {
 // it: a mesh (.off, .ply) sampled at cfg.Points surface points with rng, or
 // the first cfg.Points points of an XYZ/TXT file (all if cfg.Points is 0).
 // dst is reused for the points when it is large enough.
-func LoadShape(path string, cfg FitConfig, rng *rand.Rand, dst []float32) ([]float32, error) {
+func LoadShape(path string, cfg dataset.FitConfig, rng *rand.Rand, dst []float32) ([]float32, error) {
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".txt", ".xyz":
 		return LoadXYZ(path, cfg.Points)
@@ -211,10 +227,21 @@ func LoadShape(path string, cfg FitConfig, rng *rand.Rand, dst []float32) ([]flo
 // FitShapes loads every shape of paths (LoadShape, shape i with the random
 // stream PCG(cfg.Seed, i)) and fits it with cfg, in parallel over all cores;
 // only one point cloud per worker is in memory at a time. The result is
-// packed float32 in FitLayout(len(paths), cfg.K). A nil progress is allowed.
-func FitShapes(paths []string, cfg FitConfig, progress Progress) ([]float32, mixture.Layout, error) {
+// packed float32 in dataset.FitLayout(len(paths), cfg.K, 3). A nil progress
+// is allowed.
+func FitShapes(paths []string, cfg dataset.FitConfig, progress dataset.Progress) ([]float32, mixture.Layout, error) {
+	return fitShapes(paths, nil, cfg, progress)
+}
+
+// fitShapes is FitShapes with shape i using the random stream
+// PCG(cfg.Seed, ids[i]); nil ids stand for 0, 1, ….
+func fitShapes(paths []string, ids []int, cfg dataset.FitConfig, progress dataset.Progress) ([]float32, mixture.Layout, error) {
 	return fitEach(len(paths), cfg, progress, func(w *worker, i int) ([]float32, error) {
-		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(i)))
+		id := i
+		if ids != nil {
+			id = ids[i]
+		}
+		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(id)))
 		pts, err := LoadShape(paths[i], cfg, rng, w.points)
 		if err == nil && cap(pts) > cap(w.points) {
 			w.points = pts

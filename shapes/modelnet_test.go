@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/dataset"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -25,11 +25,11 @@ func TestGenerateModelNetLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := slices.Sorted(slices.Values(GeneratedClasses))
-	if ds.Format != MeshLayout || !slices.Equal(ds.Classes, want) || len(ds.Train.Paths) != 20 || len(ds.Test.Paths) != 10 {
-		t.Fatalf("format %v, classes %v, %d/%d shapes; want off, %v, 20/10", ds.Format, ds.Classes, len(ds.Train.Paths), len(ds.Test.Paths), want)
+	if ds.Format != MeshLayout || !slices.Equal(ds.Classes(), want) || len(ds.train.paths) != 20 || len(ds.test.paths) != 10 {
+		t.Fatalf("format %v, classes %v, %d/%d shapes; want off, %v, 20/10", ds.Format, ds.Classes(), len(ds.train.paths), len(ds.test.paths), want)
 	}
-	for i, p := range ds.Test.Paths {
-		if c := ds.Classes[ds.Test.Labels[i]]; filepath.Base(p) != c+"_0003.off" {
+	for i, p := range ds.test.paths {
+		if c := ds.Classes()[ds.test.labels[i]]; filepath.Base(p) != c+"_0003.off" {
 			t.Errorf("test shape %s labelled %s", p, c)
 		}
 	}
@@ -38,14 +38,14 @@ func TestGenerateModelNetLayout(t *testing.T) {
 	if err := GenerateModelNet(again, 2, 1, 9); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range ds.Train.Paths {
+	for _, p := range ds.train.paths {
 		a, _ := os.ReadFile(p)
 		b, err := os.ReadFile(filepath.Join(again, must(filepath.Rel(dir, p))))
 		if err != nil || !bytes.Equal(a, b) {
 			t.Fatalf("%s differs between two runs with the same seed (%v)", p, err)
 		}
 	}
-	for _, p := range ds.Train.Paths {
+	for _, p := range ds.train.paths {
 		m, err := LoadMesh(p)
 		if err != nil {
 			t.Fatal(err)
@@ -117,16 +117,16 @@ func TestOpenModelNetResampled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ds.Format != ResampledLayout || ds.Name != "modelnet10" || !slices.Equal(ds.Classes, []string{"night_stand", "chair"}) {
-		t.Fatalf("got %v %s %v", ds.Format, ds.Name, ds.Classes)
+	if ds.Format != ResampledLayout || ds.Name() != "modelnet10" || !slices.Equal(ds.Classes(), []string{"night_stand", "chair"}) {
+		t.Fatalf("got %v %s %v", ds.Format, ds.Name(), ds.Classes())
 	}
-	if !slices.Equal(ds.Train.Labels, []int{1, 0, 1}) || !slices.Equal(ds.Test.Labels, []int{0}) ||
-		ds.Test.Paths[0] != filepath.Join(dir, "night_stand", "night_stand_0002.txt") {
-		t.Errorf("train labels %v, test %v %v", ds.Train.Labels, ds.Test.Labels, ds.Test.Paths)
+	if !slices.Equal(ds.train.labels, []int{1, 0, 1}) || !slices.Equal(ds.test.labels, []int{0}) ||
+		ds.test.paths[0] != filepath.Join(dir, "night_stand", "night_stand_0002.txt") {
+		t.Errorf("train labels %v, test %v %v", ds.train.labels, ds.test.labels, ds.test.paths)
 	}
-	cfg := DefaultFitConfig()
+	cfg := dataset.DefaultFitConfig(3)
 	cfg.K, cfg.Points = 8, 100
-	mix, l, err := FitShapes(ds.Train.Paths, cfg, nil)
+	mix, l, err := FitShapes(ds.train.paths, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,115 +161,112 @@ func TestOpenModelNetErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, ds.Test.Paths[0], "1,2,3\n4,x,6\n")
-	cfg := DefaultFitConfig()
+	writeFile(t, ds.test.paths[0], "1,2,3\n4,x,6\n")
+	cfg := dataset.DefaultFitConfig(3)
 	cfg.K = 4
-	if _, _, err := FitShapes(ds.Test.Paths, cfg, nil); err == nil || !strings.Contains(err.Error(), ds.Test.Paths[0]+":2:") {
-		t.Errorf("error %v, want it to name %s:2", err, ds.Test.Paths[0])
+	if _, _, err := FitShapes(ds.test.paths, cfg, nil); err == nil || !strings.Contains(err.Error(), ds.test.paths[0]+":2:") {
+		t.Errorf("error %v, want it to name %s:2", err, ds.test.paths[0])
 	}
 }
 
-// countProgress counts what a Progress receives; Add is called from the
-// fitting workers concurrently.
-type countProgress struct {
-	n        atomic.Int64
-	finished int
-}
-
-func (c *countProgress) Add(n int) { c.n.Add(int64(n)) }
-func (c *countProgress) Finish()   { c.finished++ }
-
+// TestLoadModelNetCache runs ModelNet through dataset.Loader: fit and
+// cache, reuse (also from a copy of the data in another folder), a limited
+// split that fits its shapes exactly as the whole split does, and refits with
+// a reason for a corrupt cache and for changed data.
 func TestLoadModelNetCache(t *testing.T) {
 	root, cache := t.TempDir(), t.TempDir()
 	if err := GenerateModelNet(root, 2, 1, 3); err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultFitConfig()
+	cfg := dataset.DefaultFitConfig(3)
 	cfg.K, cfg.Points = 8, 300
 	var log bytes.Buffer
-	var bars []*countProgress
-	newBar := func(string, int) Progress { b := &countProgress{}; bars = append(bars, b); return b }
-	tr, te, err := LoadModelNet(root, "modelnet10", cfg, cache, newBar, &log)
-	if err != nil {
-		t.Fatal(err)
+	loader := dataset.Loader{Dir: cache, Log: &log}
+	load := func(root string, limit int) (tr, te *dataset.Inputs) {
+		t.Helper()
+		ds, err := OpenModelNet(root, "modelnet10")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr, te, err = loader.Load(ds, cfg, limit, limit, false); err != nil {
+			t.Fatal(err)
+		}
+		return tr, te
 	}
-	if tr.Layout != FitLayout(20, 8) || te.Layout != FitLayout(10, 8) || len(tr.Classes) != 10 || len(te.Labels) != 10 {
-		t.Fatalf("layouts %v %v, %d classes", tr.Layout, te.Layout, len(tr.Classes))
-	}
-	if len(bars) != 2 || bars[0].n.Load() != 20 || bars[1].n.Load() != 10 || bars[0].finished != 1 {
-		t.Errorf("progress bars %+v", bars)
+	tr, te := load(root, 0)
+	if tr.Layout != dataset.FitLayout(20, 8, 3) || te.Layout != dataset.FitLayout(10, 8, 3) || tr.Classes != 10 || len(te.Labels) != 10 {
+		t.Fatalf("layouts %v %v, %d classes", tr.Layout, te.Layout, tr.Classes)
 	}
 	if c := strings.Count(log.String(), "wrote input cache"); c != 2 {
 		t.Errorf("log %q: want two caches written", log.String())
 	}
-	// Second load: from the cache, identical, no bar drawn.
-	log.Reset()
-	bars = nil
-	tr2, _, err := LoadModelNet(root, "modelnet10", cfg, cache, newBar, &log)
+	// Second load, and a load of a copy in another folder: from the cache,
+	// identical.
+	moved := filepath.Join(t.TempDir(), "elsewhere")
+	if err := os.CopyFS(moved, os.DirFS(root)); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []string{root, moved} {
+		log.Reset()
+		tr2, _ := load(r, 0)
+		if log.Len() != 0 || !slices.Equal(tr.Mixtures, tr2.Mixtures) || !slices.Equal(tr.Labels, tr2.Labels) {
+			t.Errorf("load from %s: log %q, equal %v", r, log.String(), slices.Equal(tr.Mixtures, tr2.Mixtures))
+		}
+	}
+	// A limited split takes every other shape and fits each exactly as the
+	// whole split did.
+	lim, _ := load(root, 10)
+	per := 8 * 13
+	for i := range 10 {
+		if !slices.Equal(lim.Mixtures[i*per:(i+1)*per], tr.Mixtures[2*i*per:(2*i+1)*per]) || lim.Labels[i] != tr.Labels[2*i] {
+			t.Fatalf("limited split: shape %d differs from shape %d of the whole split", i, 2*i)
+		}
+	}
+	// Corruption and changed data are refitted with a reason.
+	ds, err := OpenModelNet(root, "modelnet10")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if log.Len() != 0 || len(bars) != 0 || !slices.Equal(tr.Mixtures, tr2.Mixtures) || !slices.Equal(tr.Labels, tr2.Labels) {
-		t.Errorf("second load: log %q, %d bars, equal %v", log.String(), len(bars), slices.Equal(tr.Mixtures, tr2.Mixtures))
-	}
-	// Corruption and changed data are refitted with a reason.
-	file := CacheFile(cache, &ModelNet{Name: "modelnet10"}, "train", cfg)
+	file := loader.File(ds.Train(), cfg)
 	data, _ := os.ReadFile(file)
 	data[len(data)/2] ^= 1
 	os.WriteFile(file, data, 0o644)
 	log.Reset()
-	if _, _, err := LoadModelNet(root, "modelnet10", cfg, cache, nil, &log); err != nil {
-		t.Fatal(err)
-	}
+	load(root, 0)
 	if !strings.Contains(log.String(), "checksum mismatch") {
 		t.Errorf("log %q: want the checksum reason", log.String())
 	}
-	os.Remove(filepath.Join(root, "box", "test", "box_0003.off"))
+	mesh := filepath.Join(root, "box", "test", "box_0003.off")
+	data, _ = os.ReadFile(mesh)
+	os.WriteFile(mesh, append(data, '\n'), 0o644)
 	log.Reset()
-	if _, te3, err := LoadModelNet(root, "modelnet10", cfg, cache, nil, &log); err != nil || te3.Layout.B != 9 {
-		t.Fatalf("after removing a shape: %v", err)
-	}
+	load(root, 0)
 	if !strings.Contains(log.String(), "other settings or data") {
 		t.Errorf("log %q: want the settings reason", log.String())
 	}
 }
 
-func TestDecodeCacheErrors(t *testing.T) {
-	in := &Inputs{Layout: FitLayout(2, 1), Mixtures: make([]float32, 26), Labels: []int{0, 1}, Classes: []string{"a", "b"}}
-	for i := range 2 {
-		g := in.Mixtures[13*i:]
-		g[0], g[4], g[8], g[12] = 0.5, 1, 1, 1
-	}
-	var buf bytes.Buffer
-	if err := EncodeCache(&buf, "s", in); err != nil {
+// TestOld3DCacheReported checks that a cache file of the 3D format older
+// gmcn versions wrote is named in the log as no longer read.
+func TestOld3DCacheReported(t *testing.T) {
+	root, cache := t.TempDir(), t.TempDir()
+	if err := GenerateModelNet(root, 1, 1, 3); err != nil {
 		t.Fatal(err)
 	}
-	good := buf.Bytes()
-	if s, got, err := DecodeCache(good); err != nil || s != "s" || !slices.Equal(got.Classes, in.Classes) || !slices.Equal(got.Mixtures, in.Mixtures) {
-		t.Fatalf("round trip: %v", err)
+	old := filepath.Join(cache, "modelnet10-train-fps-K8-p300-s1.gmcn3d")
+	writeFile(t, old, "GMCN3DF\x00")
+	ds, err := OpenModelNet(root, "modelnet10")
+	if err != nil {
+		t.Fatal(err)
 	}
-	flip := func(i int) []byte { b := bytes.Clone(good); b[i] ^= 0xff; return b }
-	for _, tc := range []struct {
-		name string
-		data []byte
-		want string
-	}{
-		{"short", good[:5], "truncated"},
-		{"magic", flip(0), "bad magic"},
-		{"version", flip(8), "format version"},
-		{"hash", flip(12), "settings hash"},
-		{"trailing", append(bytes.Clone(good), 0), "trailing"},
-		{"checksum", flip(len(good) - 40), "checksum"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if _, _, err := DecodeCache(tc.data); err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %v, want it to contain %q", err, tc.want)
-			}
-		})
+	cfg := dataset.DefaultFitConfig(3)
+	cfg.K, cfg.Points = 8, 300
+	var log bytes.Buffer
+	if _, _, err := (dataset.Loader{Dir: cache, Log: &log}).Load(ds, cfg, 0, 0, false); err != nil {
+		t.Fatal(err)
 	}
-	in.Labels[1] = 2
-	if err := EncodeCache(&buf, "s", in); err == nil {
-		t.Error("EncodeCache accepted label 2 of 2 classes")
+	if !strings.Contains(log.String(), old+" is an input cache of an older gmcn version") {
+		t.Errorf("log %q does not report %s", log.String(), old)
 	}
 }
 

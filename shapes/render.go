@@ -13,6 +13,7 @@ import (
 	"golang.org/x/image/font/basicfont"
 	"golang.org/x/image/math/fixed"
 
+	"github.com/gmcn-go/gmcn/dataset"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -55,7 +56,7 @@ func RenderDensity(mix []float32, size int, view View) (*image.RGBA, error) {
 		return nil, errors.Errorf("render: %d values, want a positive multiple of 13 (3D Gaussians)", len(mix))
 	}
 	k := len(mix) / stride
-	if err := mixture.Validate(mix, FitLayout(1, k)); err != nil {
+	if err := mixture.Validate(mix, dataset.FitLayout(1, k, 3)); err != nil {
 		return nil, errors.Wrap(err, "render")
 	}
 	p := view.rows()

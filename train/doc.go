@@ -24,4 +24,9 @@
 // A run is reproducible: the same configuration, data and seed give the same
 // numbers, and a run resumed from a checkpoint continues with exactly the
 // numbers of an uninterrupted one.
+//
+// The run configuration (RunConfig, the run.json of a run) is resolved once
+// into typed settings (Resolve, Setup); LoadInputs opens the data set a Setup
+// names through package dataset (dataset/mnist for MNIST and Fashion-MNIST,
+// shapes for ModelNet) and returns its fitted, cached input mixtures.
 package train

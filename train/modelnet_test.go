@@ -19,14 +19,15 @@ func TestTrainModelNetTree(t *testing.T) {
 	}
 	c := RunConfig{Dataset: "modelnet10", DataDir: root, CacheDir: t.TempDir(), FitInit: "fps", FitPoints: 400,
 		Layers: "1/8 -> 4/4 -> 10", Kernel: 5, Reduction: "treehem2", Batch: 10, Epochs: 1, LR: 1e-3, DecayRate: 0.05, Seed: 1}
-	mc, err := c.ModelConfig()
+	s, err := Resolve(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mc.D != 3 {
-		t.Fatalf("ModelNet model has D = %d, want 3", mc.D)
+	mc := s.Model
+	if mc.D != 3 || s.Fit.Dim != 3 || s.Fit.Points != 400 || s.Fit.K != 8 {
+		t.Fatalf("ModelNet model has D = %d, fit config %v; want D = 3, K = 8 and 400 points", mc.D, s.Fit)
 	}
-	trainSet, testSet, err := LoadInputs(c, false, nil)
+	trainSet, testSet, err := LoadInputs(s, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,11 +44,20 @@ func TestTrainModelNetTree(t *testing.T) {
 	}
 
 	c.Layers = "1/8 -> 4/4 -> 40"
-	if _, _, err := LoadInputs(c, false, nil); err == nil || !strings.Contains(err.Error(), "10 classes") {
+	if _, _, err := LoadInputs(mustResolve(t, c), false, nil); err == nil || !strings.Contains(err.Error(), "10 classes") {
 		t.Errorf("a 40-class model on a 10-class tree gave %v", err)
 	}
 	c.DataDir = ""
-	if _, _, err := LoadInputs(c, false, nil); err == nil || !strings.Contains(err.Error(), "--data") {
+	if _, _, err := LoadInputs(mustResolve(t, c), false, nil); err == nil || !strings.Contains(err.Error(), "--data") {
 		t.Errorf("a missing root gave %v", err)
 	}
+}
+
+func mustResolve(t *testing.T, c RunConfig) *Setup {
+	t.Helper()
+	s, err := Resolve(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -18,10 +18,11 @@ func BenchmarkTrainStep(b *testing.B) {
 	}{{"demo", 50}, {"paper", 8}, {"paper-fused", 8}} {
 		b.Run(fmt.Sprintf("%s_B%d", strings.ReplaceAll(c.preset, "-", "_"), c.batch), func(b *testing.B) {
 			rc := Presets[c.preset]
-			mc, err := rc.ModelConfig()
+			setup, err := Resolve(rc)
 			if err != nil {
 				b.Fatal(err)
 			}
+			mc := setup.Model
 			mc.Batch = c.batch
 			// Two-class generated data fed to the unchanged 10-class model:
 			// the cost of a step does not depend on the labels.

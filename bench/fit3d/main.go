@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gmcn-go/gmcn/dataset"
 	"github.com/gmcn-go/gmcn/internal/parallel"
 	"github.com/gmcn-go/gmcn/shapes"
 )
@@ -41,11 +42,11 @@ func main() {
 	meshes := flag.String("meshes", "data/meshes", "folder of scripts/fetch-meshes.sh (for -render)")
 	flag.Parse()
 	log.SetFlags(0)
-	m, err := shapes.ParseMethod(*method)
+	m, err := dataset.ParseMethod(*method)
 	if err != nil {
 		log.Fatal(err)
 	}
-	cfg := shapes.DefaultFitConfig()
+	cfg := dataset.DefaultFitConfig(3)
 	cfg.K, cfg.Points, cfg.Method, cfg.Seed = *k, *points, m, *seed
 	if *render != "" {
 		if err := renderMeshes(*render, *meshes, cfg); err != nil {
@@ -58,7 +59,7 @@ func main() {
 	}
 }
 
-func benchmark(n int, cfg shapes.FitConfig) error {
+func benchmark(n int, cfg dataset.FitConfig) error {
 	nc := len(shapes.GeneratedClasses)
 	samplers := make([]*shapes.Sampler, nc)
 	for c := range nc {
@@ -100,7 +101,7 @@ func benchmark(n int, cfg shapes.FitConfig) error {
 
 // renderMeshes fits the real meshes that are present and renders them from
 // two views each.
-func renderMeshes(out, dir string, cfg shapes.FitConfig) error {
+func renderMeshes(out, dir string, cfg dataset.FitConfig) error {
 	names := []string{"npm/bunny.off", "npm/teapot.off", "cgal/armadillo.off", "cgal/cow.off", "cgal/elephant.off"}
 	var paths, titles []string
 	for _, name := range names {

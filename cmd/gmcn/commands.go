@@ -20,12 +20,12 @@ func fitInputs(args []string) error {
 	fs := newFlagSet("fit-inputs", "Fits every training and test image of the data set with a Gaussian mixture\n(k-means initialisation and EM on intensity-sampled points) and caches the result.\nThe preset and --layers decide the Gaussians per image.")
 	apply := runFlags(fs)
 	fs.Parse(args)
-	c, err := apply()
+	setup, err := apply()
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	trainSet, testSet, err := train.LoadInputs(c, false, os.Stderr)
+	trainSet, testSet, err := train.LoadInputs(setup, false, os.Stderr)
 	if err != nil {
 		return err
 	}
@@ -41,7 +41,7 @@ func trainCmd(args []string) error {
 	out := fs.String("out", "", "output directory (default: runs/<preset>)")
 	resume := fs.Bool("resume", false, "continue the run in --out from its checkpoint (its run.json wins over other flags)")
 	fs.Parse(args)
-	c, err := apply()
+	setup, err := apply()
 	if err != nil {
 		return err
 	}
@@ -49,31 +49,28 @@ func trainCmd(args []string) error {
 		return err
 	}
 	if *out == "" {
-		*out = filepath.Join("runs", c.Preset)
+		*out = filepath.Join("runs", setup.Run.Preset)
 	}
 	if *resume {
-		if c, err = train.LoadRunConfig(*out); err != nil {
+		if setup, err = loadSetup(*out); err != nil {
 			return err
 		}
-	} else if err := train.SaveRunConfig(*out, c); err != nil {
-		return err
-	}
-	mc, err := c.ModelConfig()
-	if err != nil {
+	} else if err := train.SaveRunConfig(*out, setup.Run); err != nil {
 		return err
 	}
 	start := time.Now()
-	trainSet, testSet, err := train.LoadInputs(c, false, os.Stderr)
+	trainSet, testSet, err := train.LoadInputs(setup, false, os.Stderr)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	c := setup.Run
 	opt := train.Options{Epochs: c.Epochs, LR: c.LR, DecayRate: c.DecayRate, Seed: c.Seed, Hooks: train.DefaultHooks(*out), Log: os.Stderr}
 	if *resume {
 		opt.Resume = filepath.Join(*out, train.CheckpointFile)
 	}
-	rows, err := train.Run(ctx, mc, trainSet, testSet, opt)
+	rows, err := train.Run(ctx, setup.Model, trainSet, testSet, opt)
 	if errors.Is(err, train.ErrInterrupted) {
 		fmt.Fprintf(os.Stderr, "\ninterrupted: checkpoint written to %s; continue with: gmcn train --out %s --resume\n", *out, *out)
 		return nil
@@ -96,22 +93,18 @@ func evalCmd(args []string) error {
 	if err := useDevice(); err != nil {
 		return err
 	}
-	c, err := train.LoadRunConfig(*out)
+	setup, err := loadSetup(*out)
 	if err != nil {
 		return err
 	}
 	if *testLimit >= 0 {
-		c.TestLimit = *testLimit
+		setup.Run.TestLimit = *testLimit
 	}
 	st, err := checkpoint.Load(filepath.Join(*out, train.CheckpointFile))
 	if err != nil {
 		return err
 	}
-	mc, err := c.ModelConfig()
-	if err != nil {
-		return err
-	}
-	m, err := models.Build(mc)
+	m, err := models.Build(setup.Model)
 	if err != nil {
 		return err
 	}
@@ -120,7 +113,7 @@ func evalCmd(args []string) error {
 	if err := m.SetState(models.State{Names: st.Names, Params: st.Params, BNMean: st.BNMean, BNVar: st.BNVar, CovNorms: st.CovNorms}); err != nil {
 		return fmt.Errorf("checkpoint %s does not fit the model of %s: %w", filepath.Join(*out, train.CheckpointFile), filepath.Join(*out, train.RunConfigFile), err)
 	}
-	_, testSet, err := train.LoadInputs(c, true, os.Stderr)
+	_, testSet, err := train.LoadInputs(setup, true, os.Stderr)
 	if err != nil {
 		return err
 	}
@@ -142,4 +135,13 @@ func evalCmd(args []string) error {
 		fmt.Println()
 	}
 	return report.WriteConfusionCSV(filepath.Join(*out, train.ConfusionFile), conf)
+}
+
+// loadSetup reads the run.json of the run directory dir and resolves it.
+func loadSetup(dir string) (*train.Setup, error) {
+	c, err := train.LoadRunConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	return train.Resolve(c)
 }

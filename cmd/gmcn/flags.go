@@ -37,10 +37,10 @@ func deviceFlag(fs *flag.FlagSet) (use func() error) {
 
 // runFlags registers the flags that select a RunConfig: a preset and
 // per-setting overrides. apply returns the preset with every flag the user
-// set applied.
-func runFlags(fs *flag.FlagSet) (apply func() (train.RunConfig, error)) {
+// set applied, resolved.
+func runFlags(fs *flag.FlagSet) (apply func() (*train.Setup, error)) {
 	preset := fs.String("preset", "demo", "preset to start from: "+strings.Join(presetNames(), ", "))
-	dataset := fs.String("dataset", "", "data set: mnist, fashion-mnist, modelnet10 or modelnet40 (default: the preset's)")
+	dataset := fs.String("dataset", "", "data set: "+strings.Join(train.DatasetNames(), ", ")+" (default: the preset's)")
 	data := fs.String("data", "", "MNIST/Fashion-MNIST: directory with the IDX files (default: MNIST from the Go module cache,\nFashion-MNIST from /usr/share/datasets/fashion-mnist); ModelNet: the data set's root, either\nModelNet10|40/<class>/{train,test}/*.off or modelnet40_normal_resampled/")
 	root := fs.String("root", "", "ModelNet: the data set's root directory (the same as --data)")
 	cache := fs.String("cache", "cache", "directory for fitted input mixtures")
@@ -59,10 +59,10 @@ func runFlags(fs *flag.FlagSet) (apply func() (train.RunConfig, error)) {
 	fitEM := fs.Int("fit-em", -1, "EM steps of the input fitting after k-means (default: the preset's, 1 as in the paper)")
 	fitInit := fs.String("fit-init", "", "input fitting: 2D kmeans or random; 3D fps or kmeans-em (default: the preset's)")
 	fitPoints := fs.Int("fit-points", 0, "3D: surface points sampled per mesh (default 10,000)")
-	return func() (train.RunConfig, error) {
+	return func() (*train.Setup, error) {
 		c, ok := train.Presets[*preset]
 		if !ok {
-			return c, errors.Errorf("unknown preset %q (have %s)", *preset, strings.Join(presetNames(), ", "))
+			return nil, errors.Errorf("unknown preset %q (have %s)", *preset, strings.Join(presetNames(), ", "))
 		}
 		c.Radii = append([]float64(nil), c.Radii...)
 		set := func(cond bool, f func()) {
@@ -74,13 +74,13 @@ func runFlags(fs *flag.FlagSet) (apply func() (train.RunConfig, error)) {
 		set(*data != "", func() { c.DataDir = *data })
 		set(*root != "", func() { c.DataDir = *root })
 		if *root != "" && *data != "" && *root != *data {
-			return c, errors.Errorf("--root %q and --data %q disagree; give one", *root, *data)
+			return nil, errors.Errorf("--root %q and --data %q disagree; give one", *root, *data)
 		}
 		c.CacheDir = *cache
 		set(*layers != "", func() { c.Layers, c.Radii = *layers, nil })
 		set(*reduction != "", func() { c.Reduction = *reduction })
 		if *fused < -1 {
-			return c, errors.Errorf("--fused %d: want a factor ≥ 1, or 0 for the unfused path", *fused)
+			return nil, errors.Errorf("--fused %d: want a factor ≥ 1, or 0 for the unfused path", *fused)
 		}
 		set(*fused >= 0, func() { c.Fused = *fused })
 		set(*dense >= 0, func() { c.DenseHead = *dense })
@@ -99,16 +99,12 @@ func runFlags(fs *flag.FlagSet) (apply func() (train.RunConfig, error)) {
 			for _, f := range strings.Split(*radii, ",") {
 				r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 				if err != nil {
-					return c, errors.Errorf("--radii: %q is not a number", f)
+					return nil, errors.Errorf("--radii: %q is not a number", f)
 				}
 				c.Radii = append(c.Radii, r)
 			}
 		}
-		if _, err := c.ModelConfig(); err != nil {
-			return c, err
-		}
-		_, err := c.FitConfig()
-		return c, err
+		return train.Resolve(c)
 	}
 }
 

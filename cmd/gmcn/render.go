@@ -27,11 +27,11 @@ func renderCmd(args []string) error {
 	n := fs.Int("inputs", 16, "number of input mixtures to draw")
 	size := fs.Int("size", 96, "pixels per drawn mixture")
 	fs.Parse(args)
-	c, err := train.LoadRunConfig(*out)
+	setup, err := loadSetup(*out)
 	if err != nil {
 		return err
 	}
-	_, testSet, err := train.LoadInputs(c, true, os.Stderr)
+	_, testSet, err := train.LoadInputs(setup, true, os.Stderr)
 	if err != nil {
 		return err
 	}
@@ -49,10 +49,7 @@ func renderCmd(args []string) error {
 		fmt.Printf("no kernels drawn: %v\n", err)
 		return nil
 	}
-	mc, err := c.ModelConfig()
-	if err != nil {
-		return err
-	}
+	mc := setup.Model
 	m, err := models.Build(mc)
 	if err != nil {
 		return err

@@ -3,6 +3,8 @@
 package atomicfile
 
 import (
+	"bufio"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -13,6 +15,16 @@ import (
 // renames it over path, so a reader never sees a half-written file and an
 // interrupted write leaves the old file intact.
 func Write(path string, data []byte) error {
+	return WriteFunc(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteFunc is Write for content that is produced by write rather than held
+// in memory: write streams it into the temporary file, and an error from
+// write leaves path untouched.
+func WriteFunc(path string, write func(w io.Writer) error) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return errors.Wrapf(err, "creating directory %s", dir)
@@ -22,7 +34,11 @@ func Write(path string, data []byte) error {
 		return errors.Wrapf(err, "creating a temporary file for %s", path)
 	}
 	tmp := f.Name()
-	_, werr := f.Write(data)
+	bw := bufio.NewWriter(f)
+	werr := write(bw)
+	if werr == nil {
+		werr = bw.Flush()
+	}
 	// CreateTemp makes the file 0600; a data file should be as readable as
 	// one written by os.WriteFile.
 	merr := f.Chmod(0o644)

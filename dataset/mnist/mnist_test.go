@@ -1,4 +1,4 @@
-package train
+package mnist
 
 import (
 	"os"
@@ -39,20 +39,20 @@ func TestLoadMNIST(t *testing.T) {
 	ds := loadMNISTOrSkip(t)
 	for _, c := range []struct {
 		name   string
-		s      Split
+		s      *ImageSet
 		counts [Classes]int
 	}{
-		{"train", ds.Train, [Classes]int{5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949}},
-		{"test", ds.Test, [Classes]int{980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009}},
+		{"train", ds.train, [Classes]int{5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949}},
+		{"test", ds.test, [Classes]int{980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009}},
 	} {
 		want := 0
 		for _, n := range c.counts {
 			want += n
 		}
-		if c.s.N != want || len(c.s.Labels) != want || c.s.Rows != 28 || c.s.Cols != 28 || len(c.s.Pixels) != want*784 {
-			t.Errorf("%s: N=%d labels=%d %d×%d pixels=%d, want %d images of 28×28", c.name, c.s.N, len(c.s.Labels), c.s.Rows, c.s.Cols, len(c.s.Pixels), want)
+		if c.s.N != want || len(c.s.labels) != want || c.s.Rows != 28 || c.s.Cols != 28 || len(c.s.Pixels) != want*784 {
+			t.Errorf("%s: N=%d labels=%d %d×%d pixels=%d, want %d images of 28×28", c.name, c.s.N, len(c.s.labels), c.s.Rows, c.s.Cols, len(c.s.Pixels), want)
 		}
-		if got := labelCounts(c.s.Labels); got != c.counts {
+		if got := labelCounts(c.s.labels); got != c.counts {
 			t.Errorf("%s: label counts %v, want %v", c.name, got, c.counts)
 		}
 	}
@@ -70,13 +70,13 @@ func TestLoadFashionMNIST(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name string
-		s    Split
+		s    *ImageSet
 		per  int
-	}{{"train", ds.Train, 6000}, {"test", ds.Test, 1000}} {
+	}{{"train", ds.train, 6000}, {"test", ds.test, 1000}} {
 		if c.s.N != Classes*c.per || c.s.Rows != 28 || c.s.Cols != 28 {
 			t.Errorf("%s: %d images of %d×%d, want %d of 28×28", c.name, c.s.N, c.s.Rows, c.s.Cols, Classes*c.per)
 		}
-		for class, n := range labelCounts(c.s.Labels) {
+		for class, n := range labelCounts(c.s.labels) {
 			if n != c.per {
 				t.Errorf("%s: class %d has %d images, want %d", c.name, class, n, c.per)
 			}
@@ -118,8 +118,10 @@ func TestLoadDataset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ds.Name != "mnist" || ds.Train.N != 12 || ds.Test.N != 5 || ds.Test.Labels[3] != 3 || ds.Train.Image(1)[0] != seq(784 + 1)[784] {
-		t.Fatalf("loaded %q with %d/%d images, labels %v", ds.Name, ds.Train.N, ds.Test.N, ds.Test.Labels)
+	if ds.Name() != "mnist" || ds.Dim() != 2 || len(ds.Classes()) != Classes || ds.Train().Len() != 12 || ds.Test().Len() != 5 ||
+		ds.Test().Labels()[3] != 3 || ds.train.Image(1)[0] != seq(784 + 1)[784] || ds.Test().Name() != "mnist/test" {
+		t.Fatalf("loaded %q (%dD, %d classes) with %d/%d images, labels %v", ds.Name(), ds.Dim(), len(ds.Classes()),
+			ds.Train().Len(), ds.Test().Len(), ds.Test().Labels())
 	}
 }
 

@@ -1,139 +1,40 @@
-package train
+package mnist
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"sync"
 
-	"github.com/gmcn-go/gmcn/train/report"
 	"github.com/pkg/errors"
 
+	"github.com/gmcn-go/gmcn/dataset"
 	"github.com/gmcn-go/gmcn/internal/parallel"
 	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
-// InitMethod selects how the Gaussian mixture fit of an image is initialised.
-type InitMethod int
-
-const (
-	// KMeansInit runs k-means (k-means++ seeding and Lloyd iterations) on the
-	// sample points and turns the clusters into the initial mixture, as
-	// scikit-learn's init_params="kmeans" does. This is the reference method.
-	KMeansInit InitMethod = iota
-	// RandomInit draws every point's responsibilities uniformly at random and
-	// normalises them, as scikit-learn's init_params="random" does.
-	RandomInit
-)
-
-// String returns the name of m as used in cache settings.
-func (m InitMethod) String() string {
-	switch m {
-	case KMeansInit:
-		return "kmeans"
-	case RandomInit:
-		return "random"
-	}
-	return fmt.Sprintf("InitMethod(%d)", int(m))
-}
-
-// fitVersion identifies the fitting algorithm in cache settings; it changes
-// whenever a code change alters the fitted mixtures for the same settings, so
-// that caches written by older code are refitted.
+// fitVersion identifies the fitting code in the digest of a split; it
+// changes whenever a code change alters the fitted mixtures for the same
+// settings, so that caches written by older code are refitted.
 const fitVersion = 1
 
-// FitConfig holds the settings of the input fitting. DefaultFitConfig returns
-// the reference settings (spec §7.1); the zero value is not valid.
-type FitConfig struct {
-	// K is the number of Gaussians per image.
-	K int
-	// Samples is the number of points drawn per image, with probability
-	// proportional to the pixel intensity and jittered by U[0,1)² within the
-	// pixel.
-	Samples int
-	// Init is the initialisation of the EM fit.
-	Init InitMethod
-	// EMSteps is the maximum number of EM iterations (one E and one M step
-	// each); 1 reproduces the reference's "k-means + one EM step". More steps
-	// stop early once the mean log-likelihood changes by less than Tol.
-	EMSteps int
-	// Tol is the EM convergence threshold on the change of the mean
-	// log-likelihood per point (scikit-learn's tol).
-	Tol float64
-	// RegCovar is added to the diagonal of every covariance in each M step
-	// (scikit-learn's reg_covar), so every variance is at least RegCovar.
-	RegCovar float64
-	// LloydIters bounds the Lloyd iterations of k-means; it stops earlier once
-	// no label changes or the centres move by a total squared distance of at
-	// most 1e-4 times the mean per-axis variance of the points (scikit-learn's
-	// criteria).
-	LloydIters int
-	// NormPoints is the number of uniform random points in the enlarged
-	// bounding box of the positions at which the mixture is evaluated for the
-	// weight standardisation (spec §5.3).
-	NormPoints int
-	// Seed makes the fit deterministic: image i uses the random stream
-	// PCG(Seed, i), whatever the parallel schedule.
-	Seed uint64
-}
-
-// DefaultFitConfig returns the reference settings: K = 64, 4000 samples,
-// k-means initialisation, one EM step, reg_covar 0.1, tol 5e-5, at most 100
-// Lloyd iterations, 1000 standardisation points, seed 1.
-func DefaultFitConfig() FitConfig {
-	return FitConfig{K: 64, Samples: 4000, Init: KMeansInit, EMSteps: 1, Tol: 5e-5, RegCovar: 0.1,
-		LloydIters: 100, NormPoints: 1000, Seed: 1}
-}
-
-// Validate reports the first invalid setting.
-func (c FitConfig) Validate() error {
-	switch {
-	case c.K < 1:
-		return errors.Errorf("fit config: K = %d, want ≥ 1", c.K)
-	case c.Samples < c.K:
-		return errors.Errorf("fit config: %d samples for K = %d Gaussians, want at least K", c.Samples, c.K)
-	case c.Init != KMeansInit && c.Init != RandomInit:
-		return errors.Errorf("fit config: unknown init method %v", c.Init)
-	case c.EMSteps < 0:
-		return errors.Errorf("fit config: EMSteps = %d, want ≥ 0", c.EMSteps)
-	case c.Init == RandomInit && c.EMSteps < 1:
-		return errors.Errorf("fit config: random init needs EMSteps ≥ 1, got %d", c.EMSteps)
-	case !(c.Tol >= 0) || math.IsInf(c.Tol, 0):
-		return errors.Errorf("fit config: Tol = %g, want finite ≥ 0", c.Tol)
-	case !(c.RegCovar > 0) || math.IsInf(c.RegCovar, 0):
-		return errors.Errorf("fit config: RegCovar = %g, want finite > 0 (it keeps the covariances positive definite)", c.RegCovar)
-	case c.Init == KMeansInit && c.LloydIters < 1:
-		return errors.Errorf("fit config: LloydIters = %d, want ≥ 1", c.LloydIters)
-	case c.NormPoints < 2:
-		return errors.Errorf("fit config: NormPoints = %d, want ≥ 2 (a sample standard deviation needs two points)", c.NormPoints)
-	}
-	return nil
-}
-
-// String describes every setting that changes the fitted mixtures, with the
-// algorithm version; it is part of the cache identity.
-func (c FitConfig) String() string {
-	return fmt.Sprintf("fit v%d: K=%d samples=%d init=%v em_steps=%d tol=%g reg_covar=%g lloyd_iters=%d norm_points=%d seed=%d",
-		fitVersion, c.K, c.Samples, c.Init, c.EMSteps, c.Tol, c.RegCovar, c.LloydIters, c.NormPoints, c.Seed)
-}
-
-// FitLayout returns the packed layout [n, 1, K, 7] of n fitted images.
-func FitLayout(n, k int) mixture.Layout { return mixture.Layout{B: n, C: 1, N: k, D: 2} }
-
 // FitInputs fits a D = 2 mixture of cfg.K Gaussians to every image of im, in
-// parallel, and returns them packed as float32 in the layout FitLayout(im.N,
-// cfg.K): weights standardised per sample (spec §5.3), positions (column,
-// row) and covariances in pixel units. A nil progress is allowed. An image
+// parallel, and returns them packed as float32 in the layout
+// dataset.FitLayout(im.N, cfg.K, 2): weights standardised per sample
+// (docs/algorithms.md, "Weight standardisation"), positions (column, row)
+// and covariances in pixel units. A nil progress is allowed. An image
 // without any intensity cannot be sampled and is an error naming it.
-func FitInputs(im Images, cfg FitConfig, progress *report.Progress) ([]float32, mixture.Layout, error) {
+func FitInputs(im Images, cfg dataset.FitConfig, progress dataset.Progress) ([]float32, mixture.Layout, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, mixture.Layout{}, err
+	}
+	if cfg.Dim != 2 {
+		return nil, mixture.Layout{}, errors.Errorf("fit inputs: a fit config for %dD data, images are 2D", cfg.Dim)
 	}
 	if im.N < 0 || im.Rows < 1 || im.Cols < 1 || len(im.Pixels) != im.N*im.Rows*im.Cols {
 		return nil, mixture.Layout{}, errors.Errorf("fit inputs: %d pixels for %d images of %d×%d", len(im.Pixels), im.N, im.Rows, im.Cols)
 	}
-	l := FitLayout(im.N, cfg.K)
+	l := dataset.FitLayout(im.N, cfg.K, 2)
 	out := make([]float32, l.Len())
 	fitters := make([]*fitter, parallel.Workers(im.N))
 	var (
@@ -159,7 +60,9 @@ func FitInputs(im Images, cfg FitConfig, progress *report.Progress) ([]float32, 
 			firstErr, errIndex = errors.Wrapf(err, "fit inputs: image %d", i), i
 		}
 		mu.Unlock()
-		progress.Add(1)
+		if progress != nil {
+			progress.Add(1)
+		}
 	})
 	if firstErr != nil {
 		return nil, mixture.Layout{}, firstErr
@@ -169,12 +72,12 @@ func FitInputs(im Images, cfg FitConfig, progress *report.Progress) ([]float32, 
 
 // fitter holds the scratch space of one worker; nothing is allocated per image.
 type fitter struct {
-	cfg  FitConfig
+	cfg  dataset.FitConfig
 	cols int
 
 	cdf  []int     // cumulative pixel intensities
 	pts  []float64 // sample points, x (column) and y (row) interleaved
-	resp []float64 // responsibilities [Samples][K]
+	resp []float64 // responsibilities [Points][K]
 
 	// Mixture parameters in float64: weights (priors), means [K][2] and
 	// covariances [K][4] row-major.
@@ -188,8 +91,8 @@ type fitter struct {
 	km kmeans
 }
 
-func newFitter(cfg FitConfig, rows, cols int) *fitter {
-	k, s := cfg.K, cfg.Samples
+func newFitter(cfg dataset.FitConfig, rows, cols int) *fitter {
+	k, s := cfg.K, cfg.Points
 	f := &fitter{
 		cfg: cfg, cols: cols,
 		cdf:   make([]int, rows*cols),
@@ -222,12 +125,12 @@ func (f *fitter) fit(pix []uint8, rng *rand.Rand) error {
 // fitPoints fits the mixture to the sample points in f.pts.
 func (f *fitter) fitPoints(rng *rand.Rand) {
 	k := f.cfg.K
-	switch f.cfg.Init {
-	case KMeansInit:
+	switch f.cfg.Method {
+	case dataset.KMeansInit:
 		f.km.run(f.pts, f.cfg.LloydIters, rng)
 		f.mStep(f.km.label)
-	case RandomInit:
-		for i := range f.cfg.Samples {
+	case dataset.RandomInit:
+		for i := range f.cfg.Points {
 			r := f.resp[i*k : (i+1)*k]
 			var s float64
 			for j := range r {
@@ -251,7 +154,7 @@ func (f *fitter) fitPoints(rng *rand.Rand) {
 	}
 }
 
-// sample draws cfg.Samples pixels with probability ∝ intensity (inverse CDF
+// sample draws cfg.Points pixels with probability ∝ intensity (inverse CDF
 // of the integer intensities, exact) and jitters each by U[0,1)² within its
 // pixel: point = (column + u, row + v). The points are stored grouped by
 // pixel, in pixel order, as the pruning of k-means and the E step needs
@@ -267,7 +170,7 @@ func (f *fitter) sample(pix []uint8, rng *rand.Rand) error {
 	}
 	start := f.km.start
 	clear(start)
-	for range f.cfg.Samples {
+	for range f.cfg.Points {
 		u := rng.IntN(total)
 		// First pixel whose cumulative intensity exceeds u.
 		lo, hi := 0, len(f.cdf)-1
@@ -322,7 +225,7 @@ func (f *fitter) mStep(labels []int32) {
 			f.accumulate(int(j), 1, f.pts[2*i], f.pts[2*i+1])
 		}
 	} else {
-		for i := range f.cfg.Samples {
+		for i := range f.cfg.Points {
 			x, y := f.pts[2*i], f.pts[2*i+1]
 			for j, r := range f.resp[i*k : (i+1)*k] {
 				if r != 0 {
@@ -454,7 +357,7 @@ func (f *fitter) eStep() float64 {
 			ll += m + math.Log(s)
 		}
 	}
-	return ll / float64(f.cfg.Samples)
+	return ll / float64(f.cfg.Points)
 }
 
 // cellCandidates returns the components that can be above respCutoff for
@@ -479,8 +382,9 @@ func (f *fitter) cellCandidates(p int) []int32 {
 
 // standardize divides the weights by the sample standard deviation (N−1) of
 // the mixture evaluated at NormPoints uniform random points of the bounding
-// box of the positions, enlarged by 15% on each side (spec §5.3, per-sample
-// mode without learnable scale; sd clamped to ≥ 0.001), and returns that
+// box of the positions, enlarged by 15% on each side (docs/algorithms.md,
+// "Weight standardisation": per-sample mode without learnable scale; sd
+// clamped to ≥ 0.001), and returns that
 // standard deviation. Its points come from the random stream
 // PCG(Seed, index) continued after the fit, so they are fixed by the seed.
 func (f *fitter) standardize(rng *rand.Rand) float64 {

@@ -1,4 +1,4 @@
-package train
+package mnist
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/pkg/errors"
+
+	"github.com/gmcn-go/gmcn/dataset"
 
 	// GoMNIST ships the official MNIST idx files in its data/ folder. The
 	// package itself is not used; importing it keeps the module required in
@@ -43,23 +45,46 @@ func (im Images) Image(i int) []uint8 {
 	return im.Pixels[i*s : (i+1)*s : (i+1)*s]
 }
 
-// Split is one part (training or test) of a labelled image data set.
-type Split struct {
+// ImageSet is one split of an MNIST-style data set, its images and their
+// labels; it implements dataset.Split.
+type ImageSet struct {
 	Images
-	Labels []uint8
+	name   string
+	labels []uint8
 }
 
-// Dataset is a labelled image data set with its training and test splits.
-// Name identifies it in cache settings and messages ("mnist",
-// "fashion-mnist").
+// Dataset is a labelled image data set with its training and test splits;
+// it implements dataset.Dataset.
 type Dataset struct {
-	Name        string
-	Train, Test Split
+	name        string
+	classes     []string
+	train, test *ImageSet
 }
 
 // Classes is the number of classes of MNIST and Fashion-MNIST; labels are
 // 0 … Classes−1.
 const Classes = 10
+
+// Class names of the two data sets, by label.
+var (
+	mnistClasses   = []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
+	fashionClasses = []string{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}
+)
+
+// Name returns "mnist" or "fashion-mnist".
+func (d *Dataset) Name() string { return d.name }
+
+// Dim returns 2: images are fitted with 2D mixtures.
+func (d *Dataset) Dim() int { return 2 }
+
+// Classes returns the class names by label.
+func (d *Dataset) Classes() []string { return d.classes }
+
+// Train returns the training split.
+func (d *Dataset) Train() dataset.Split { return d.train }
+
+// Test returns the test split.
+func (d *Dataset) Test() dataset.Split { return d.test }
 
 // LoadMNIST loads MNIST from dir, or from the data/ folder of MNISTModule in
 // the Go module cache if dir is empty.
@@ -72,7 +97,7 @@ func LoadMNIST(dir string) (*Dataset, error) {
 		}
 		dir = d
 	}
-	return loadDataset("mnist", dir, hint)
+	return loadDataset("mnist", mnistClasses, dir, hint)
 }
 
 // LoadFashionMNIST loads Fashion-MNIST from dir, or from FashionMNISTDir if
@@ -82,7 +107,7 @@ func LoadFashionMNIST(dir string) (*Dataset, error) {
 	if dir == "" {
 		dir = FashionMNISTDir
 	}
-	return loadDataset("fashion-mnist", dir, hint)
+	return loadDataset("fashion-mnist", fashionClasses, dir, hint)
 }
 
 // MNISTDir returns the data/ folder of MNISTModule, downloading the module
@@ -111,52 +136,53 @@ func MNISTDir() (string, error) {
 
 // loadDataset reads the four standard idx files of an MNIST-style data set
 // from dir. Each file may be gzip-compressed (name.gz, tried first) or raw.
-func loadDataset(name, dir, hint string) (*Dataset, error) {
-	ds := &Dataset{Name: name}
+func loadDataset(name string, classes []string, dir, hint string) (*Dataset, error) {
+	ds := &Dataset{name: name, classes: classes}
 	var err error
-	if ds.Train, err = loadSplit(name, dir, "train", hint); err != nil {
+	if ds.train, err = loadSplit(name, dir, "train", hint); err != nil {
 		return nil, err
 	}
-	if ds.Test, err = loadSplit(name, dir, "t10k", hint); err != nil {
+	if ds.test, err = loadSplit(name, dir, "t10k", hint); err != nil {
 		return nil, err
 	}
+	ds.train.name, ds.test.name = name+"/train", name+"/test"
 	return ds, nil
 }
 
-func loadSplit(name, dir, prefix, hint string) (Split, error) {
+func loadSplit(name, dir, prefix, hint string) (*ImageSet, error) {
 	imgPath, err := findIDX(name, dir, prefix+"-images-idx3-ubyte", hint)
 	if err != nil {
-		return Split{}, err
+		return nil, err
 	}
 	lblPath, err := findIDX(name, dir, prefix+"-labels-idx1-ubyte", hint)
 	if err != nil {
-		return Split{}, err
+		return nil, err
 	}
 	img, err := ReadIDXFile(imgPath)
 	if err != nil {
-		return Split{}, errors.Wrapf(err, "%s: corrupt image file (%s)", name, hint)
+		return nil, errors.Wrapf(err, "%s: corrupt image file (%s)", name, hint)
 	}
 	lbl, err := ReadIDXFile(lblPath)
 	if err != nil {
-		return Split{}, errors.Wrapf(err, "%s: corrupt label file (%s)", name, hint)
+		return nil, errors.Wrapf(err, "%s: corrupt label file (%s)", name, hint)
 	}
 	if len(img.Dims) != 3 || img.Dims[1] != ImageRows || img.Dims[2] != ImageCols {
-		return Split{}, errors.Errorf("%s: %s: images have shape %v, want [n %d %d]", name, imgPath, img.Dims, ImageRows, ImageCols)
+		return nil, errors.Errorf("%s: %s: images have shape %v, want [n %d %d]", name, imgPath, img.Dims, ImageRows, ImageCols)
 	}
 	if len(lbl.Dims) != 1 {
-		return Split{}, errors.Errorf("%s: %s: labels have shape %v, want [n]", name, lblPath, lbl.Dims)
+		return nil, errors.Errorf("%s: %s: labels have shape %v, want [n]", name, lblPath, lbl.Dims)
 	}
 	if img.Dims[0] != lbl.Dims[0] {
-		return Split{}, errors.Errorf("%s: %d images in %s but %d labels in %s", name, img.Dims[0], imgPath, lbl.Dims[0], lblPath)
+		return nil, errors.Errorf("%s: %d images in %s but %d labels in %s", name, img.Dims[0], imgPath, lbl.Dims[0], lblPath)
 	}
 	for i, l := range lbl.Data {
 		if l >= Classes {
-			return Split{}, errors.Errorf("%s: %s: label %d of item %d is not a class 0…%d", name, lblPath, l, i, Classes-1)
+			return nil, errors.Errorf("%s: %s: label %d of item %d is not a class 0…%d", name, lblPath, l, i, Classes-1)
 		}
 	}
-	return Split{
+	return &ImageSet{
 		Images: Images{N: img.Dims[0], Rows: ImageRows, Cols: ImageCols, Pixels: img.Data},
-		Labels: lbl.Data,
+		labels: lbl.Data,
 	}, nil
 }
 

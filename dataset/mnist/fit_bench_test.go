@@ -1,4 +1,4 @@
-package train
+package mnist
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gmcn-go/gmcn/train/report"
+	"github.com/gmcn-go/gmcn/dataset"
 )
 
 // BenchmarkFitInputs fits the first 64 MNIST training images per iteration
@@ -15,22 +15,22 @@ import (
 func BenchmarkFitInputs(b *testing.B) {
 	ds := loadMNISTOrSkip(b)
 	const n = 64
-	im := ds.Train.Images
+	im := ds.train.Images
 	im.N = n
 	im.Pixels = im.Pixels[:n*im.Rows*im.Cols]
-	kmeansEM := DefaultFitConfig()
+	kmeansEM := dataset.DefaultFitConfig(2)
 	kmeansEM.EMSteps = 100
 	randomEM := kmeansEM
-	randomEM.Init = RandomInit
+	randomEM.Method = dataset.RandomInit
 	for _, c := range []struct {
 		name string
-		cfg  FitConfig
+		cfg  dataset.FitConfig
 	}{
-		{"kmeans_EM1", DefaultFitConfig()},
+		{"kmeans_EM1", dataset.DefaultFitConfig(2)},
 		{"kmeans_EM100", kmeansEM},
 		{"random_EM100", randomEM},
 	} {
-		b.Run(fmt.Sprintf("%s_K%d_S%d_images%d", c.name, c.cfg.K, c.cfg.Samples, n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("%s_K%d_S%d_images%d", c.name, c.cfg.K, c.cfg.Points, n), func(b *testing.B) {
 			for b.Loop() {
 				if _, _, err := FitInputs(im, c.cfg, nil); err != nil {
 					b.Fatal(err)
@@ -42,25 +42,22 @@ func BenchmarkFitInputs(b *testing.B) {
 }
 
 // BenchmarkFullMNISTFit fits all 70,000 MNIST images (training and test
-// split) at the reference settings, once per iteration, with a progress bar
-// on stderr. It takes minutes, so it runs only with GMCN_FULL_FIT=1:
+// split) at the reference settings, once per iteration. It takes minutes, so it runs only with GMCN_FULL_FIT=1:
 //
-//	GMCN_FULL_FIT=1 go test ./train -run '^$' -bench FullMNISTFit -benchtime 1x
+//	GMCN_FULL_FIT=1 go test ./dataset/mnist -run '^$' -bench FullMNISTFit -benchtime 1x
 func BenchmarkFullMNISTFit(b *testing.B) {
 	if os.Getenv("GMCN_FULL_FIT") != "1" {
 		b.Skip("set GMCN_FULL_FIT=1 to fit all 70,000 MNIST images (minutes)")
 	}
 	ds := loadMNISTOrSkip(b)
-	im := Images{N: ds.Train.N + ds.Test.N, Rows: ImageRows, Cols: ImageCols,
-		Pixels: append(slices.Clone(ds.Train.Pixels), ds.Test.Pixels...)}
-	cfg := DefaultFitConfig()
-	b.Run(fmt.Sprintf("K%d_S%d_images%d", cfg.K, cfg.Samples, im.N), func(b *testing.B) {
+	im := Images{N: ds.train.N + ds.test.N, Rows: ImageRows, Cols: ImageCols,
+		Pixels: append(slices.Clone(ds.train.Pixels), ds.test.Pixels...)}
+	cfg := dataset.DefaultFitConfig(2)
+	b.Run(fmt.Sprintf("K%d_S%d_images%d", cfg.K, cfg.Points, im.N), func(b *testing.B) {
 		for b.Loop() {
-			p := report.NewProgress(os.Stderr, "fit mnist", im.N)
-			if _, _, err := FitInputs(im, cfg, p); err != nil {
+			if _, _, err := FitInputs(im, cfg, nil); err != nil {
 				b.Fatal(err)
 			}
-			p.Finish()
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*im.N), "ns/image")
 	})

@@ -1,4 +1,4 @@
-package train
+package mnist
 
 import (
 	"math"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/dataset"
 	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
@@ -38,27 +39,27 @@ func syntheticImages(rng *rand.Rand, n, rows, cols int) Images {
 
 // smallConfig is the reference method with fewer Gaussians and samples, so
 // that tests stay fast.
-func smallConfig() FitConfig {
-	c := DefaultFitConfig()
-	c.K, c.Samples, c.NormPoints = 12, 600, 300
+func smallConfig() dataset.FitConfig {
+	c := dataset.DefaultFitConfig(2)
+	c.K, c.Points, c.NormPoints = 12, 600, 300
 	return c
 }
 
 func testConfigs() []struct {
 	name string
-	cfg  FitConfig
+	cfg  dataset.FitConfig
 } {
 	em := smallConfig()
 	em.EMSteps = 30
 	random := em
-	random.Init = RandomInit
+	random.Method = dataset.RandomInit
 	one := smallConfig()
 	one.K = 1
 	none := smallConfig()
 	none.EMSteps = 0
 	return []struct {
 		name string
-		cfg  FitConfig
+		cfg  dataset.FitConfig
 	}{{"kmeans_EM1", smallConfig()}, {"kmeans_EM30", em}, {"random_EM30", random}, {"K1", one}, {"kmeans_only", none}}
 }
 
@@ -171,20 +172,14 @@ func TestFitErrors(t *testing.T) {
 	if _, _, err := FitInputs(short, smallConfig(), nil); err == nil || !strings.Contains(err.Error(), "pixels for 5 images") {
 		t.Errorf("short pixels: error %v", err)
 	}
+	// Every invalid setting is covered by dataset's TestFitConfigValidate;
+	// these check that FitInputs validates, and refuses a valid 3D config.
 	for _, c := range []struct {
-		change func(*FitConfig)
+		change func(*dataset.FitConfig)
 		want   string
 	}{
-		{func(c *FitConfig) { c.K = 0 }, "K = 0"},
-		{func(c *FitConfig) { c.Samples = 5 }, "5 samples"},
-		{func(c *FitConfig) { c.Init = 7 }, "unknown init"},
-		{func(c *FitConfig) { c.EMSteps = -1 }, "EMSteps = -1"},
-		{func(c *FitConfig) { c.Init, c.EMSteps = RandomInit, 0 }, "random init needs"},
-		{func(c *FitConfig) { c.Tol = math.NaN() }, "Tol = NaN"},
-		{func(c *FitConfig) { c.RegCovar = 0 }, "RegCovar = 0"},
-		{func(c *FitConfig) { c.RegCovar = math.Inf(1) }, "RegCovar = +Inf"},
-		{func(c *FitConfig) { c.LloydIters = 0 }, "LloydIters = 0"},
-		{func(c *FitConfig) { c.NormPoints = 1 }, "NormPoints = 1"},
+		{func(c *dataset.FitConfig) { c.Points = 5 }, "5 points"},
+		{func(c *dataset.FitConfig) { *c = dataset.DefaultFitConfig(3) }, "fit config for 3D data, images are 2D"},
 	} {
 		cfg := smallConfig()
 		c.change(&cfg)
@@ -196,7 +191,7 @@ func TestFitErrors(t *testing.T) {
 
 // sampledFitter returns a fitter holding the sample points of a synthetic
 // image, and the random source after sampling.
-func sampledFitter(t *testing.T, cfg FitConfig, seed uint64) (*fitter, *rand.PCG) {
+func sampledFitter(t *testing.T, cfg dataset.FitConfig, seed uint64) (*fitter, *rand.PCG) {
 	t.Helper()
 	im := syntheticImages(rand.New(rand.NewPCG(seed, 4)), 1, 28, 28)
 	f := newFitter(cfg, 28, 28)
@@ -343,7 +338,7 @@ func TestEMSteps(t *testing.T) {
 	f.eStep()
 	k := cfg.K
 	maxErr := 0.0
-	for i := range cfg.Samples {
+	for i := range cfg.Points {
 		var tot float64
 		for j := range prep {
 			tot += prep[j].Eval(2, f.pts[2*i:2*i+2])
@@ -361,7 +356,7 @@ func TestEMSteps(t *testing.T) {
 	var total float64
 	for j := range k {
 		var n, mx, my float64
-		for i := range cfg.Samples {
+		for i := range cfg.Points {
 			r := resp[i*k+j]
 			n += r
 			mx += r * f.pts[2*i]
@@ -370,7 +365,7 @@ func TestEMSteps(t *testing.T) {
 		total += n
 		mx, my = mx/n, my/n
 		var cxx, cxy, cyy float64
-		for i := range cfg.Samples {
+		for i := range cfg.Points {
 			r := resp[i*k+j]
 			dx, dy := f.pts[2*i]-mx, f.pts[2*i+1]-my
 			cxx += r * dx * dx
@@ -388,7 +383,7 @@ func TestEMSteps(t *testing.T) {
 	}
 	for j := range k {
 		var n float64
-		for i := range cfg.Samples {
+		for i := range cfg.Points {
 			n += resp[i*k+j]
 		}
 		if math.Abs(f.w[j]-n/total) > 1e-12 {
@@ -405,12 +400,12 @@ func TestFitRecoversMixture(t *testing.T) {
 		{0.3, 20, 6, 1.5, -0.5, 1},
 		{0.2, 14, 21, 2, 0, 4},
 	}
-	cfg := DefaultFitConfig()
-	cfg.K, cfg.Samples, cfg.EMSteps, cfg.RegCovar, cfg.Tol = 3, 4000, 300, 1e-6, 1e-10
+	cfg := dataset.DefaultFitConfig(2)
+	cfg.K, cfg.Points, cfg.EMSteps, cfg.RegCovar, cfg.Tol = 3, 4000, 300, 1e-6, 1e-10
 	f := newFitter(cfg, 28, 28)
 	rng := rand.New(rand.NewPCG(3, 3))
-	pts := make([]float64, 0, 2*cfg.Samples)
-	for len(pts) < 2*cfg.Samples {
+	pts := make([]float64, 0, 2*cfg.Points)
+	for len(pts) < 2*cfg.Points {
 		u, c := rng.Float64(), truth[0]
 		for _, g := range truth {
 			if c = g; u < g.w {
@@ -480,10 +475,10 @@ func TestEStepCutoff(t *testing.T) {
 	im := syntheticImages(rand.New(rand.NewPCG(7, 6)), 4, 28, 28)
 	mnistOnce.Do(func() { mnistData, mnistErr = LoadMNIST("") })
 	if mnistErr == nil {
-		im = mnistData.Train.Images
+		im = mnistData.train.Images
 		im.N = 4
 	}
-	cfg := DefaultFitConfig()
+	cfg := dataset.DefaultFitConfig(2)
 	cfg.EMSteps = 3
 	defer func(c float64) { respCutoff = c }(respCutoff)
 	for i := range im.N {
@@ -523,7 +518,7 @@ func TestFitOrientation(t *testing.T) {
 			si += float64(v)
 		}
 	}
-	cfg := DefaultFitConfig()
+	cfg := dataset.DefaultFitConfig(2)
 	cfg.K = 8
 	out, l, err := FitInputs(im, cfg, nil)
 	if err != nil {
@@ -549,7 +544,7 @@ func TestFitOrientation(t *testing.T) {
 // nothing: the responsibilities and the log-likelihood equal, bit for bit,
 // an evaluation of every term with the same cutoff rule.
 func TestEStepPruningExact(t *testing.T) {
-	cfg := DefaultFitConfig()
+	cfg := dataset.DefaultFitConfig(2)
 	cfg.K = 24
 	f, pcg := sampledFitter(t, cfg, 13)
 	f.km.run(f.pts, cfg.LloydIters, rand.New(pcg))
@@ -559,7 +554,7 @@ func TestEStepPruningExact(t *testing.T) {
 		k := cfg.K
 		var want float64
 		r := make([]float64, k)
-		for i := range cfg.Samples {
+		for i := range cfg.Points {
 			m := math.Inf(-1)
 			for j := range f.comp {
 				r[j] = f.comp[j].logCoef + f.comp[j].exponent(f.pts[2*i], f.pts[2*i+1])
@@ -581,7 +576,7 @@ func TestEStepPruningExact(t *testing.T) {
 			}
 			want += m + math.Log(s)
 		}
-		if want /= float64(cfg.Samples); ll != want {
+		if want /= float64(cfg.Points); ll != want {
 			t.Fatalf("step %d: log-likelihood %v, want %v", step, ll, want)
 		}
 		f.mStep(nil)
@@ -594,7 +589,7 @@ func TestEStepPruningExact(t *testing.T) {
 func TestFitNonSquare(t *testing.T) {
 	im := syntheticImages(rand.New(rand.NewPCG(7, 8)), 3, 40, 70)
 	cfg := smallConfig()
-	cfg.Samples = 300
+	cfg.Points = 300
 	out, l, err := FitInputs(im, cfg, nil)
 	if err != nil {
 		t.Fatal(err)

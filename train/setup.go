@@ -1,0 +1,186 @@
+package train
+
+import (
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/pkg/errors"
+
+	"github.com/gmcn-go/gmcn/dataset"
+	"github.com/gmcn-go/gmcn/dataset/mnist"
+	"github.com/gmcn-go/gmcn/models"
+	"github.com/gmcn-go/gmcn/shapes"
+	"github.com/gmcn-go/gmcn/train/report"
+)
+
+// Setup is a RunConfig resolved once into typed settings: the data set,
+// the input fitting and the model. Every consumer reads these instead of
+// parsing the RunConfig's strings again.
+type Setup struct {
+	// Run is the configuration as given; it is what run.json holds.
+	Run RunConfig
+	// Dataset is the data set's name, "mnist" if Run leaves it empty.
+	Dataset string
+	// Fit is the input fitting: K from the layer string's input Gaussians,
+	// the dimension from the data set.
+	Fit dataset.FitConfig
+	// Model is the model: the parsed layer string with the radii, the
+	// reduction, the dense head and the fused factor.
+	Model models.Config
+	// CacheDir is the folder of the input caches ("cache" if Run leaves
+	// it empty).
+	CacheDir string
+
+	open func(dir string) (dataset.Dataset, error)
+}
+
+// source is a data set gmcn can train on: its dimension, known before the
+// data is read, and how to open it.
+type source struct {
+	dim  int
+	open func(dir string) (dataset.Dataset, error)
+}
+
+// sources maps the data set names of run.json to their loaders.
+var sources = map[string]source{
+	"mnist":         {2, opener(mnist.LoadMNIST)},
+	"fashion-mnist": {2, opener(mnist.LoadFashionMNIST)},
+	"modelnet10":    {3, modelNet("modelnet10")},
+	"modelnet40":    {3, modelNet("modelnet40")},
+}
+
+// opener adapts a loader returning a concrete data set, so that a failed
+// load gives a nil interface rather than a typed nil.
+func opener[T dataset.Dataset](load func(dir string) (T, error)) func(string) (dataset.Dataset, error) {
+	return func(dir string) (dataset.Dataset, error) {
+		ds, err := load(dir)
+		if err != nil {
+			return nil, err
+		}
+		return ds, nil
+	}
+}
+
+// modelNet opens the ModelNet copy given by its root, which has no default
+// location.
+func modelNet(name string) func(string) (dataset.Dataset, error) {
+	return opener(func(dir string) (*shapes.ModelNet, error) {
+		if dir == "" {
+			return nil, errors.Errorf("dataset %s needs --data DIR: a ModelNet10/40 directory (<class>/{train,test}/*.off or modelnet40_normal_resampled); `gmcn gen-shapes --out DIR` writes a generated one", name)
+		}
+		return shapes.OpenModelNet(dir, name)
+	})
+}
+
+// DatasetNames returns the names Resolve accepts, sorted.
+func DatasetNames() []string {
+	var names []string
+	for n := range sources {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Resolve checks c and resolves it into a Setup; the data is not read.
+func Resolve(c RunConfig) (*Setup, error) {
+	s := &Setup{Run: c, Dataset: c.Dataset, CacheDir: c.CacheDir}
+	if s.Dataset == "" {
+		s.Dataset = "mnist"
+	}
+	if s.CacheDir == "" {
+		s.CacheDir = "cache"
+	}
+	src, ok := sources[s.Dataset]
+	if !ok {
+		return nil, errors.Errorf("unknown dataset %q (want %s)", c.Dataset, strings.Join(DatasetNames(), ", "))
+	}
+	s.open = src.open
+	l, err := models.ParseLayout(c.Layers)
+	if err != nil {
+		return nil, err
+	}
+	if len(c.Radii) != 0 && len(c.Radii) != len(l.Blocks) {
+		return nil, errors.Errorf("%d radii for %d blocks of %q", len(c.Radii), len(l.Blocks), c.Layers)
+	}
+	for i, r := range c.Radii {
+		if !(r > 0) {
+			return nil, errors.Errorf("radius %d is %g, want > 0", i+1, r)
+		}
+		l.Blocks[i].Radius = r
+	}
+	red, err := ParseReduction(c.Reduction)
+	if err != nil {
+		return nil, err
+	}
+	s.Model = models.Config{Layout: l, D: src.dim, Classes: l.Classes(), Batch: c.Batch, KernelGaussians: c.Kernel,
+		Reduction: red, DenseHead: c.DenseHead, Fused: c.Fused, Seed: c.Seed}
+	if s.Fit, err = fitConfig(c, src.dim, l.InputGaussians); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// fitConfig returns the input fitting of c for data of dimension dim and k
+// Gaussians per sample. The 2D fit takes c.FitEM as is (0: k-means only);
+// in 3D, 0 keeps the default.
+func fitConfig(c RunConfig, dim, k int) (dataset.FitConfig, error) {
+	f := dataset.DefaultFitConfig(dim)
+	f.K = k
+	if c.FitInit != "" {
+		m, err := dataset.ParseMethod(c.FitInit)
+		if err != nil {
+			return f, err
+		}
+		f.Method = m
+	}
+	if dim == 2 || c.FitEM > 0 {
+		f.EMSteps = c.FitEM
+	}
+	if dim == 3 && c.FitPoints > 0 {
+		f.Points = c.FitPoints
+	}
+	return f, f.Validate()
+}
+
+// OpenDataset opens the data set of s.
+func (s *Setup) OpenDataset() (dataset.Dataset, error) { return s.open(s.Run.DataDir) }
+
+// LoadInputs opens the data set of s and returns its fitted training and
+// test inputs (from the cache in s.CacheDir or freshly fitted, with
+// progress bars on log), limited as s.Run says. With testOnly the training
+// split is neither fitted nor returned. The data set must have as many
+// classes as the model.
+func LoadInputs(s *Setup, testOnly bool, log io.Writer) (trainSet, testSet Samples, err error) {
+	if log == nil {
+		log = io.Discard
+	}
+	ds, err := s.OpenDataset()
+	if err != nil {
+		return trainSet, testSet, err
+	}
+	if n := len(ds.Classes()); n != s.Model.Classes {
+		return trainSet, testSet, errors.Errorf("%s at %s has %d classes but the model's last block has %d channels (%q)",
+			ds.Name(), s.Run.DataDir, n, s.Model.Classes, s.Run.Layers)
+	}
+	if err := os.MkdirAll(s.CacheDir, 0o755); err != nil {
+		return trainSet, testSet, errors.Wrapf(err, "creating the input cache directory %s", s.CacheDir)
+	}
+	loader := dataset.Loader{Dir: s.CacheDir, Log: log,
+		NewProgress: func(label string, total int) dataset.Progress { return report.NewProgress(log, label, total) }}
+	tr, te, err := loader.Load(ds, s.Fit, s.Run.TrainLimit, s.Run.TestLimit, testOnly)
+	if err != nil {
+		return trainSet, testSet, err
+	}
+	if !testOnly {
+		trainSet = samples(tr)
+	}
+	return trainSet, samples(te), nil
+}
+
+// samples views fitted inputs as training samples, sharing their memory.
+func samples(in *dataset.Inputs) Samples {
+	return Samples{Data: in.Mixtures, Layout: in.Layout, Labels: in.Labels, Classes: in.Classes}
+}

@@ -1,0 +1,80 @@
+package train
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gmcn-go/gmcn/dataset"
+)
+
+// TestResolvePresets checks that every preset resolves, with the model's
+// dimension and the fit's taken from the data set and K from the layer
+// string.
+func TestResolvePresets(t *testing.T) {
+	for name, c := range Presets {
+		s, err := Resolve(c)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		wantDim := 2
+		if strings.HasPrefix(c.Dataset, "modelnet") {
+			wantDim = 3
+		}
+		if s.Model.D != wantDim || s.Fit.Dim != wantDim || s.Fit.K != s.Model.Layout.InputGaussians || s.CacheDir != "cache" {
+			t.Errorf("%s: model D = %d, fit %v, cache %q", name, s.Model.D, s.Fit, s.CacheDir)
+		}
+	}
+}
+
+// TestResolveFit checks how the RunConfig's fit settings map onto the fit
+// config of each dimension.
+func TestResolveFit(t *testing.T) {
+	c := Presets["demo"]
+	c.Dataset, c.FitEM, c.FitInit = "", 0, "random"
+	if _, err := Resolve(c); err == nil || !strings.Contains(err.Error(), "random init needs EMSteps ≥ 1") {
+		t.Errorf("2D random init without EM: error %v", err)
+	}
+	c.FitEM = 3
+	s, err := Resolve(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := dataset.DefaultFitConfig(2)
+	want.K, want.EMSteps, want.Method = 16, 3, dataset.RandomInit
+	if s.Fit != want || s.Dataset != "mnist" {
+		t.Errorf("2D: fit %v, dataset %q; want %v on mnist", s.Fit, s.Dataset, want)
+	}
+	m := Presets["modelnet-cpu"]
+	m.FitEM, m.FitPoints = 0, 500
+	if s, err = Resolve(m); err != nil {
+		t.Fatal(err)
+	}
+	want = dataset.DefaultFitConfig(3)
+	want.K, want.Points = 32, 500
+	if s.Fit != want {
+		t.Errorf("3D: fit %v, want %v (EM steps 0 keeps the default)", s.Fit, want)
+	}
+}
+
+func TestResolveErrors(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		change func(*RunConfig)
+		want   string
+	}{
+		{"dataset", func(c *RunConfig) { c.Dataset = "cifar" }, `unknown dataset "cifar" (want fashion-mnist, mnist, modelnet10, modelnet40)`},
+		{"layers", func(c *RunConfig) { c.Layers = "1/16 -> " }, "layer"},
+		{"radii count", func(c *RunConfig) { c.Radii = []float64{1} }, "1 radii for 3 blocks"},
+		{"radius", func(c *RunConfig) { c.Radii = []float64{1, 0, 1} }, "radius 2 is 0"},
+		{"reduction", func(c *RunConfig) { c.Reduction = "median" }, `unknown reduction "median"`},
+		{"fit init", func(c *RunConfig) { c.FitInit = "fps" }, "method fps fits 3D data, the data is 2D"},
+		{"fit name", func(c *RunConfig) { c.FitInit = "em" }, `fit method "em"`},
+	} {
+		rc := Presets["demo"]
+		c.change(&rc)
+		if _, err := Resolve(rc); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+}
