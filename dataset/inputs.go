@@ -16,6 +16,9 @@ type Inputs struct {
 	Classes  int
 }
 
+// Len returns the number of samples, Layout.B.
+func (in *Inputs) Len() int { return in.Layout.B }
+
 // FitLayout returns the packed layout [n, 1, K, 1+D+D²] of n samples fitted
 // with K Gaussians of dimension d.
 func FitLayout(n, k, d int) mixture.Layout { return mixture.Layout{B: n, C: 1, N: k, D: d} }

@@ -5,6 +5,8 @@ import (
 	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/gmcn-go/gmcn/dataset"
 )
 
 // batchIndices returns the sample indices of batch b, filling a partial last
@@ -18,7 +20,7 @@ func batchIndices(perm []int, b, size int) []int {
 }
 
 // setBatch copies the samples idx into the model's input and target.
-func setBatch(m *models.Model, s Samples, idx []int) error {
+func setBatch(m *models.Model, s *dataset.Inputs, idx []int) error {
 	in := m.Input.Shape()
 	per := in[1] * in[2] * in[3]
 	if per != s.Layout.C*s.Layout.N*s.Layout.Stride() {
@@ -28,7 +30,7 @@ func setBatch(m *models.Model, s Samples, idx []int) error {
 	x := make([]float64, len(idx)*per)
 	y := make([]float64, len(idx)*classes)
 	for i, j := range idx {
-		for k, v := range s.Data[j*per : (j+1)*per] {
+		for k, v := range s.Mixtures[j*per : (j+1)*per] {
 			x[i*per+k] = float64(v)
 		}
 		y[i*classes+s.Labels[j]] = 1
@@ -53,7 +55,7 @@ func denseOf(dt tensor.Dtype, shape tensor.Shape, v []float64) *tensor.Dense {
 // batchStats returns the summed NLL and correct count of the first real
 // samples of the batch just run, and adds their predictions to confusion
 // (rows: true class, columns: predicted) when it is not nil.
-func batchStats(m *models.Model, s Samples, idx []int, real int, confusion [][]int) (float64, int, error) {
+func batchStats(m *models.Model, s *dataset.Inputs, idx []int, real int, confusion [][]int) (float64, int, error) {
 	lp, ok := m.LogProbValue().(*tensor.Dense)
 	if !ok {
 		return 0, 0, errors.New("log-probabilities were not computed")

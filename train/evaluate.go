@@ -7,13 +7,15 @@ import (
 	"github.com/gmcn-go/gmcn/train/report"
 	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
+
+	"github.com/gmcn-go/gmcn/dataset"
 )
 
 // Evaluate copies the state of trained into the evaluation model ev (built
 // from the same config, without gradients), runs it in evaluation mode over
 // s and returns the mean loss, the accuracy and the confusion matrix (rows:
 // true class, columns: predicted class). A non-nil log shows a progress bar.
-func Evaluate(trained, ev *models.Model, vm G.VM, s Samples, log io.Writer) (loss, acc float64, confusion [][]int, err error) {
+func Evaluate(trained, ev *models.Model, vm G.VM, s *dataset.Inputs, log io.Writer) (loss, acc float64, confusion [][]int, err error) {
 	if trained != ev {
 		if err := ev.SetState(trained.State()); err != nil {
 			return 0, 0, nil, err

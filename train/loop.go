@@ -14,6 +14,8 @@ import (
 	"github.com/gmcn-go/gmcn/train/report"
 	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
+
+	"github.com/gmcn-go/gmcn/dataset"
 )
 
 // Options are the training settings.
@@ -45,11 +47,11 @@ var ErrInterrupted = errors.New("training interrupted; resume with --resume")
 // size: the last partial batch of an epoch is filled up with the epoch's
 // first samples, so every sample is used every epoch (the filler samples
 // are not counted in the epoch's statistics).
-func Run(ctx context.Context, cfg models.Config, trainSet, testSet Samples, opt Options) ([]report.EpochMetrics, error) {
-	if err := trainSet.check("training"); err != nil {
+func Run(ctx context.Context, cfg models.Config, trainSet, testSet *dataset.Inputs, opt Options) ([]report.EpochMetrics, error) {
+	if err := checkSet("training", trainSet); err != nil {
 		return nil, err
 	}
-	if err := testSet.check("test"); err != nil {
+	if err := checkSet("test", testSet); err != nil {
 		return nil, err
 	}
 	if err := checkHooks(opt.Hooks); err != nil {
@@ -69,7 +71,7 @@ func Run(ctx context.Context, cfg models.Config, trainSet, testSet Samples, opt 
 type trainer struct {
 	cfg        models.Config
 	opt        Options
-	train, tst Samples
+	train, tst *dataset.Inputs
 	m, eval    *models.Model
 	vm, evm    G.VM
 	learn      G.Nodes
@@ -77,7 +79,7 @@ type trainer struct {
 	pcg        *rand.PCG
 }
 
-func newTrainer(cfg models.Config, trainSet, testSet Samples, opt Options) (*trainer, error) {
+func newTrainer(cfg models.Config, trainSet, testSet *dataset.Inputs, opt Options) (*trainer, error) {
 	m, err := models.Build(cfg)
 	if err != nil {
 		return nil, err
@@ -247,4 +249,21 @@ func (t *trainer) decay() {
 			optim.WeightDecay(w, a, t.cfg.D, lr)
 		}
 	}
+}
+
+// checkSet reports the first inconsistency of the set s named name: empty,
+// sizes that do not match its layout, or a label outside [0, Classes).
+func checkSet(name string, s *dataset.Inputs) error {
+	if s == nil || s.Len() < 1 {
+		return errors.Errorf("%s set is empty", name)
+	}
+	if len(s.Mixtures) != s.Layout.Len() || len(s.Labels) != s.Len() {
+		return errors.Errorf("%s set: %d values and %d labels for layout %v", name, len(s.Mixtures), len(s.Labels), s.Layout.Shape())
+	}
+	for i, y := range s.Labels {
+		if y < 0 || y >= s.Classes {
+			return errors.Errorf("%s set: sample %d has label %d outside [0, %d)", name, i, y, s.Classes)
+		}
+	}
+	return nil
 }

@@ -153,7 +153,7 @@ func (s *Setup) OpenDataset() (dataset.Dataset, error) { return s.open(s.Run.Dat
 // progress bars on log), limited as s.Run says. With testOnly the training
 // split is neither fitted nor returned. The data set must have as many
 // classes as the model.
-func LoadInputs(s *Setup, testOnly bool, log io.Writer) (trainSet, testSet Samples, err error) {
+func LoadInputs(s *Setup, testOnly bool, log io.Writer) (trainSet, testSet *dataset.Inputs, err error) {
 	if log == nil {
 		log = io.Discard
 	}
@@ -170,17 +170,5 @@ func LoadInputs(s *Setup, testOnly bool, log io.Writer) (trainSet, testSet Sampl
 	}
 	loader := dataset.Loader{Dir: s.CacheDir, Log: log,
 		NewProgress: func(label string, total int) dataset.Progress { return report.NewProgress(log, label, total) }}
-	tr, te, err := loader.Load(ds, s.Fit, s.Run.TrainLimit, s.Run.TestLimit, testOnly)
-	if err != nil {
-		return trainSet, testSet, err
-	}
-	if !testOnly {
-		trainSet = samples(tr)
-	}
-	return trainSet, samples(te), nil
-}
-
-// samples views fitted inputs as training samples, sharing their memory.
-func samples(in *dataset.Inputs) Samples {
-	return Samples{Data: in.Mixtures, Layout: in.Layout, Labels: in.Labels, Classes: in.Classes}
+	return loader.Load(ds, s.Fit, s.Run.TrainLimit, s.Run.TestLimit, testOnly)
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/gmcn-go/gmcn/dataset"
 	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"github.com/gmcn-go/gmcn/models"
 	"github.com/gmcn-go/gmcn/ops"
@@ -40,7 +41,7 @@ func renderCmd(args []string) error {
 	if l.D == 3 {
 		return render3D(filepath.Join(*out, "inputs.png"), testSet, l.B, *size)
 	}
-	if err := writeDensityGrid(filepath.Join(*out, "inputs.png"), testSet.Data[:l.Len()], l, *size, [4]float64{0, 28, 0, 28}); err != nil {
+	if err := writeDensityGrid(filepath.Join(*out, "inputs.png"), testSet.Mixtures[:l.Len()], l, *size, [4]float64{0, 28, 0, 28}); err != nil {
 		return err
 	}
 	fmt.Printf("wrote %s\n", filepath.Join(*out, "inputs.png"))
@@ -142,13 +143,13 @@ func writeDensityGrid[T mixture.Float](path string, data []T, l mixture.Layout, 
 // render3D draws n 3D test inputs spread evenly over the test set (ModelNet
 // splits are sorted by class), each from three views, with the projected
 // density of shapes.RenderPNG.
-func render3D(path string, s train.Samples, n, size int) error {
+func render3D(path string, s *dataset.Inputs, n, size int) error {
 	per := s.Layout.N * s.Layout.Stride()
 	var mixes [][]float32
 	var titles []string
 	for k := range n {
 		i := k * s.Len() / n
-		mixes = append(mixes, s.Data[i*per:(i+1)*per])
+		mixes = append(mixes, s.Mixtures[i*per:(i+1)*per])
 		titles = append(titles, fmt.Sprintf("test %d, class %d", i, s.Labels[i]))
 	}
 	views := []shapes.View{shapes.DefaultView, {Azimuth: 2.1, Elevation: 0.5}, {Azimuth: 0, Elevation: 1.5}}
