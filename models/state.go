@@ -25,10 +25,10 @@ func (m *Model) State() State {
 	var s State
 	for _, n := range m.Learnables() {
 		s.Names = append(s.Names, stableName(n.Name()))
-		s.Params = append(s.Params, toFloat64(n.Value().(*tensor.Dense)))
+		s.Params = append(s.Params, Float64s(n.Value().(*tensor.Dense)))
 	}
 	mean, variance := m.BN.Stats()
-	s.BNMean, s.BNVar = toFloat64(mean.(*tensor.Dense)), toFloat64(variance.(*tensor.Dense))
+	s.BNMean, s.BNVar = Float64s(mean.(*tensor.Dense)), Float64s(variance.(*tensor.Dense))
 	for _, c := range m.CovNorms {
 		s.CovNorms = append(s.CovNorms, append([]float64(nil), c.Running()...))
 	}
@@ -68,7 +68,10 @@ func (m *Model) SetState(s State) error {
 	return nil
 }
 
-func toFloat64(t *tensor.Dense) []float64 {
+// Float64s returns a float64 copy of the values of a float32 or float64
+// tensor, nil for any other dtype: how the model's parameters, statistics
+// and outputs are read out, whatever the graph's precision.
+func Float64s(t *tensor.Dense) []float64 {
 	switch d := t.Data().(type) {
 	case []float32:
 		out := make([]float64, len(d))

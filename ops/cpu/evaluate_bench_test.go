@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gmcn-go/gmcn/internal/gmtest"
+	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
 // evalBench is one benchmark size: mixtures [B, C, N, ·] in D dimensions at
@@ -59,35 +60,34 @@ var evalBenchSmall = []evalBench{
 	{D: 3, B: 21, C: 8, N: 32, M: 1000},
 }
 
-func BenchmarkEvaluateForward(b *testing.B) {
-	for _, c := range append(evalBenchSmall, evalBench{D: 2, B: 21, C: 16, N: 2560, M: 2560, Own: true}) {
-		x, pts, _, pb, pc := c.inputs()
-		y := make([]float32, c.B*c.C*c.M)
-		l := evalCase{B: c.B, C: c.C, N: c.N, D: c.D}.layout()
-		b.Run(c.name(), func(b *testing.B) {
-			c.run(b, func() { Evaluate(y, x, pts, l, pb, pc, c.M) })
-		})
+// benchEvaluate runs one benchmark per case of the kernel call that call
+// returns for the case's inputs (see evalBench.inputs), over layout l.
+func benchEvaluate(b *testing.B, cases []evalBench, call func(c evalBench, l mixture.Layout, x, pts, g []float32, pb, pc int) func()) {
+	for _, c := range cases {
+		x, pts, g, pb, pc := c.inputs()
+		f := call(c, evalCase{B: c.B, C: c.C, N: c.N, D: c.D}.layout(), x, pts, g, pb, pc)
+		b.Run(c.name(), func(b *testing.B) { c.run(b, f) })
 	}
+}
+
+func BenchmarkEvaluateForward(b *testing.B) {
+	cases := append(evalBenchSmall, evalBench{D: 2, B: 21, C: 16, N: 2560, M: 2560, Own: true})
+	benchEvaluate(b, cases, func(c evalBench, l mixture.Layout, x, pts, _ []float32, pb, pc int) func() {
+		y := make([]float32, c.B*c.C*c.M)
+		return func() { Evaluate(y, x, pts, l, pb, pc, c.M) }
+	})
 }
 
 func BenchmarkEvaluateBackwardMixture(b *testing.B) {
-	for _, c := range evalBenchSmall {
-		x, pts, g, pb, pc := c.inputs()
+	benchEvaluate(b, evalBenchSmall, func(c evalBench, l mixture.Layout, x, pts, g []float32, pb, pc int) func() {
 		dx := make([]float32, len(x))
-		l := evalCase{B: c.B, C: c.C, N: c.N, D: c.D}.layout()
-		b.Run(c.name(), func(b *testing.B) {
-			c.run(b, func() { EvaluateBackwardMixture(dx, x, pts, g, l, pb, pc, c.M) })
-		})
-	}
+		return func() { EvaluateBackwardMixture(dx, x, pts, g, l, pb, pc, c.M) }
+	})
 }
 
 func BenchmarkEvaluateBackwardPoints(b *testing.B) {
-	for _, c := range evalBenchSmall {
-		x, pts, g, pb, pc := c.inputs()
+	benchEvaluate(b, evalBenchSmall, func(c evalBench, l mixture.Layout, x, pts, g []float32, pb, pc int) func() {
 		dp := make([]float32, len(pts))
-		l := evalCase{B: c.B, C: c.C, N: c.N, D: c.D}.layout()
-		b.Run(c.name(), func(b *testing.B) {
-			c.run(b, func() { EvaluateBackwardPoints(dp, x, pts, g, l, pb, pc, c.M) })
-		})
-	}
+		return func() { EvaluateBackwardPoints(dp, x, pts, g, l, pb, pc, c.M) }
+	})
 }

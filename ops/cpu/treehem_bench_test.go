@@ -17,65 +17,59 @@ func treehemBenchInput(l mixture.Layout) []float32 {
 	return gmtest.To32(treehemMixture(rand.New(rand.NewPCG(1, uint64(l.D))), l, 0.1))
 }
 
-// BenchmarkTreeHEM measures the paper's reduction [21, 16, 2560] → 32 with
-// T = 2 in float32: the forward pass, and the backward pass (which recomputes
-// the decisions and the forward caches, then runs reverse mode).
-func BenchmarkTreeHEM(b *testing.B) {
-	const B, C, N, np = 21, 16, 2560, 32
-	o := device.TreeHEMOptions{Reduction: 2}
-	for _, d := range []int{2, 3} {
-		l := mixture.Layout{B: B, C: C, N: N, D: d}
-		x := treehemBenchInput(l)
-		y := make([]float32, B*C*np*l.Stride())
-		name := fmt.Sprintf("%dD_B%d_C%d_N%d_Np%d_T2", d, B, C, N, np)
-		b.Run("Forward/"+name, func(b *testing.B) {
-			for b.Loop() {
-				if err := TreeHEM(y, x, l, np, o); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		g := make([]float32, len(y))
-		for i := range g {
-			g[i] = float32(i%7) - 3
-		}
-		dx := make([]float32, len(x))
-		b.Run("Backward/"+name, func(b *testing.B) {
-			for b.Loop() {
-				if err := TreeHEMBackward(dx, x, g, l, np, o); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-	benchmarkTreeHEMFwdBwd(b)
+// treehemBench holds the float32 buffers of one reduction benchmark
+// [B, C, N] → np with T = 2: the input x of layout l, the output y, an
+// incoming gradient g and the input's gradient dx.
+type treehemBench struct {
+	name        string
+	l           mixture.Layout
+	np          int
+	x, y, g, dx []float32
 }
 
-// benchmarkTreeHEMFwdBwd measures one training step of the reduction
-// [21, 16, 1280] → 16 with T = 2 in float32 as the ops run it: TreeHEMSaving
-// keeping its decisions, then TreeHEMBackwardSaved with them.
-func benchmarkTreeHEMFwdBwd(b *testing.B) {
-	const B, C, N, np = 21, 16, 1280, 16
+func newTreeHEMBench(d, bs, c, n, np int) treehemBench {
+	l := mixture.Layout{B: bs, C: c, N: n, D: d}
+	x := treehemBenchInput(l)
+	y := make([]float32, bs*c*np*l.Stride())
+	g := make([]float32, len(y))
+	for i := range g {
+		g[i] = float32(i%7) - 3
+	}
+	name := fmt.Sprintf("%dD_B%d_C%d_N%d_Np%d_T2", d, bs, c, n, np)
+	return treehemBench{name: name, l: l, np: np, x: x, y: y, g: g, dx: make([]float32, len(x))}
+}
+
+// BenchmarkTreeHEM measures in float32 with T = 2 the paper's reduction
+// [21, 16, 2560] → 32, forward and backward (which recomputes the decisions
+// and the forward caches, then runs reverse mode), and one training step of
+// the reduction [21, 16, 1280] → 16 as the ops run it (FwdBwd):
+// TreeHEMSaving keeping its decisions, then TreeHEMBackwardSaved with them.
+func BenchmarkTreeHEM(b *testing.B) {
 	o := device.TreeHEMOptions{Reduction: 2}
-	for _, d := range []int{2, 3} {
-		l := mixture.Layout{B: B, C: C, N: N, D: d}
-		x := treehemBenchInput(l)
-		y := make([]float32, B*C*np*l.Stride())
-		g := make([]float32, len(y))
-		for i := range g {
-			g[i] = float32(i%7) - 3
-		}
-		dx := make([]float32, len(x))
-		b.Run(fmt.Sprintf("FwdBwd/%dD_B%d_C%d_N%d_Np%d_T2", d, B, C, N, np), func(b *testing.B) {
-			for b.Loop() {
-				dec, err := TreeHEMSaving(y, x, l, np, o)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := TreeHEMBackwardSaved(dx, x, g, dec); err != nil {
-					b.Fatal(err)
-				}
+	for _, s := range []struct {
+		what  string
+		n, np int
+		step  func(t treehemBench) error
+	}{
+		{"Forward", 2560, 32, func(t treehemBench) error { return TreeHEM(t.y, t.x, t.l, t.np, o) }},
+		{"Backward", 2560, 32, func(t treehemBench) error { return TreeHEMBackward(t.dx, t.x, t.g, t.l, t.np, o) }},
+		{"FwdBwd", 1280, 16, func(t treehemBench) error {
+			dec, err := TreeHEMSaving(t.y, t.x, t.l, t.np, o)
+			if err != nil {
+				return err
 			}
-		})
+			return TreeHEMBackwardSaved(t.dx, t.x, t.g, dec)
+		}},
+	} {
+		for _, d := range []int{2, 3} {
+			t := newTreeHEMBench(d, 21, 16, s.n, s.np)
+			b.Run(s.what+"/"+t.name, func(b *testing.B) {
+				for b.Loop() {
+					if err := s.step(t); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
