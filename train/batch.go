@@ -61,7 +61,7 @@ func batchStats(m *models.Model, s *dataset.Inputs, idx []int, real int, confusi
 		return 0, 0, errors.New("log-probabilities were not computed")
 	}
 	classes := lp.Shape()[1]
-	vals := toFloat64s(lp)
+	vals := models.Float64s(lp)
 	var loss float64
 	correct := 0
 	for i := range real {
@@ -82,18 +82,4 @@ func batchStats(m *models.Model, s *dataset.Inputs, idx []int, real int, confusi
 		}
 	}
 	return loss, correct, nil
-}
-
-func toFloat64s(t *tensor.Dense) []float64 {
-	switch d := t.Data().(type) {
-	case []float32:
-		out := make([]float64, len(d))
-		for i, v := range d {
-			out[i] = float64(v)
-		}
-		return out
-	case []float64:
-		return d
-	}
-	return nil
 }

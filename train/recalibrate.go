@@ -3,6 +3,7 @@ package train
 import (
 	"math"
 
+	"github.com/gmcn-go/gmcn/models"
 	"gorgonia.org/tensor"
 )
 
@@ -37,7 +38,7 @@ func (t *trainer) recalibrateBN() error {
 		if err := t.evm.RunAll(); err != nil {
 			return err
 		}
-		v := toFloat64s(t.eval.IntegralValue().(*tensor.Dense))
+		v := models.Float64s(t.eval.IntegralValue().(*tensor.Dense))
 		c := len(v) / B
 		if sum == nil {
 			sum, sum2 = make([]float64, c), make([]float64, c)
