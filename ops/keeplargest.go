@@ -1,9 +1,6 @@
 package ops
 
 import (
-	"fmt"
-	"io"
-
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
@@ -18,29 +15,22 @@ import (
 // passes to the kept components (see cpu.KeepLargest). An np outside
 // [1, N] is reported when the op is applied.
 func NewKeepLargest(np int) G.Op {
-	s := keepLargestSpec{np: np}
+	s := keepLargestSpec{reduction{np: np}}
 	return newOp(keepLargestKernel[float32]{s}, keepLargestKernel[float64]{s})
 }
 
-type keepLargestSpec struct {
-	mixtureOp
-	np int
-}
+type keepLargestSpec struct{ reduction }
 
-func (keepLargestSpec) name() string              { return "gm.KeepLargest" }
-func (k keepLargestSpec) writeParams(w io.Writer) { fmt.Fprintf(w, "np=%d", k.np) }
-func (keepLargestSpec) computations() []string    { return []string{"KeepLargest"} }
+func (keepLargestSpec) name() string           { return "gm.KeepLargest" }
+func (keepLargestSpec) computations() []string { return []string{"KeepLargest"} }
 
 func (k keepLargestSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
-	l, err := layoutOf("mixture", in[0])
-	if err != nil {
-		return nil, err
-	}
-	if k.np < 1 || k.np > l.N {
-		return nil, errors.Errorf("the number of kept components np must be in [1, N = %d] for input \"mixture\" %v, got %d", l.N, in[0], k.np)
-	}
-	l.N = k.np
-	return tensor.Shape(l.Shape()), nil
+	return k.reducedShape(in[0], func(l mixture.Layout) error {
+		if k.np < 1 || k.np > l.N {
+			return errors.Errorf("the number of kept components np must be in [1, N = %d] for input \"mixture\" %v, got %d", l.N, in[0], k.np)
+		}
+		return nil
+	})
 }
 
 type keepLargestKernel[T Float] struct{ keepLargestSpec }

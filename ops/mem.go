@@ -1,10 +1,8 @@
 package ops
 
 import (
-	"fmt"
-	"io"
-
 	"github.com/gmcn-go/gmcn/ops/device"
+	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -17,29 +15,22 @@ import (
 // gradient, as in the reference; everything else does (see cpu.MEM). An np
 // below 1 is reported when the op is applied.
 func NewMEM(np int) G.Op {
-	s := memSpec{np: np}
+	s := memSpec{reduction{np: np}}
 	return newOp(memKernel[float32]{s}, memKernel[float64]{s})
 }
 
-type memSpec struct {
-	mixtureOp
-	np int
-}
+type memSpec struct{ reduction }
 
-func (memSpec) name() string              { return "gm.MEM" }
-func (k memSpec) writeParams(w io.Writer) { fmt.Fprintf(w, "np=%d", k.np) }
-func (memSpec) computations() []string    { return []string{"MEM"} }
+func (memSpec) name() string           { return "gm.MEM" }
+func (memSpec) computations() []string { return []string{"MEM"} }
 
 func (k memSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
-	if k.np < 1 {
-		return nil, errors.Errorf("the number of output components np must be ≥ 1, got %d", k.np)
-	}
-	l, err := layoutOf("mixture", in[0])
-	if err != nil {
-		return nil, err
-	}
-	l.N = k.np
-	return tensor.Shape(l.Shape()), nil
+	return k.reducedShape(in[0], func(mixture.Layout) error {
+		if k.np < 1 {
+			return errors.Errorf("the number of output components np must be ≥ 1, got %d", k.np)
+		}
+		return nil
+	})
 }
 
 type memKernel[T Float] struct{ memSpec }

@@ -1,8 +1,10 @@
 package ops
 
 import (
+	"fmt"
 	"io"
 
+	"github.com/gmcn-go/gmcn/ops/mixture"
 	"gorgonia.org/tensor"
 )
 
@@ -30,4 +32,29 @@ func sameMixture(s tensor.Shape) (tensor.Shape, error) {
 		return nil, err
 	}
 	return s.Clone(), nil
+}
+
+// reduction is the part of a spec that the reductions (KeepLargest, MEM,
+// TreeHEM) share: they map every mixture of the batch "mixture" to np
+// components. A spec embeds it and adds its name, computations and the
+// check of np against the input (reducedShape's argument).
+type reduction struct {
+	mixtureOp
+	np int
+}
+
+func (r reduction) writeParams(w io.Writer) { fmt.Fprintf(w, "np=%d", r.np) }
+
+// reducedShape checks the shape s of the input "mixture", then its layout
+// with check, and returns s with N replaced by np.
+func (r reduction) reducedShape(s tensor.Shape, check func(mixture.Layout) error) (tensor.Shape, error) {
+	l, err := layoutOf("mixture", s)
+	if err != nil {
+		return nil, err
+	}
+	if err := check(l); err != nil {
+		return nil, err
+	}
+	l.N = r.np
+	return tensor.Shape(l.Shape()), nil
 }

@@ -26,14 +26,13 @@ type TreeHEMOptions = device.TreeHEMOptions
 // op's gradient) and recomputes them otherwise: they are a function of the
 // input, so both give the same gradient.
 func NewTreeHEM(np int, o TreeHEMOptions) G.Op {
-	s := treehemSpec{np: np, o: o}
+	s := treehemSpec{reduction{np: np}, o}
 	return newOp(treehemKernel[float32]{s}, treehemKernel[float64]{s})
 }
 
 type treehemSpec struct {
-	mixtureOp
-	np int
-	o  TreeHEMOptions
+	reduction
+	o TreeHEMOptions
 }
 
 func (treehemSpec) name() string           { return "gm.TreeHEM" }
@@ -43,21 +42,10 @@ func (k treehemSpec) writeParams(w io.Writer) {
 	fmt.Fprintf(w, "np=%d T=%d under=%v", k.np, k.o.Reduction, k.o.UnderFill)
 }
 
-// layout checks the mixture shape and TreeHEM's parameters against it.
-func (k treehemSpec) layout(s tensor.Shape) (mixture.Layout, error) {
-	l, err := layoutOf("mixture", s)
-	if err != nil {
-		return l, err
-	}
-	return l, errors.Wrapf(k.o.Check(l, k.np), `input "mixture" %v`, s)
-}
-
 func (k treehemSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
-	l, err := k.layout(in[0])
-	if err != nil {
-		return nil, err
-	}
-	return tensor.Shape{l.B, l.C, k.np, l.Stride()}, nil
+	return k.reducedShape(in[0], func(l mixture.Layout) error {
+		return errors.Wrapf(k.o.Check(l, k.np), `input "mixture" %v`, in[0])
+	})
 }
 
 type treehemKernel[T Float] struct{ treehemSpec }
