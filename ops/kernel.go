@@ -55,14 +55,9 @@ func (k assembleSpec) layout(in []tensor.Shape) (mixture.Layout, error) {
 		return mixture.Layout{}, errors.Errorf("radius must be positive and finite, got %g", r)
 	}
 	w := in[0]
-	for i, v := range w {
-		if v < 1 {
-			return mixture.Layout{}, errors.Errorf(`input "weights_raw" %v: [F_o, F_i, N_k] must all be ≥ 1, got %d at axis %d`, w, v, i)
-		}
-	}
-	d := in[1][3]
-	if d != 2 && d != 3 {
-		return mixture.Layout{}, errors.Errorf(`input "positions_raw" %v: expected D = 2 or 3 in the last axis, got %d`, in[1], d)
+	d, err := kernelDims(w, "positions_raw", in[1])
+	if err != nil {
+		return mixture.Layout{}, err
 	}
 	if err := sameShape("positions_raw", in[1], tensor.Shape{w[0], w[1], w[2], d}); err != nil {
 		return mixture.Layout{}, err
@@ -119,4 +114,20 @@ func (k assembleGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []op
 	d := [3][]T{}
 	d[k.wrt] = out.data
 	return dev.AssembleKernelBackward(d[0], d[1], d[2], in[4].data, in[2].data, l, k.fwd.cfg)
+}
+
+// kernelDims checks the shape w of the raw kernel weights [F_o, F_i, N_k]
+// (each ≥ 1) and returns D, the last axis of the input name of shape s,
+// which must be 2 or 3.
+func kernelDims(w tensor.Shape, name string, s tensor.Shape) (int, error) {
+	for i, v := range w {
+		if v < 1 {
+			return 0, errors.Errorf(`input "weights_raw" %v: [F_o, F_i, N_k] must all be ≥ 1, got %d at axis %d`, w, v, i)
+		}
+	}
+	d := s[len(s)-1]
+	if d != 2 && d != 3 {
+		return 0, errors.Errorf("input %q %v: expected D = 2 or 3 in the last axis, got %d", name, s, d)
+	}
+	return d, nil
 }

@@ -3,7 +3,6 @@ package ops
 import (
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
-	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -35,14 +34,9 @@ func (weightDecaySpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 // weightDecayDims checks the raw weight and factor shapes and returns D.
 func weightDecayDims(in []tensor.Shape) (int, error) {
 	w := in[0]
-	for i, v := range w {
-		if v < 1 {
-			return 0, errors.Errorf(`input "weights_raw" %v: [F_o, F_i, N_k] must all be ≥ 1, got %d at axis %d`, w, v, i)
-		}
-	}
-	d := in[1][4]
-	if d != 2 && d != 3 {
-		return 0, errors.Errorf(`input "factors" %v: expected D = 2 or 3 in the last axis, got %d`, in[1], d)
+	d, err := kernelDims(w, "factors", in[1])
+	if err != nil {
+		return 0, err
 	}
 	return d, sameShape("factors", in[1], tensor.Shape{w[0], w[1], w[2], d, d})
 }
