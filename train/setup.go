@@ -32,8 +32,6 @@ type Setup struct {
 	// CacheDir is the folder of the input caches ("cache" if Run leaves
 	// it empty).
 	CacheDir string
-
-	open func(dir string) (dataset.Dataset, error)
 }
 
 // source is a data set gmcn can train on: its dimension, known before the
@@ -93,11 +91,10 @@ func Resolve(c RunConfig) (*Setup, error) {
 	if s.CacheDir == "" {
 		s.CacheDir = "cache"
 	}
-	src, ok := sources[s.Dataset]
-	if !ok {
-		return nil, errors.Errorf("unknown dataset %q (want %s)", c.Dataset, strings.Join(DatasetNames(), ", "))
+	src, err := sourceOf(s.Dataset)
+	if err != nil {
+		return nil, err
 	}
-	s.open = src.open
 	l, err := models.ParseLayout(c.Layers)
 	if err != nil {
 		return nil, err
@@ -146,7 +143,22 @@ func fitConfig(c RunConfig, dim, k int) (dataset.FitConfig, error) {
 }
 
 // OpenDataset opens the data set of s.
-func (s *Setup) OpenDataset() (dataset.Dataset, error) { return s.open(s.Run.DataDir) }
+func (s *Setup) OpenDataset() (dataset.Dataset, error) {
+	src, err := sourceOf(s.Dataset)
+	if err != nil {
+		return nil, err
+	}
+	return src.open(s.Run.DataDir)
+}
+
+// sourceOf returns the data set called name.
+func sourceOf(name string) (source, error) {
+	src, ok := sources[name]
+	if !ok {
+		return src, errors.Errorf("unknown dataset %q (want %s)", name, strings.Join(DatasetNames(), ", "))
+	}
+	return src, nil
+}
 
 // LoadInputs opens the data set of s and returns its fitted training and
 // test inputs (from the cache in s.CacheDir or freshly fitted, with
