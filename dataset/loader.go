@@ -25,22 +25,39 @@ type Loader struct {
 	NewProgress func(label string, total int) Progress
 }
 
-// File returns the cache file of split s fitted with cfg: its name holds
-// the split and the main settings, the key inside the file decides whether
-// it is reused.
-func (l Loader) File(s Split, cfg FitConfig) string {
-	name := strings.ReplaceAll(s.Name(), "/", "-")
-	return filepath.Join(l.Dir, fmt.Sprintf("%s-%s-n%d.gmfit", name, cfg.tag(), s.Len()))
+// File returns the cache file of split s fitted with cfg. Its name holds
+// the split, the main settings, the sample count and the start of the
+// data's digest, so that two data sets of one name (two ModelNet folders
+// given with --data, say) keep separate caches; the key inside the file
+// decides whether it is reused.
+func (l Loader) File(s Split, cfg FitConfig) (string, error) {
+	digest, err := digestOf(s)
+	if err != nil {
+		return "", err
+	}
+	return l.file(s, cfg, digest), nil
 }
 
-// cacheKey returns the cache key of split s fitted with cfg: every fit
-// setting and the digest of the split's content.
-func cacheKey(s Split, cfg FitConfig) (string, error) {
+func (l Loader) file(s Split, cfg FitConfig, digest []byte) string {
+	name := strings.ReplaceAll(s.Name(), "/", "-")
+	return filepath.Join(l.Dir, fmt.Sprintf("%s-%s-n%d-%x.gmfit", name, cfg.tag(), s.Len(), digest[:6]))
+}
+
+func digestOf(s Split) ([]byte, error) {
 	digest, err := s.Digest()
 	if err != nil {
-		return "", errors.Wrapf(err, "%s: digest of the data", s.Name())
+		return nil, errors.Wrapf(err, "%s: digest of the data", s.Name())
 	}
-	return fmt.Sprintf("%s\ndata: n=%d sha256=%x", cfg, s.Len(), digest), nil
+	if len(digest) < 6 {
+		return nil, errors.Errorf("%s: the data's digest has %d bytes, want ≥ 6", s.Name(), len(digest))
+	}
+	return digest, nil
+}
+
+// cacheKey returns the cache key of split s with the given digest fitted
+// with cfg: every fit setting and the digest of the split's content.
+func cacheKey(s Split, cfg FitConfig, digest []byte) string {
+	return fmt.Sprintf("%s\ndata: n=%d sha256=%x", cfg, s.Len(), digest)
 }
 
 // LoadOrFit returns the inputs of split s, whose labels are below classes,
@@ -55,11 +72,11 @@ func (l Loader) LoadOrFit(s Split, classes int, cfg FitConfig) (*Inputs, error) 
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	key, err := cacheKey(s, cfg)
+	digest, err := digestOf(s)
 	if err != nil {
 		return nil, err
 	}
-	file := l.File(s, cfg)
+	key, file := cacheKey(s, cfg, digest), l.file(s, cfg, digest)
 	have, in, err := ReadCache(file)
 	switch {
 	case errors.Is(err, os.ErrNotExist):

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -70,13 +71,18 @@ func TestLoaderLifeCycle(t *testing.T) {
 	}
 	changed := newFakeSplit("fake/train", s.values, []int{0, 1, 2, 1})
 	_, msg = load(changed, other)
-	if !strings.Contains(msg, "other settings or data") || changed.fits.Load() != 1 {
+	// Other data of the same name goes to a file of its own, so that two
+	// data sets of one name do not refit each other's caches in turn.
+	path, err := Loader{Dir: dir}.File(changed, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(msg, "no input cache "+path) || changed.fits.Load() != 1 {
 		t.Fatalf("changed labels: log %q, %d fits", msg, changed.fits.Load())
 	}
-
-	path := Loader{Dir: dir}.File(changed, other)
-	if filepath.Base(path) != "fake-train-k3-em1-kmeans-n4.gmfit" {
-		t.Errorf("cache file %s", path)
+	orig, _ := Loader{Dir: dir}.File(s, other)
+	if orig == path || !regexp.MustCompile(`^fake-train-k3-em1-kmeans-n4-[0-9a-f]{12}\.gmfit$`).MatchString(filepath.Base(path)) {
+		t.Errorf("cache files %s and %s: want distinct names fake-train-k3-em1-kmeans-n4-<digest>.gmfit", orig, path)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -20,7 +20,7 @@ type Format int
 const (
 	// MeshLayout is the original ModelNet10/40 layout:
 	// ROOT/<class>/{train,test}/*.off; classes are the sorted directory
-	// names.
+	// names. PLY meshes (*.ply) are read too, for copies converted to PLY.
 	MeshLayout Format = iota
 	// ResampledLayout is PointNet++'s modelnet40_normal_resampled:
 	// ROOT/<name>_shape_names.txt (one class per line, in label order),
@@ -116,11 +116,10 @@ func openMeshLayout(root, name string) (*ModelNet, error) {
 			dir   string
 			split *ShapeSet
 		}{{"train", &ds.train}, {"test", &ds.test}} {
-			files, err := filepath.Glob(filepath.Join(root, e.Name(), sp.dir, "*.off"))
+			files, err := meshFiles(filepath.Join(root, e.Name(), sp.dir))
 			if err != nil {
-				return nil, errors.Wrap(err, "modelnet")
+				return nil, err
 			}
-			slices.Sort(files)
 			sp.split.paths = append(sp.split.paths, files...)
 			for range files {
 				sp.split.labels = append(sp.split.labels, label)
@@ -128,13 +127,36 @@ func openMeshLayout(root, name string) (*ModelNet, error) {
 		}
 	}
 	if len(ds.classes) == 0 {
-		return nil, errors.Errorf("modelnet: %s has neither class folders <class>/train/*.off (ModelNet10/40) nor modelnet10_shape_names.txt / modelnet40_shape_names.txt (modelnet40_normal_resampled)", root)
+		return nil, errors.Errorf("modelnet: %s has neither class folders <class>/train/*.off (ModelNet10/40) (or *.ply) nor modelnet10_shape_names.txt / modelnet40_shape_names.txt (modelnet40_normal_resampled)", root)
 	}
 	if len(ds.train.paths) == 0 || len(ds.test.paths) == 0 {
-		return nil, errors.Errorf("modelnet: %s: %d training and %d test .off files in %d classes, want both splits non-empty",
+		return nil, errors.Errorf("modelnet: %s: %d training and %d test .off/.ply files in %d classes, want both splits non-empty",
 			root, len(ds.train.paths), len(ds.test.paths), len(ds.classes))
 	}
 	return ds, nil
+}
+
+// meshFiles returns the sorted paths of the meshes (.off, .ply, any case)
+// in dir; a missing dir has none.
+func meshFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, errors.Wrap(err, "modelnet")
+	}
+	var files []string
+	for _, e := range entries {
+		switch strings.ToLower(filepath.Ext(e.Name())) {
+		case ".off", ".ply":
+			if !e.IsDir() {
+				files = append(files, filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	slices.Sort(files)
+	return files, nil
 }
 
 func openResampled(root, name string) (*ModelNet, error) {

@@ -57,6 +57,48 @@ func TestGenerateModelNetLayout(t *testing.T) {
 	}
 }
 
+// TestOpenModelNetPLY checks that a ModelNet-layout folder of PLY meshes,
+// mixed with OFF ones, is read with every mesh in its class and split.
+func TestOpenModelNetPLY(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "cone", "train", "cone_0001.ply"), plyASCIIText())
+	writeFile(t, filepath.Join(root, "cone", "test", "cone_0002.PLY"), plyASCIIText())
+	writeFile(t, filepath.Join(root, "tetra", "test", "notes.txt"), "not a mesh")
+	os.MkdirAll(filepath.Join(root, "tetra", "train"), 0o755)
+	if err := WriteOFF(filepath.Join(root, "tetra", "train", "tetra_0001.off"), plyTetra); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := OpenModelNet(root, "modelnet10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ds.Classes(), []string{"cone", "tetra"}) || len(ds.train.paths) != 2 || len(ds.test.paths) != 1 ||
+		!slices.Equal(ds.train.labels, []int{0, 1}) || filepath.Base(ds.test.paths[0]) != "cone_0002.PLY" {
+		t.Fatalf("classes %v, train %v %v, test %v", ds.Classes(), ds.train.paths, ds.train.labels, ds.test.paths)
+	}
+	for _, p := range append(ds.Train().(*ShapeSet).Paths(), ds.test.paths...) {
+		m, err := LoadMesh(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkMesh(t, m)
+	}
+}
+
+// TestGenerateModelNetRefusesNonEmpty checks that shapes are never written
+// among the files of an earlier run or of anything else.
+func TestGenerateModelNetRefusesNonEmpty(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "chair", "train", "old.off"), "OFF\n0 0 0\n")
+	err := GenerateModelNet(dir, 1, 1, 1)
+	if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "not empty") {
+		t.Fatalf("err %v: want a not-empty error naming %s", err, dir)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("%d entries in %s after the refusal, want the 1 that was there", len(entries), dir)
+	}
+}
+
 func must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)
@@ -227,7 +269,10 @@ func TestLoadModelNetCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := loader.File(ds.Train(), cfg)
+	file, err := loader.File(ds.Train(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	data, _ := os.ReadFile(file)
 	data[len(data)/2] ^= 1
 	os.WriteFile(file, data, 0o644)
@@ -241,8 +286,16 @@ func TestLoadModelNetCache(t *testing.T) {
 	os.WriteFile(mesh, append(data, '\n'), 0o644)
 	log.Reset()
 	load(root, 0)
-	if !strings.Contains(log.String(), "other settings or data") {
-		t.Errorf("log %q: want the settings reason", log.String())
+	if !strings.Contains(log.String(), "no input cache") || !strings.Contains(log.String(), "fitting 10 samples of modelnet10/test") {
+		t.Errorf("log %q: changed data must be fitted into a cache file of its own", log.String())
+	}
+	// The original data still has its cache: two --data folders of one
+	// data set name do not refit each other's caches in turn.
+	os.WriteFile(mesh, data, 0o644)
+	log.Reset()
+	load(root, 0)
+	if strings.Contains(log.String(), "fitting") {
+		t.Errorf("log %q: the original data's cache must be reused", log.String())
 	}
 }
 

@@ -286,10 +286,14 @@ func WriteOFF(path string, m *Mesh) (err error) {
 // and dir/<class>/test/… (nTest per class), numbered on from the training
 // shapes as ModelNet does. Shape j of class c (counting training then test
 // shapes) is drawn from the random stream PCG(seed, c·2³² + j), so the set
-// depends only on the arguments. Files are written in parallel.
+// depends only on the arguments. Files are written in parallel. dir must
+// be new or empty, so that old and new shapes never mix.
 func GenerateModelNet(dir string, nTrain, nTest int, seed uint64) error {
 	if nTrain < 1 || nTest < 1 {
 		return errors.Errorf("shapegen: %d training and %d test shapes per class, want ≥ 1 each", nTrain, nTest)
+	}
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return errors.Errorf("shapegen: %s is not empty (it has %s); write into a new or empty directory, so that old and new shapes do not mix", dir, entries[0].Name())
 	}
 	per := nTrain + nTest
 	for _, c := range GeneratedClasses {

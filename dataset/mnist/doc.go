@@ -21,6 +21,9 @@
 //     cache with `go mod download -json`.
 //   - Fashion-MNIST: the Debian package dataset-fashion-mnist, installed by
 //     scripts/install-deps.sh into /usr/share/datasets/fashion-mnist.
+//   - Either, from $GMCN_DATA/mnist or $GMCN_DATA/fashion-mnist when the
+//     environment variable GMCN_DATA (DataEnv) is set: a folder that
+//     scripts/prepare-data.sh fills, for machines without the go command.
 //
 // Nothing is used silently: a missing or corrupt data file is an error that
 // names the file and says how to get it.

