@@ -153,7 +153,7 @@ func (t *trainer) run(ctx context.Context) ([]report.EpochMetrics, error) {
 			return nil, err
 		}
 		bar := report.NewProgress(t.opt.Log, fmt.Sprintf("epoch %d/%d", t.st.Epoch+1, t.opt.Epochs), n)
-		bar.Add(min(t.st.Batch*B, n))
+		bar.Skip(min(t.st.Batch*B, n))
 		for ; t.st.Batch < nb; t.st.Batch++ {
 			if ctx.Err() != nil || (t.opt.StopAfter > 0 && ran == t.opt.StopAfter) {
 				bar.Finish()
