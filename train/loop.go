@@ -20,6 +20,12 @@ import (
 
 // Options are the training settings.
 type Options struct {
+	// Epochs is the number of epochs of the run, resumed ones included. A
+	// run resumed from the checkpoint of its last epoch with more Epochs
+	// trains the extra ones exactly as a run with that many Epochs from the
+	// start does: nothing in training (schedule, shuffling, decay) depends on
+	// the total; only the progress bar's label and checkpoint.State's
+	// Completed do.
 	Epochs    int
 	LR        float64 // Adam's initial learning rate
 	DecayRate float64 // the decoupled weight-decay step uses lr = DecayRate·LR (initial LR)
@@ -125,6 +131,9 @@ func (t *trainer) resume(path, key string) error {
 	if err := t.m.SetState(models.State{Names: st.Names, Params: st.Params, BNMean: st.BNMean, BNVar: st.BNVar, CovNorms: st.CovNorms}); err != nil {
 		return errors.Wrapf(err, "checkpoint %s", path)
 	}
+	if need := st.Epoch + min(st.Batch+1, 1); need > t.opt.Epochs {
+		return errors.Errorf("checkpoint %s has trained into epoch %d, beyond this run's %d epochs: resume with at least %d", path, need, t.opt.Epochs, need)
+	}
 	if err := t.pcg.UnmarshalBinary(st.RNG); err != nil {
 		return errors.Wrapf(err, "checkpoint %s: RNG state", path)
 	}
@@ -143,11 +152,15 @@ func (t *trainer) run(ctx context.Context) ([]report.EpochMetrics, error) {
 	n := t.train.Len()
 	nb := (n + B - 1) / B
 	ran := 0
+	if err := t.start(); err != nil {
+		return nil, err
+	}
 	for ; t.st.Epoch < t.opt.Epochs; t.st.Epoch++ {
 		if t.st.Batch < 0 {
 			t.st.EpochPerm = rand.New(t.pcg).Perm(n)
 			rng, _ := t.pcg.MarshalBinary()
-			t.st.RNG, t.st.Batch, t.st.Partial = rng, 0, checkpoint.EpochSums{}
+			// A finished run extended to more epochs is no longer complete.
+			t.st.RNG, t.st.Batch, t.st.Partial, t.st.Completed = rng, 0, checkpoint.EpochSums{}, false
 		}
 		if err := t.m.SetTraining(true); err != nil {
 			return nil, err
@@ -186,7 +199,7 @@ func (t *trainer) run(ctx context.Context) ([]report.EpochMetrics, error) {
 		if err := t.recalibrateBN(); err != nil {
 			return nil, errors.Wrapf(err, "epoch %d: BatchNorm statistics", t.st.Epoch+1)
 		}
-		testLoss, testAcc, confusion, err := Evaluate(t.m, t.eval, t.evm, t.tst, nil)
+		testLoss, testAcc, confusion, err := Evaluate(t.m, t.eval, t.evm, t.tst, t.opt.Log)
 		if err != nil {
 			return nil, errors.Wrapf(err, "epoch %d evaluation", t.st.Epoch+1)
 		}
