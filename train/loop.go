@@ -132,7 +132,7 @@ func (t *trainer) resume(path, key string) error {
 		return errors.Wrapf(err, "checkpoint %s", path)
 	}
 	if need := st.Epoch + min(st.Batch+1, 1); need > t.opt.Epochs {
-		return errors.Errorf("checkpoint %s has trained into epoch %d, beyond this run's %d epochs: resume with at least %d", path, need, t.opt.Epochs, need)
+		return errors.Errorf("checkpoint %s has trained into epoch %d but Options.Epochs is %d: resume with at least %d epochs", path, need, t.opt.Epochs, need)
 	}
 	if err := t.pcg.UnmarshalBinary(st.RNG); err != nil {
 		return errors.Wrapf(err, "checkpoint %s: RNG state", path)
