@@ -30,28 +30,32 @@ type StepLog struct {
 }
 
 // OpenStepLog prepares the step log at path for the rows after step after.
-// after = 0 starts a new file holding the header only. after > 0 keeps the
+// after ≤ 0 starts a new file holding the header only. after > 0 keeps the
 // rows up to step after and drops later ones, which an interrupted process
 // wrote after its last checkpoint, so a resumed run's log equals an
 // uninterrupted run's; a missing file is started afresh. A file that is
 // not a step log is an error naming its line.
 func OpenStepLog(path string, after int) (*StepLog, error) {
-	l := &StepLog{path: path}
-	data, err := os.ReadFile(path)
-	if after == 0 || os.IsNotExist(err) {
-		return l, atomicfile.Write(path, []byte(stepsHeader+"\n"))
+	keep := []byte(stepsHeader + "\n")
+	if after > 0 {
+		data, err := os.ReadFile(path)
+		switch {
+		case err == nil:
+			n, err := scanSteps(path, data, after, nil)
+			if err != nil {
+				return nil, err
+			}
+			keep = data[:n]
+		case !os.IsNotExist(err):
+			return nil, errors.Wrap(err, "reading step log")
+		}
 	}
-	if err != nil {
-		return nil, errors.Wrapf(err, "reading step log %s", path)
+	// Rewriting the kept part once per process costs little and leaves no
+	// window in which the log is half cut.
+	if err := atomicfile.Write(path, keep); err != nil {
+		return nil, errors.Wrap(err, "step log")
 	}
-	keep, err := scanSteps(path, data, after, nil)
-	if err != nil {
-		return nil, err
-	}
-	if keep < len(data) {
-		return l, atomicfile.Write(path, data[:keep])
-	}
-	return l, nil
+	return &StepLog{path: path}, nil
 }
 
 // Append writes r at the end of the log.
