@@ -20,8 +20,8 @@ type Hook struct {
 	// Every, if > 1, calls Step only after the steps whose number
 	// (StepInfo.Step) is a multiple of Every.
 	Every int
-	// Start is called once before the run's first step in this process,
-	// after a resumed run has loaded its checkpoint.
+	// Start is called once when the run starts in this process: before its
+	// first step, after a resumed run has loaded its checkpoint.
 	Start func(StartInfo) error
 	// Step is called after every training step (optimiser and weight decay
 	// included), or every Every steps.

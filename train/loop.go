@@ -128,17 +128,21 @@ func (t *trainer) resume(path, key string) error {
 	if st.ConfigKey != key {
 		return errors.Errorf("checkpoint %s was written for another configuration:\n  checkpoint: %s\n  this run:   %s\n(train without --resume to start afresh)", path, st.ConfigKey, key)
 	}
-	if err := t.m.SetState(models.State{Names: st.Names, Params: st.Params, BNMean: st.BNMean, BNVar: st.BNVar, CovNorms: st.CovNorms}); err != nil {
-		return errors.Wrapf(err, "checkpoint %s", path)
-	}
 	if need := st.Epoch + min(st.Batch+1, 1); need > t.opt.Epochs {
 		return errors.Errorf("checkpoint %s has trained into epoch %d but Options.Epochs is %d: resume with at least %d epochs", path, need, t.opt.Epochs, need)
+	}
+	if err := t.m.SetState(models.State{Names: st.Names, Params: st.Params, BNMean: st.BNMean, BNVar: st.BNVar, CovNorms: st.CovNorms}); err != nil {
+		return errors.Wrapf(err, "checkpoint %s", path)
 	}
 	if err := t.pcg.UnmarshalBinary(st.RNG); err != nil {
 		return errors.Wrapf(err, "checkpoint %s: RNG state", path)
 	}
 	t.st = st
-	fmt.Fprintf(t.opt.Log, "resuming from %s: epoch %d, batch %d\n", path, st.Epoch+1, st.Batch)
+	if st.Batch < 0 {
+		fmt.Fprintf(t.opt.Log, "resuming from %s: %d epochs done, %d steps\n", path, st.Epoch, st.Adam.Steps)
+	} else {
+		fmt.Fprintf(t.opt.Log, "resuming from %s: epoch %d, batch %d, %d steps\n", path, st.Epoch+1, st.Batch, st.Adam.Steps)
+	}
 	return nil
 }
 
