@@ -3,14 +3,16 @@
 // plateau learning-rate schedule (package train/optim), and evaluates it on
 // the test set after every epoch, recomputing BatchNorm's statistics first.
 //
-// The loop writes no files itself. It calls hooks (Options.Hooks) after
-// every step or every N steps, at the end of every epoch with the epoch's
-// metrics and confusion matrix, and when the run ends or is interrupted;
-// every call can take a snapshot of the state that resumes the run exactly
-// (package train/checkpoint). DefaultHooks writes what the command line
-// writes: the checkpoint, the metrics CSV and plot and the confusion matrix
-// (package train/report). A user adds a hook of their own by appending it
-// to Options.Hooks:
+// The loop writes no files itself. It calls hooks (Options.Hooks) when it
+// starts, after every step or every N steps, at the end of every epoch with
+// the epoch's metrics and confusion matrix, and when the run ends or is
+// interrupted; every call after a step or an epoch can take a snapshot of
+// the state that resumes the run exactly (package train/checkpoint).
+// DefaultHooks writes what the command line writes: the step log (one row
+// per step), the checkpoint at epoch ends and on interruption, the metrics
+// CSV and plot and the confusion matrix (package train/report);
+// CheckpointEvery adds checkpoints inside long epochs. A user adds a hook
+// of their own by appending it to Options.Hooks:
 //
 //	opt.Hooks = append(train.DefaultHooks(dir), train.Hook{
 //		Name:  "loss",
@@ -23,7 +25,9 @@
 //
 // A run is reproducible: the same configuration, data and seed give the same
 // numbers, and a run resumed from a checkpoint continues with exactly the
-// numbers of an uninterrupted one.
+// numbers of an uninterrupted one, step log included. A finished run resumed
+// with more Options.Epochs trains the extra epochs as if it had been
+// started with that many: nothing in training depends on the total.
 //
 // The run configuration (RunConfig, the run.json of a run) is resolved once
 // into typed settings (Resolve, Setup); LoadInputs opens the data set a Setup

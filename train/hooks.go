@@ -20,6 +20,9 @@ type Hook struct {
 	// Every, if > 1, calls Step only after the steps whose number
 	// (StepInfo.Step) is a multiple of Every.
 	Every int
+	// Start is called once when the run starts in this process: before its
+	// first step, after a resumed run has loaded its checkpoint.
+	Start func(StartInfo) error
 	// Step is called after every training step (optimiser and weight decay
 	// included), or every Every steps.
 	Step func(StepInfo) error
@@ -31,6 +34,13 @@ type Hook struct {
 	End func(EndInfo) error
 }
 
+// StartInfo is what a Start hook is told about the run about to train.
+type StartInfo struct {
+	// Step is the number of training steps taken before: 0 for a new run,
+	// the checkpoint's for a resumed one.
+	Step int
+}
+
 // StepInfo is what a Step hook is told about the step just taken.
 type StepInfo struct {
 	Step    int     // training steps the run has taken, resumed parts included: 1 after the first
@@ -39,6 +49,7 @@ type StepInfo struct {
 	Samples int     // the batch's samples, without the filler of a partial last batch
 	Correct int     // how many of Samples the model classified correctly before the step
 	Loss    float64 // the summed negative log-likelihood of Samples before the step
+	LR      float64 // Adam's learning rate in the step
 
 	// State returns the checkpoint state that resumes the run after this
 	// step (see EpochInfo.State).
@@ -93,10 +104,21 @@ func (t *trainer) callHooks(point string, f func(Hook) error) error {
 	return nil
 }
 
+// start calls the Start hooks before the run's first step in this process.
+func (t *trainer) start() error {
+	info := StartInfo{Step: t.st.Adam.Steps}
+	return t.callHooks("the start of the run", func(h Hook) error {
+		if h.Start == nil {
+			return nil
+		}
+		return h.Start(info)
+	})
+}
+
 // afterStep calls the Step hooks after the step on the current batch.
 func (t *trainer) afterStep(loss float64, correct, samples int) error {
 	info := StepInfo{Step: t.st.Adam.Steps, Epoch: t.st.Epoch + 1, Batch: t.st.Batch, Samples: samples, Correct: correct, Loss: loss,
-		State: t.stateAt(t.st.Epoch, t.st.Batch+1)}
+		LR: t.st.Adam.LR, State: t.stateAt(t.st.Epoch, t.st.Batch+1)}
 	return t.callHooks(fmt.Sprintf("step %d", info.Step), func(h Hook) error {
 		if h.Step == nil || (h.Every > 1 && info.Step%h.Every != 0) {
 			return nil

@@ -20,6 +20,12 @@ import (
 
 // Options are the training settings.
 type Options struct {
+	// Epochs is the number of epochs of the run, resumed ones included. A
+	// run resumed from the checkpoint of its last epoch with more Epochs
+	// trains the extra ones exactly as a run with that many Epochs from the
+	// start does: nothing in training (schedule, shuffling, decay) depends on
+	// the total; only the progress bar's label and checkpoint.State's
+	// Completed do.
 	Epochs    int
 	LR        float64 // Adam's initial learning rate
 	DecayRate float64 // the decoupled weight-decay step uses lr = DecayRate·LR (initial LR)
@@ -122,6 +128,9 @@ func (t *trainer) resume(path, key string) error {
 	if st.ConfigKey != key {
 		return errors.Errorf("checkpoint %s was written for another configuration:\n  checkpoint: %s\n  this run:   %s\n(train without --resume to start afresh)", path, st.ConfigKey, key)
 	}
+	if need := st.Epoch + min(st.Batch+1, 1); need > t.opt.Epochs {
+		return errors.Errorf("checkpoint %s has trained into epoch %d but Options.Epochs is %d: resume with at least %d epochs", path, need, t.opt.Epochs, need)
+	}
 	if err := t.m.SetState(models.State{Names: st.Names, Params: st.Params, BNMean: st.BNMean, BNVar: st.BNVar, CovNorms: st.CovNorms}); err != nil {
 		return errors.Wrapf(err, "checkpoint %s", path)
 	}
@@ -129,7 +138,11 @@ func (t *trainer) resume(path, key string) error {
 		return errors.Wrapf(err, "checkpoint %s: RNG state", path)
 	}
 	t.st = st
-	fmt.Fprintf(t.opt.Log, "resuming from %s: epoch %d, batch %d\n", path, st.Epoch+1, st.Batch)
+	if st.Batch < 0 {
+		fmt.Fprintf(t.opt.Log, "resuming from %s: %d epochs done, %d steps\n", path, st.Epoch, st.Adam.Steps)
+	} else {
+		fmt.Fprintf(t.opt.Log, "resuming from %s: epoch %d, batch %d, %d steps\n", path, st.Epoch+1, st.Batch, st.Adam.Steps)
+	}
 	return nil
 }
 
@@ -143,17 +156,21 @@ func (t *trainer) run(ctx context.Context) ([]report.EpochMetrics, error) {
 	n := t.train.Len()
 	nb := (n + B - 1) / B
 	ran := 0
+	if err := t.start(); err != nil {
+		return nil, err
+	}
 	for ; t.st.Epoch < t.opt.Epochs; t.st.Epoch++ {
 		if t.st.Batch < 0 {
 			t.st.EpochPerm = rand.New(t.pcg).Perm(n)
 			rng, _ := t.pcg.MarshalBinary()
-			t.st.RNG, t.st.Batch, t.st.Partial = rng, 0, checkpoint.EpochSums{}
+			// A finished run extended to more epochs is no longer complete.
+			t.st.RNG, t.st.Batch, t.st.Partial, t.st.Completed = rng, 0, checkpoint.EpochSums{}, false
 		}
 		if err := t.m.SetTraining(true); err != nil {
 			return nil, err
 		}
 		bar := report.NewProgress(t.opt.Log, fmt.Sprintf("epoch %d/%d", t.st.Epoch+1, t.opt.Epochs), n)
-		bar.Add(min(t.st.Batch*B, n))
+		bar.Skip(min(t.st.Batch*B, n))
 		for ; t.st.Batch < nb; t.st.Batch++ {
 			if ctx.Err() != nil || (t.opt.StopAfter > 0 && ran == t.opt.StopAfter) {
 				bar.Finish()
@@ -186,7 +203,7 @@ func (t *trainer) run(ctx context.Context) ([]report.EpochMetrics, error) {
 		if err := t.recalibrateBN(); err != nil {
 			return nil, errors.Wrapf(err, "epoch %d: BatchNorm statistics", t.st.Epoch+1)
 		}
-		testLoss, testAcc, confusion, err := Evaluate(t.m, t.eval, t.evm, t.tst, nil)
+		testLoss, testAcc, confusion, err := Evaluate(t.m, t.eval, t.evm, t.tst, t.opt.Log)
 		if err != nil {
 			return nil, errors.Wrapf(err, "epoch %d evaluation", t.st.Epoch+1)
 		}

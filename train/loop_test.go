@@ -1,12 +1,19 @@
 package train
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"math"
+	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/gmcn-go/gmcn/models"
+	"github.com/gmcn-go/gmcn/train/checkpoint"
+	"github.com/gmcn-go/gmcn/train/report"
 )
 
 // testOptions returns the reference's weight-decay rate with epochs and lr,
@@ -44,7 +51,8 @@ func TestTrainSynthetic(t *testing.T) {
 // the checkpoint and requires exactly the metrics of an uninterrupted run.
 func TestResumeMatchesUninterrupted(t *testing.T) {
 	trainSet, testSet := SyntheticLines(40, 8, 3), SyntheticLines(16, 8, 4)
-	opt := testOptions(2, 1e-2, t.TempDir())
+	wantDir := t.TempDir()
+	opt := testOptions(2, 1e-2, wantDir)
 	want, err := Run(context.Background(), tinyConfig(t), trainSet, testSet, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +77,127 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 		if g != w {
 			t.Errorf("epoch %d: resumed %+v\n uninterrupted %+v", i+1, g, w)
 		}
+	}
+	sameFile(t, filepath.Join(dir, StepsFile), filepath.Join(wantDir, StepsFile))
+}
+
+// sameFile fails t unless the files got and want hold the same bytes.
+func sameFile(t *testing.T, got, want string) {
+	t.Helper()
+	g, err := os.ReadFile(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := os.ReadFile(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(g, w) {
+		t.Errorf("%s differs from %s:\n%s\nwant:\n%s", got, want, g, w)
+	}
+}
+
+// TestExtendFinishedRun resumes a finished two-epoch run with three epochs
+// and requires the numbers of a three-epoch run: metrics, step log and
+// final checkpoint (parameters, optimiser, schedule) are identical, because
+// nothing in training depends on the total number of epochs. The extension
+// is not Completed until its last epoch ends, and a checkpoint beyond
+// Options.Epochs is refused rather than silently cut short.
+func TestExtendFinishedRun(t *testing.T) {
+	trainSet, testSet := SyntheticLines(40, 8, 3), SyntheticLines(16, 8, 4)
+	wantDir, dir := t.TempDir(), t.TempDir()
+	want, err := Run(context.Background(), tinyConfig(t), trainSet, testSet, testOptions(3, 1e-2, wantDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), tinyConfig(t), trainSet, testSet, testOptions(2, 1e-2, dir)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, CheckpointFile)
+	for _, c := range []struct {
+		epochs int
+		want   string
+	}{
+		{1, "has trained into epoch 2 but Options.Epochs is 1: resume with at least 2 epochs"},
+		{0, "resume with at least 2"},
+	} {
+		opt := testOptions(c.epochs, 1e-2, dir)
+		opt.Resume = path
+		if _, err := Run(context.Background(), tinyConfig(t), trainSet, testSet, opt); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
+			t.Errorf("resuming 2 epochs with %d: error %v, want one naming %s and containing %q", c.epochs, err, path, c.want)
+		}
+	}
+
+	opt := testOptions(3, 1e-2, dir)
+	opt.Resume = path
+	opt.Hooks = append(opt.Hooks, Hook{Name: "completed", Step: func(s StepInfo) error {
+		if s.State().Completed {
+			t.Errorf("step %d of the extension: snapshot says the run is completed", s.Step)
+		}
+		return nil
+	}})
+	got, err := Run(context.Background(), tinyConfig(t), trainSet, testSet, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(withoutTimes(&checkpoint.State{Metrics: got}), withoutTimes(&checkpoint.State{Metrics: want})) {
+		t.Errorf("extended: %+v\n three epochs: %+v", got, want)
+	}
+	sameFile(t, filepath.Join(dir, StepsFile), filepath.Join(wantDir, StepsFile))
+	gotSt, err := checkpoint.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSt, err := checkpoint.Load(filepath.Join(wantDir, CheckpointFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !gotSt.Completed || !reflect.DeepEqual(withoutTimes(gotSt), withoutTimes(wantSt)) {
+		t.Errorf("extended run's final checkpoint differs from the three-epoch run's (completed %v)", gotSt.Completed)
+	}
+}
+
+// TestStepLogContent checks the step log against the epoch metrics: the
+// rows' losses and accuracies average to the epoch's training figures and
+// each row has the epoch's learning rate. The second run shows that the
+// loop's log carries the test-set evaluation's progress bar.
+func TestStepLogContent(t *testing.T) {
+	trainSet, testSet := SyntheticLines(36, 8, 3), SyntheticLines(16, 8, 4)
+	dir := t.TempDir()
+	var log bytes.Buffer
+	opt := testOptions(2, 1e-2, dir)
+	opt.Log = &log
+	metrics, err := Run(context.Background(), tinyConfig(t), trainSet, testSet, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := report.ReadSteps(filepath.Join(dir, StepsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 10 {
+		t.Fatalf("%d rows, want 2 epochs of 5 batches", len(rows))
+	}
+	var loss, correct [2]float64
+	for i, r := range rows {
+		wantSamples := 8
+		if r.Batch == 4 {
+			wantSamples = 4 // 36 = 4·8 + 4: the filler is not counted
+		}
+		if r.Step != i+1 || r.Epoch != 1+i/5 || r.Batch != i%5 || r.Samples != wantSamples || r.LR != metrics[r.Epoch-1].LR {
+			t.Errorf("row %d: %+v", i+1, r)
+		}
+		loss[r.Epoch-1] += r.Loss * float64(r.Samples)
+		correct[r.Epoch-1] += r.Accuracy * float64(r.Samples)
+	}
+	for e, m := range metrics {
+		n := float64(trainSet.Len())
+		if math.Abs(loss[e]/n-m.TrainLoss) > 1e-12 || math.Abs(correct[e]/n-m.TrainAcc) > 1e-12 {
+			t.Errorf("epoch %d: rows average to loss %v accuracy %v, metrics say %v %v", e+1, loss[e]/n, correct[e]/n, m.TrainLoss, m.TrainAcc)
+		}
+	}
+	if got := strings.Count(log.String(), "evaluating [####################] 100.0% 16/16"); got != 2 {
+		t.Errorf("%d complete evaluation bars in the log, want one per epoch:\n%s", got, log.String())
 	}
 }
 

@@ -15,17 +15,22 @@ const (
 	MetricsFile    = "metrics.csv"
 	PlotFile       = "metrics.png"
 	ConfusionFile  = "confusion.csv" // of the latest evaluation
+	StepsFile      = "steps.csv"     // one row per training step (report.ReadSteps reads it)
 )
 
 // DefaultHooks returns the hooks that write the command line's training
-// outputs into dir. At the end of every epoch they write, in this order, the
+// outputs into dir. After every step they append the step's row to the step
+// log (StepsFile), at once, so the log holds every step before any
+// checkpoint a later hook writes; a resumed run first drops the rows after
+// its checkpoint's step. At the end of every epoch they write, in this order, the
 // test set's confusion matrix (ConfusionFile), the checkpoint that resumes
 // the run (CheckpointFile), the metrics of every epoch so far (MetricsFile)
 // and their plot (PlotFile). When the run is interrupted they write the
 // checkpoint and, once an epoch has finished, the metrics and the plot. Every
-// file is replaced atomically.
+// file but the step log is replaced atomically.
 func DefaultHooks(dir string) []Hook {
 	return []Hook{
+		stepLog(dir),
 		{Name: "confusion", Epoch: func(e EpochInfo) error {
 			return report.WriteConfusionCSV(filepath.Join(dir, ConfusionFile), e.Confusion)
 		}},

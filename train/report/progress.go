@@ -30,6 +30,7 @@ type Progress struct {
 	label    string
 	total    int
 	done     int
+	skipped  int // items of done finished before this bar started, kept out of the rate
 	terminal bool
 	now      func() time.Time
 	start    time.Time
@@ -91,7 +92,22 @@ func (p *Progress) Add(n int) {
 	}
 }
 
-// Done returns the number of items finished so far; 0 for a nil *Progress.
+// Skip records n items finished before this bar started, such as the
+// batches a resumed run did before it was interrupted: they fill the bar and
+// shorten the time left, but the rate counts only the items added since the
+// bar started. It draws nothing; the next Add does.
+func (p *Progress) Skip(n int) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done += n
+	p.skipped += n
+}
+
+// Done returns the number of items finished so far, skipped ones included;
+// 0 for a nil *Progress.
 func (p *Progress) Done() int {
 	if p == nil {
 		return 0
@@ -170,8 +186,8 @@ func (p *Progress) line(now time.Time) string {
 	fmt.Fprintf(&b, "%s [%s%s] %5.1f%% %d/%d", p.label, strings.Repeat("#", filled), strings.Repeat(".", barWidth-filled),
 		100*frac, p.done, p.total)
 	elapsed := now.Sub(p.start)
-	if p.done > 0 && elapsed > 0 {
-		rate := float64(p.done) / elapsed.Seconds()
+	if ran := p.done - p.skipped; ran > 0 && elapsed > 0 {
+		rate := float64(ran) / elapsed.Seconds()
 		fmt.Fprintf(&b, " | %.1f it/s", rate)
 		if p.finished || p.done >= p.total {
 			fmt.Fprintf(&b, " | took %s", roundDuration(elapsed))

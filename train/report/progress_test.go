@@ -151,3 +151,42 @@ func TestProgressConcurrent(t *testing.T) {
 		t.Errorf("Done() = %d, want 4000", p.Done())
 	}
 }
+
+// TestProgressSkip starts bars at 600 of 1000 items, as a resumed epoch
+// does: the skipped items fill the bar but the rate and the time left count
+// only the items of this bar, so a resume does not show an absurd rate.
+func TestProgressSkip(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		terminal bool
+		add      int
+		want     string
+	}{
+		{"plain", false, 100, "resumed [##############......]  70.0% 700/1000 | 50.0 it/s | ETA 6s"},
+		{"terminal", true, 100, "resumed [##############......]  70.0% 700/1000 | 50.0 it/s | ETA 6s"},
+		{"nothing added", false, 0, "resumed [############........]  60.0% 600/1000 | - it/s | ETA ?"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out bytes.Buffer
+			clock := newFakeClock()
+			p := newProgress(&out, "resumed", 1000, c.terminal, clock.now)
+			p.Skip(600)
+			if out.Len() != 0 {
+				t.Fatalf("Skip drew %q", out.String())
+			}
+			clock.advance(2 * time.Second)
+			p.Add(c.add)
+			if c.add == 0 {
+				p.Finish()
+			}
+			if got := strings.TrimSuffix(lastDraw(out.String()), "\n"); got != c.want {
+				t.Errorf("got  %q\nwant %q", got, c.want)
+			}
+			if p.Done() != 600+c.add {
+				t.Errorf("Done() = %d, want %d", p.Done(), 600+c.add)
+			}
+		})
+	}
+	var nilP *Progress
+	nilP.Skip(3)
+}
