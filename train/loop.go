@@ -63,6 +63,10 @@ func Run(ctx context.Context, cfg models.Config, trainSet, testSet *dataset.Inpu
 	if err := checkHooks(opt.Hooks); err != nil {
 		return nil, err
 	}
+	if opt.Epochs < 1 || !(opt.LR > 0) || !(opt.DecayRate >= 0) || math.IsInf(opt.LR, 0) || math.IsInf(opt.DecayRate, 0) {
+		return nil, errors.Errorf("train: Options has %d epochs, learning rate %v and decay rate %v; want ≥ 1 epoch, a finite rate > 0 and a finite decay rate ≥ 0",
+			opt.Epochs, opt.LR, opt.DecayRate)
+	}
 	if opt.Log == nil {
 		opt.Log = io.Discard
 	}

@@ -221,3 +221,34 @@ func TestTrainDenseHead(t *testing.T) {
 		t.Errorf("dense-head model: test accuracy %.1f%%, want ≥ 90%%", 100*last.TestAcc)
 	}
 }
+
+// TestRunRejectsBadOptions checks that settings no run can use are errors
+// naming the setting, before anything is built or written.
+func TestRunRejectsBadOptions(t *testing.T) {
+	trainSet, testSet := SyntheticLines(16, 8, 1), SyntheticLines(8, 8, 2)
+	for _, c := range []struct {
+		name string
+		edit func(*Options)
+	}{
+		{"no epochs", func(o *Options) { o.Epochs = 0 }},
+		{"negative epochs", func(o *Options) { o.Epochs = -3 }},
+		{"zero rate", func(o *Options) { o.LR = 0 }},
+		{"NaN rate", func(o *Options) { o.LR = math.NaN() }},
+		{"infinite rate", func(o *Options) { o.LR = math.Inf(1) }},
+		{"negative decay", func(o *Options) { o.DecayRate = -0.5 }},
+		{"NaN decay", func(o *Options) { o.DecayRate = math.NaN() }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			opt := testOptions(1, 1e-2, dir)
+			c.edit(&opt)
+			_, err := Run(context.Background(), tinyConfig(t), trainSet, testSet, opt)
+			if err == nil || !strings.Contains(err.Error(), "Options") {
+				t.Fatalf("err %v, want an error naming the options", err)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+				t.Errorf("%d files written", len(entries))
+			}
+		})
+	}
+}
