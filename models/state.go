@@ -83,6 +83,15 @@ func Float64s(t *tensor.Dense) []float64 {
 	return nil
 }
 
+// Dense returns a new tensor of the given shape holding v in the dtype dt
+// (float32 or float64; v is copied): how inputs and targets in float64 are
+// bound to a graph of either precision.
+func Dense(dt tensor.Dtype, shape tensor.Shape, v []float64) *tensor.Dense {
+	t := tensor.New(tensor.WithShape(shape...), tensor.Of(dt))
+	fromFloat64(t, v)
+	return t
+}
+
 func fromFloat64(t *tensor.Dense, v []float64) {
 	switch d := t.Data().(type) {
 	case []float32:
