@@ -9,4 +9,9 @@
 // in the last block) → CovScaleNorm (running average), then Integrate →
 // BatchNorm → LogSoftMax → NLL. Optionally a dense head (fully connected
 // layer) follows the integration, mixing GM and dense layers in one graph.
+//
+// The model owns its training mode and BatchNorm's running statistics
+// (SetTraining, SetState, SetBNStats) and applies them at the start of every
+// run of its graph, so a Gorgonia machine may be made before or after a
+// state is loaded or the mode is switched, with or without EvalMode.
 package models

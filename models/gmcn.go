@@ -52,7 +52,10 @@ type Model struct {
 	// Gain is the learnable [1] gain of the input weight standardisation.
 	Gain *G.Node
 	// BNScale and BNBias are the [1, C] affine parameters of the BatchNorm
-	// of the integrals (C the last block's channels), and BN is its op.
+	// of the integrals (C the last block's channels), and BN is its op. The
+	// model sets BN's mode and running statistics before every run of the
+	// graph, from its own copies: change them with SetTraining, SetBNStats
+	// and SetState, never on BN itself.
 	BNScale, BNBias *G.Node
 	BN              *G.BatchNormOp
 	// DenseW and DenseB are the dense head's weights and biases, per layer;
@@ -65,6 +68,12 @@ type Model struct {
 	logProb  G.Value
 	integral G.Value
 	rows     []string
+
+	// training is the model's mode and bnMean, bnVar BatchNorm's running
+	// statistics, in the model's dtype; mode.go says why the model keeps
+	// them rather than the op.
+	training      bool
+	bnMean, bnVar *tensor.Dense
 }
 
 // Build constructs the graph of cfg.
@@ -74,7 +83,7 @@ func Build(cfg Config) (*Model, error) {
 	}
 	l := cfg.Layout
 	g := G.NewGraph()
-	m := &Model{Config: cfg, Graph: g}
+	m := &Model{Config: cfg, Graph: g, training: true}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15))
 	p := mixture.PackedLen(cfg.D)
 	m.Input = G.NewTensor(g, cfg.Dtype, 4, G.WithShape(cfg.Batch, l.InputChannels, l.InputGaussians, p), G.WithName("input"))
@@ -82,8 +91,11 @@ func Build(cfg Config) (*Model, error) {
 	m.Gain = G.NewTensor(g, cfg.Dtype, 1, G.WithShape(1), G.WithName("input_gain"), G.WithInit(G.Ones()))
 	m.row("input", m.Input)
 
-	x, err := gmnode.CovScale(m.Input)
+	x, err := m.withModeHook(m.Input)
 	if err != nil {
+		return nil, errors.Wrap(err, "model mode")
+	}
+	if x, err = gmnode.CovScale(x); err != nil {
 		return nil, errors.Wrap(err, "input normalisation")
 	}
 	if x, err = gmnode.Standardise(x, m.Gain); err != nil {
@@ -208,6 +220,15 @@ func (m *Model) batchNorm(y *G.Node) (*G.Node, error) {
 		return nil, errors.Wrap(err, "batch norm")
 	}
 	m.BN = op
+	// PyTorch's initial statistics, which BatchNormOp also resets to.
+	m.bnMean = tensor.New(tensor.WithShape(c), tensor.Of(m.Config.Dtype))
+	m.bnVar = tensor.New(tensor.WithShape(c), tensor.Of(m.Config.Dtype))
+	if err := m.bnVar.Memset(oneOf(m.Config.Dtype)); err != nil {
+		return nil, errors.Wrap(err, "batch norm statistics")
+	}
+	if err := m.addStatsHook(out); err != nil {
+		return nil, errors.Wrap(err, "batch norm statistics")
+	}
 	m.row("batch norm", out)
 	return out, nil
 }
@@ -279,25 +300,18 @@ func (m *Model) ParamCount() (paper, total int) {
 }
 
 // SetTraining switches BatchNorm and every CovScaleNorm between training
-// (batch statistics, running averages updated) and evaluation. Gorgonia's
-// BatchNormOp resets its running statistics when switched to training, so
-// they are saved and restored around the switch.
+// (batch statistics, running averages updated) and evaluation (running
+// statistics only read). A new model is in training mode. The mode and
+// BatchNorm's statistics are the model's: every run of the graph starts by
+// applying them, so it does not matter whether a machine was made before or
+// after SetTraining or SetState, nor whether it was made with EvalMode.
 func (m *Model) SetTraining(on bool) error {
-	mean, variance := m.BN.Stats()
-	mean, variance = mean.Clone().(tensor.Tensor), variance.Clone().(tensor.Tensor)
-	if err := m.BN.SetTraining(on); err != nil {
-		return err
-	}
-	if err := m.BN.SetStats(mean, variance); err != nil {
-		return err
-	}
-	for _, c := range m.CovNorms {
-		if err := c.SetTraining(on); err != nil {
-			return err
-		}
-	}
-	return nil
+	m.training = on
+	return m.applyMode()
 }
+
+// Training reports whether the model is in training mode.
+func (m *Model) Training() bool { return m.training }
 
 func (m *Model) row(name string, n *G.Node) {
 	m.rows = append(m.rows, fmt.Sprintf("%-40s %v", name, n.Shape()))
@@ -329,11 +343,19 @@ func (m *Model) IntegralValue() G.Value { return m.integral }
 
 // SetBNStats sets BatchNorm's running mean and variance.
 func (m *Model) SetBNStats(mean, variance []float64) error {
-	rm, rv := m.BN.Stats()
-	if len(mean) != rm.Shape().TotalSize() || len(variance) != rv.Shape().TotalSize() {
-		return errors.Errorf("batch norm statistics: %d/%d values, want %d", len(mean), len(variance), rm.Shape().TotalSize())
+	n := m.bnMean.Shape().TotalSize()
+	if len(mean) != n || len(variance) != n {
+		return errors.Errorf("batch norm statistics: %d/%d values, want %d", len(mean), len(variance), n)
 	}
-	fromFloat64(rm.(*tensor.Dense), mean)
-	fromFloat64(rv.(*tensor.Dense), variance)
-	return nil
+	fromFloat64(m.bnMean, mean)
+	fromFloat64(m.bnVar, variance)
+	return m.applyMode()
+}
+
+// oneOf returns 1 in the dtype dt (float32 or float64).
+func oneOf(dt tensor.Dtype) any {
+	if dt == tensor.Float64 {
+		return float64(1)
+	}
+	return float32(1)
 }

@@ -27,8 +27,7 @@ func (m *Model) State() State {
 		s.Names = append(s.Names, stableName(n.Name()))
 		s.Params = append(s.Params, Float64s(n.Value().(*tensor.Dense)))
 	}
-	mean, variance := m.BN.Stats()
-	s.BNMean, s.BNVar = Float64s(mean.(*tensor.Dense)), Float64s(variance.(*tensor.Dense))
+	s.BNMean, s.BNVar = Float64s(m.bnMean), Float64s(m.bnVar)
 	for _, c := range m.CovNorms {
 		s.CovNorms = append(s.CovNorms, append([]float64(nil), c.Running()...))
 	}
@@ -51,21 +50,20 @@ func (m *Model) SetState(s State) error {
 	if len(s.CovNorms) != len(m.CovNorms) {
 		return errors.Errorf("model state has %d CovScaleNorm averages, the model has %d", len(s.CovNorms), len(m.CovNorms))
 	}
-	mean, variance := m.BN.Stats()
-	if len(s.BNMean) != mean.Shape().TotalSize() || len(s.BNVar) != variance.Shape().TotalSize() {
-		return errors.Errorf("model state: BatchNorm statistics have %d/%d values, the model needs %d", len(s.BNMean), len(s.BNVar), mean.Shape().TotalSize())
+	if n := m.bnMean.Shape().TotalSize(); len(s.BNMean) != n || len(s.BNVar) != n {
+		return errors.Errorf("model state: BatchNorm statistics have %d/%d values, the model needs %d", len(s.BNMean), len(s.BNVar), n)
 	}
 	for i, n := range ls {
 		fromFloat64(n.Value().(*tensor.Dense), s.Params[i])
 	}
-	fromFloat64(mean.(*tensor.Dense), s.BNMean)
-	fromFloat64(variance.(*tensor.Dense), s.BNVar)
+	fromFloat64(m.bnMean, s.BNMean)
+	fromFloat64(m.bnVar, s.BNVar)
 	for i, c := range m.CovNorms {
 		if err := c.SetRunning(s.CovNorms[i]); err != nil {
 			return errors.Wrapf(err, "CovScaleNorm %d", i+1)
 		}
 	}
-	return nil
+	return m.applyMode()
 }
 
 // Float64s returns a float64 copy of the values of a float32 or float64
@@ -83,6 +81,15 @@ func Float64s(t *tensor.Dense) []float64 {
 		return append([]float64(nil), d...)
 	}
 	return nil
+}
+
+// Dense returns a new tensor of the given shape holding v in the dtype dt
+// (float32 or float64; v is copied): how inputs and targets in float64 are
+// bound to a graph of either precision.
+func Dense(dt tensor.Dtype, shape tensor.Shape, v []float64) *tensor.Dense {
+	t := tensor.New(tensor.WithShape(shape...), tensor.Of(dt))
+	fromFloat64(t, v)
+	return t
 }
 
 func fromFloat64(t *tensor.Dense, v []float64) {

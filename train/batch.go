@@ -35,21 +35,10 @@ func setBatch(m *models.Model, s *dataset.Inputs, idx []int) error {
 		}
 		y[i*classes+s.Labels[j]] = 1
 	}
-	if err := G.Let(m.Input, denseOf(m.Config.Dtype, in, x)); err != nil {
+	if err := G.Let(m.Input, models.Dense(m.Config.Dtype, in, x)); err != nil {
 		return err
 	}
-	return G.Let(m.Target, denseOf(m.Config.Dtype, m.Target.Shape(), y))
-}
-
-func denseOf(dt tensor.Dtype, shape tensor.Shape, v []float64) *tensor.Dense {
-	if dt == tensor.Float64 {
-		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(v))
-	}
-	f := make([]float32, len(v))
-	for i, x := range v {
-		f[i] = float32(x)
-	}
-	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(f))
+	return G.Let(m.Target, models.Dense(m.Config.Dtype, m.Target.Shape(), y))
 }
 
 // batchStats returns the summed NLL and correct count of the first real

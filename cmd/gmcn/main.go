@@ -4,6 +4,8 @@
 //	gmcn train --preset demo          # fit inputs if needed, train, evaluate
 //	gmcn eval  --out runs/demo        # accuracy and confusion matrix
 //	gmcn render --out runs/demo       # PNGs of input mixtures and kernels
+//	gmcn predict --run runs/demo digit.png # top classes of new inputs
+//	gmcn export --run runs/demo       # safetensors weights, mixture PLY files
 //	gmcn gen-shapes --out data/shapes # generated 3D benchmark in the ModelNet10 layout
 //
 // Run `gmcn help` or `gmcn <command> --help` for every flag.
@@ -24,6 +26,8 @@ Commands:
   train       train a GMCN (fits inputs first if needed), evaluating every epoch
   eval        evaluate a trained run's checkpoint: accuracy and confusion matrix
   render      draw input mixtures and learned kernels of a run as PNG images
+  predict     classify image, IDX or shape files with a trained run: top classes and probabilities
+  export      write a trained run as safetensors weights and mixture PLY files
   gen-shapes  write the generated 3D shape benchmark (10 classes, OFF meshes, ModelNet10 layout)
   presets     list the presets and their settings
   help        show this text
@@ -46,6 +50,10 @@ func main() {
 		err = evalCmd(args)
 	case "render":
 		err = renderCmd(args)
+	case "predict":
+		err = predictCmd(args, os.Stdout)
+	case "export":
+		err = exportCmd(args, os.Stdout)
 	case "gen-shapes":
 		err = genShapesCmd(args)
 	case "presets":

@@ -25,6 +25,18 @@ const fitVersion = 1
 // and covariances in pixel units. A nil progress is allowed. An image
 // without any intensity cannot be sampled and is an error naming it.
 func FitInputs(im Images, cfg dataset.FitConfig, progress dataset.Progress) ([]float32, mixture.Layout, error) {
+	return FitInputsStreams(im, nil, cfg, progress)
+}
+
+// FitInputsStreams is FitInputs with image i fitted from the random stream
+// PCG(cfg.Seed, streams[i]) instead of PCG(cfg.Seed, i); nil streams stand
+// for 0, 1, …. An image gets the mixture it has in the fit of its whole
+// split when its stream is its index there, whatever else is fitted with
+// it.
+func FitInputsStreams(im Images, streams []uint64, cfg dataset.FitConfig, progress dataset.Progress) ([]float32, mixture.Layout, error) {
+	if streams != nil && len(streams) != im.N {
+		return nil, mixture.Layout{}, errors.Errorf("fit inputs: %d random streams for %d images", len(streams), im.N)
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, mixture.Layout{}, err
 	}
@@ -47,7 +59,11 @@ func FitInputs(im Images, cfg dataset.FitConfig, progress dataset.Progress) ([]f
 			fitters[w] = newFitter(cfg, im.Rows, im.Cols)
 		}
 		f := fitters[w]
-		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(i)))
+		stream := uint64(i)
+		if streams != nil {
+			stream = streams[i]
+		}
+		rng := rand.New(rand.NewPCG(cfg.Seed, stream))
 		err := f.fit(im.Image(i), rng)
 		if err == nil {
 			f.standardize(rng)
