@@ -49,7 +49,7 @@ func TestImageSetCache(t *testing.T) {
 	img := encodeIDX([]int{6, 28, 28}, slices.Concat(seq(784 + 1)[1:], seq(5*784)))
 	write(t, filepath.Join(copied, "train-images-idx3-ubyte.gz"), gzipBytes(t, img))
 	log.Reset()
-	if edited := load(copied, 0); !strings.Contains(log.String(), "other settings or data") || slices.Equal(edited.Mixtures, whole.Mixtures) {
+	if edited := load(copied, 0); !strings.Contains(log.String(), "fitting 6 samples") || slices.Equal(edited.Mixtures, whole.Mixtures) {
 		t.Errorf("edited image: log %q, want a refit", log.String())
 	}
 }
