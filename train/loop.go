@@ -54,6 +54,9 @@ func Run(ctx context.Context, cfg models.Config, trainSet, testSet *dataset.Inpu
 	if err := checkSet("test", testSet); err != nil {
 		return nil, err
 	}
+	if trainSet.Classes != cfg.Classes || testSet.Classes != cfg.Classes {
+		return nil, errors.Errorf("train: the model has %d classes but the training set has %d and the test set %d", cfg.Classes, trainSet.Classes, testSet.Classes)
+	}
 	if err := checkHooks(opt.Hooks); err != nil {
 		return nil, err
 	}
@@ -121,6 +124,9 @@ func (t *trainer) resume(path, key string) error {
 	}
 	if st.ConfigKey != key {
 		return errors.Errorf("checkpoint %s was written for another configuration:\n  checkpoint: %s\n  this run:   %s\n(train without --resume to start afresh)", path, st.ConfigKey, key)
+	}
+	if st.Epoch > t.opt.Epochs {
+		return errors.Errorf("checkpoint %s has finished %d epochs, more than the %d asked for", path, st.Epoch, t.opt.Epochs)
 	}
 	if err := t.m.SetState(models.State{Names: st.Names, Params: st.Params, BNMean: st.BNMean, BNVar: st.BNVar, CovNorms: st.CovNorms}); err != nil {
 		return errors.Wrapf(err, "checkpoint %s", path)
@@ -197,9 +203,7 @@ func (t *trainer) run(ctx context.Context) ([]report.EpochMetrics, error) {
 		fmt.Fprintln(t.opt.Log, row)
 		t.st.LR = t.st.Plateau.Observe(testAcc, t.st.LR)
 		t.st.Batch = -1
-		if t.st.Epoch+1 == t.opt.Epochs {
-			t.st.Completed = true
-		}
+		t.st.Completed = t.st.Epoch+1 == t.opt.Epochs
 		if err := t.afterEpoch(confusion); err != nil {
 			return nil, err
 		}
