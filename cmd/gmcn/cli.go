@@ -82,7 +82,10 @@ func parse(name string, args []string) (runner, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
-		return nil, usageError{fmt.Errorf("gmcn %s: %v; run gmcn help %s", name, err, name)}
+		// The flag package quotes values but not flag names, which may hold
+		// line breaks; the error must stay one line.
+		msg := strings.ReplaceAll(err.Error(), "\n", `\n`)
+		return nil, usageError{fmt.Errorf("gmcn %s: %s; run gmcn help %s", name, msg, name)}
 	}
 	if f.NArg() > 0 {
 		return nil, usageError{fmt.Errorf("gmcn %s: unexpected argument %q: every setting is a flag (%s); run gmcn help %s", name, f.Arg(0), extraHint(name), name)}
