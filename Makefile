@@ -38,8 +38,8 @@ deps: ## install the Debian packages the project needs (datasets)
 
 demo: ## fit MNIST inputs (cached), train the demo GMCN, evaluate on all 10,000 test images, plot
 	GOEXPERIMENT=simd $(GO) build -o bin/gmcn ./cmd/gmcn
-	bin/gmcn train --preset demo --out runs/demo
-	bin/gmcn render --out runs/demo
+	bin/gmcn train --preset demo --out runs/demo --overwrite
+	bin/gmcn render --run runs/demo
 
 example: ## run the gmnode Example: a GM graph trained a few Adam steps
 	$(GO) test -count=1 -run 'ExampleConv' -v ./gmnode
