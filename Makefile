@@ -46,8 +46,8 @@ smoke: build ## a one-minute check that training works: 2,000 MNIST images, 2 ep
 	bin/gmcn train --preset demo --train-limit 2000 --test-limit 1000 --epochs 2 --out runs/smoke --overwrite
 
 demo: build ## fit MNIST inputs (cached), train the demo GMCN, evaluate on all 10,000 test images, plot
-	bin/gmcn train --preset demo --out runs/demo
-	bin/gmcn render --out runs/demo
+	bin/gmcn train --preset demo --out runs/demo --overwrite
+	bin/gmcn render --run runs/demo
 
 example: ## run the gmnode Example: a GM graph trained a few Adam steps
 	$(GO) test -count=1 -run 'ExampleConv' -v ./gmnode

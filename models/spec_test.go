@@ -28,3 +28,25 @@ func TestParseLayoutErrors(t *testing.T) {
 		t.Errorf("ASCII arrows: %+v, %v", l, err)
 	}
 }
+
+// FuzzParseLayout parses arbitrary layer strings: no panic, and a string it
+// accepts has blocks and reads back from its String unchanged.
+func FuzzParseLayout(f *testing.F) {
+	for _, s := range []string{"1/16 -> 8/8 -> 16/4 -> 10", "1/64 → 8/32 → 10", "1/8->4/4->2", " 1 / 8 -> 3 ", "1/64 -> 8 -> 10",
+		"", "->", "1/->10", "1/0 -> 10", "1/8 -> 4/4 -> 10/2", "9223372036854775807/1 -> 2", "1/8 ->→ 10"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		l, err := ParseLayout(s)
+		if err != nil {
+			return
+		}
+		if len(l.Blocks) == 0 || l.Classes() < 1 {
+			t.Fatalf("ParseLayout(%q) = %+v: no blocks or no classes", s, l)
+		}
+		again, err := ParseLayout(l.String())
+		if err != nil || again.String() != l.String() || len(again.Blocks) != len(l.Blocks) {
+			t.Fatalf("ParseLayout(%q).String() = %q reads back as %+v, %v", s, l.String(), again, err)
+		}
+	})
+}

@@ -60,6 +60,9 @@ func Run(ctx context.Context, cfg models.Config, trainSet, testSet *dataset.Inpu
 	if err := checkSet("test", testSet); err != nil {
 		return nil, err
 	}
+	if trainSet.Classes != cfg.Classes || testSet.Classes != cfg.Classes {
+		return nil, errors.Errorf("train: the model has %d classes but the training set has %d and the test set %d", cfg.Classes, trainSet.Classes, testSet.Classes)
+	}
 	if err := checkHooks(opt.Hooks); err != nil {
 		return nil, err
 	}
@@ -218,9 +221,7 @@ func (t *trainer) run(ctx context.Context) ([]report.EpochMetrics, error) {
 		fmt.Fprintln(t.opt.Log, row)
 		t.st.LR = t.st.Plateau.Observe(testAcc, t.st.LR)
 		t.st.Batch = -1
-		if t.st.Epoch+1 == t.opt.Epochs {
-			t.st.Completed = true
-		}
+		t.st.Completed = t.st.Epoch+1 == t.opt.Epochs
 		if err := t.afterEpoch(confusion); err != nil {
 			return nil, err
 		}

@@ -44,8 +44,12 @@ func TestTrainModelNetTree(t *testing.T) {
 	}
 
 	c.Layers = "1/8 -> 4/4 -> 40"
-	if _, _, err := LoadInputs(mustResolve(t, c), false, nil); err == nil || !strings.Contains(err.Error(), "10 classes") {
-		t.Errorf("a 40-class model on a 10-class tree gave %v", err)
+	if _, err := Resolve(c); err == nil || !strings.Contains(err.Error(), "modelnet10 has 10 classes") {
+		t.Errorf("a 40-class model of modelnet10 gave %v", err)
+	}
+	c.Dataset = "modelnet40"
+	if _, _, err := LoadInputs(mustResolve(t, c), false, nil); err == nil || !strings.Contains(err.Error(), "has 10 classes but the model") {
+		t.Errorf("modelnet40 read from a 10-class tree gave %v", err)
 	}
 	c.DataDir = ""
 	if _, _, err := LoadInputs(mustResolve(t, c), false, nil); err == nil || !strings.Contains(err.Error(), "--data") {

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -95,13 +96,18 @@ func ParseReduction(s string) (gmnode.Reduction, error) {
 	return gmnode.Reduction{}, errors.Errorf("unknown reduction %q (want treehem2, treehem4, treehem8, mem or max)", s)
 }
 
-// SaveRunConfig writes c as dir/run.json atomically.
+// SaveRunConfig writes c as dir/run.json atomically, creating dir if
+// needed. The file is meant to be read by people too, so "->" in the layer
+// string is written as is rather than escaped for HTML.
 func SaveRunConfig(dir string, c RunConfig) error {
-	data, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return err
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(c); err != nil {
+		return errors.Wrapf(err, "encoding %s", RunConfigFile)
 	}
-	return atomicfile.Write(filepath.Join(dir, RunConfigFile), append(data, '\n'))
+	return atomicfile.Write(filepath.Join(dir, RunConfigFile), buf.Bytes())
 }
 
 // LoadRunConfig reads dir/run.json.

@@ -2,6 +2,7 @@ package train
 
 import (
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -34,19 +35,19 @@ type Setup struct {
 	CacheDir string
 }
 
-// source is a data set gmcn can train on: its dimension, known before the
-// data is read, and how to open it.
+// source is a data set gmcn can train on: its dimension and class count,
+// known before the data is read, and how to open it.
 type source struct {
-	dim  int
-	open func(dir string) (dataset.Dataset, error)
+	dim, classes int
+	open         func(dir string) (dataset.Dataset, error)
 }
 
 // sources maps the data set names of run.json to their loaders.
 var sources = map[string]source{
-	"mnist":         {2, opener(mnist.LoadMNIST)},
-	"fashion-mnist": {2, opener(mnist.LoadFashionMNIST)},
-	"modelnet10":    {3, modelNet("modelnet10")},
-	"modelnet40":    {3, modelNet("modelnet40")},
+	"mnist":         {2, 10, opener(mnist.LoadMNIST)},
+	"fashion-mnist": {2, 10, opener(mnist.LoadFashionMNIST)},
+	"modelnet10":    {3, 10, modelNet("modelnet10")},
+	"modelnet40":    {3, 40, modelNet("modelnet40")},
 }
 
 // opener adapts a loader returning a concrete data set, so that a failed
@@ -83,7 +84,12 @@ func DatasetNames() []string {
 }
 
 // Resolve checks c and resolves it into a Setup; the data is not read.
+// Without a dense head, the model's last block must have one channel per
+// class of the data set.
 func Resolve(c RunConfig) (*Setup, error) {
+	if err := checkNumbers(c); err != nil {
+		return nil, err
+	}
 	s := &Setup{Run: c, Dataset: c.Dataset, CacheDir: c.CacheDir}
 	if s.Dataset == "" {
 		s.Dataset = "mnist"
@@ -99,12 +105,15 @@ func Resolve(c RunConfig) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.DenseHead == 0 && l.Classes() != src.classes {
+		return nil, errors.Errorf("layers %q end in %d channels but %s has %d classes", c.Layers, l.Classes(), s.Dataset, src.classes)
+	}
 	if len(c.Radii) != 0 && len(c.Radii) != len(l.Blocks) {
 		return nil, errors.Errorf("%d radii for %d blocks of %q", len(c.Radii), len(l.Blocks), c.Layers)
 	}
 	for i, r := range c.Radii {
-		if !(r > 0) {
-			return nil, errors.Errorf("radius %d is %g, want > 0", i+1, r)
+		if !(r > 0) || math.IsInf(r, 1) {
+			return nil, errors.Errorf("radius %d is %g, want a finite number > 0", i+1, r)
 		}
 		l.Blocks[i].Radius = r
 	}
@@ -112,12 +121,40 @@ func Resolve(c RunConfig) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.Model = models.Config{Layout: l, D: src.dim, Classes: l.Classes(), Batch: c.Batch, KernelGaussians: c.Kernel,
+	s.Model = models.Config{Layout: l, D: src.dim, Classes: src.classes, Batch: c.Batch, KernelGaussians: c.Kernel,
 		Reduction: red, DenseHead: c.DenseHead, Fused: c.Fused, Seed: c.Seed}
 	if s.Fit, err = fitConfig(c, src.dim, l.InputGaussians); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// checkNumbers rejects the numeric settings of c that no run can use, so
+// that a hand-edited run.json fails here rather than deep in training.
+func checkNumbers(c RunConfig) error {
+	for _, f := range []struct {
+		name string
+		ok   bool
+		v    any
+		want string
+	}{
+		{"batch", c.Batch >= 1, c.Batch, "≥ 1"},
+		{"epochs", c.Epochs >= 1, c.Epochs, "≥ 1"},
+		{"lr", c.LR > 0 && !math.IsInf(c.LR, 1), c.LR, "a finite number > 0"},
+		{"weight_decay_rate", c.DecayRate >= 0 && !math.IsInf(c.DecayRate, 1), c.DecayRate, "a finite number ≥ 0"},
+		{"train_limit", c.TrainLimit >= 0, c.TrainLimit, "≥ 0 (0: all)"},
+		{"test_limit", c.TestLimit >= 0, c.TestLimit, "≥ 0 (0: all)"},
+		{"fit_em_steps", c.FitEM >= 0, c.FitEM, "≥ 0"},
+		{"fit_points", c.FitPoints >= 0, c.FitPoints, "≥ 0 (0: the default)"},
+		{"kernel_gaussians", c.Kernel >= 0, c.Kernel, "≥ 1 (0: the default)"},
+		{"fused", c.Fused >= 0, c.Fused, "≥ 0 (0: unfused)"},
+		{"dense_head", c.DenseHead >= 0, c.DenseHead, "≥ 0 (0: none)"},
+	} {
+		if !f.ok {
+			return errors.Errorf("run configuration: %s is %v, want %s", f.name, f.v, f.want)
+		}
+	}
+	return nil
 }
 
 // fitConfig returns the input fitting of c for data of dimension dim and k
@@ -174,8 +211,8 @@ func LoadInputs(s *Setup, testOnly bool, log io.Writer) (trainSet, testSet *data
 		return trainSet, testSet, err
 	}
 	if n := len(ds.Classes()); n != s.Model.Classes {
-		return trainSet, testSet, errors.Errorf("%s at %s has %d classes but the model's last block has %d channels (%q)",
-			ds.Name(), s.Run.DataDir, n, s.Model.Classes, s.Run.Layers)
+		return trainSet, testSet, errors.Errorf("%s at %s has %d classes but the model of %q has %d",
+			ds.Name(), s.Run.DataDir, n, s.Run.Layers, s.Model.Classes)
 	}
 	if err := os.MkdirAll(s.CacheDir, 0o755); err != nil {
 		return trainSet, testSet, errors.Wrapf(err, "creating the input cache directory %s", s.CacheDir)

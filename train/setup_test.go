@@ -1,6 +1,7 @@
 package train
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -67,6 +68,16 @@ func TestResolveErrors(t *testing.T) {
 		{"layers", func(c *RunConfig) { c.Layers = "1/16 -> " }, "layer"},
 		{"radii count", func(c *RunConfig) { c.Radii = []float64{1} }, "1 radii for 3 blocks"},
 		{"radius", func(c *RunConfig) { c.Radii = []float64{1, 0, 1} }, "radius 2 is 0"},
+		{"radius NaN", func(c *RunConfig) { c.Radii = []float64{1, 1, math.NaN()} }, "radius 3 is NaN"},
+		{"radius Inf", func(c *RunConfig) { c.Radii = []float64{math.Inf(1), 1, 1} }, "radius 1 is +Inf"},
+		{"classes", func(c *RunConfig) { c.Layers = "1/16 -> 8/8 -> 16/4 -> 7" }, "end in 7 channels but mnist has 10 classes"},
+		{"batch", func(c *RunConfig) { c.Batch = 0 }, "batch is 0, want ≥ 1"},
+		{"lr NaN", func(c *RunConfig) { c.LR = math.NaN() }, "lr is NaN, want a finite number > 0"},
+		{"lr Inf", func(c *RunConfig) { c.LR = math.Inf(1) }, "lr is +Inf"},
+		{"decay", func(c *RunConfig) { c.DecayRate = -0.5 }, "weight_decay_rate is -0.5"},
+		{"test limit", func(c *RunConfig) { c.TestLimit = -5 }, "test_limit is -5"},
+		{"kernel", func(c *RunConfig) { c.Kernel = -1 }, "kernel_gaussians is -1"},
+		{"classes 3D", func(c *RunConfig) { c.Dataset, c.FitInit = "modelnet40", "fps" }, "end in 10 channels but modelnet40 has 40 classes"},
 		{"reduction", func(c *RunConfig) { c.Reduction = "median" }, `unknown reduction "median"`},
 		{"fit init", func(c *RunConfig) { c.FitInit = "fps" }, "method fps fits 3D data, the data is 2D"},
 		{"fit name", func(c *RunConfig) { c.FitInit = "em" }, `fit method "em"`},

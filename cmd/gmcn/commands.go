@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"time"
 
@@ -13,19 +11,34 @@ import (
 	"github.com/gmcn-go/gmcn/train"
 	"github.com/gmcn-go/gmcn/train/checkpoint"
 	"github.com/gmcn-go/gmcn/train/report"
+	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
 )
 
-func fitInputs(args []string) error {
-	fs := newFlagSet("fit-inputs", "Fits every training and test image of the data set with a Gaussian mixture\n(k-means initialisation and EM on intensity-sampled points) and caches the result.\nThe preset and --layers decide the Gaussians per image.")
-	apply := runFlags(fs)
-	fs.Parse(args)
-	setup, err := apply()
+// fitInputsCmd is `gmcn fit-inputs`.
+type fitInputsCmd struct {
+	rf    runFlags
+	setup *train.Setup
+}
+
+func (c *fitInputsCmd) flags(f *flagSet) {
+	f.group("Run flags", func() { c.rf.presetFlag(f) })
+	f.group("Data flags", func() { c.rf.dataFlags(f) })
+	f.group("Fitting flags", func() { c.rf.fittingFlags(f); c.rf.layersFlag(f) })
+}
+
+func (c *fitInputsCmd) check(given map[string]bool) error {
+	rc, err := c.rf.config(given)
 	if err != nil {
 		return err
 	}
+	c.setup, err = train.Resolve(rc)
+	return err
+}
+
+func (c *fitInputsCmd) run(context.Context) error {
 	start := time.Now()
-	trainSet, testSet, err := train.LoadInputs(setup, false, os.Stderr)
+	trainSet, testSet, err := train.LoadInputs(c.setup, false, os.Stderr)
 	if err != nil {
 		return err
 	}
@@ -34,74 +47,65 @@ func fitInputs(args []string) error {
 	return nil
 }
 
-func trainCmd(args []string) error {
-	fs := newFlagSet("train", "Trains a GMCN: fits the inputs if the cache lacks them, trains with Adam, evaluates on the\ntest set after every epoch and writes run.json, checkpoint.gmcn, metrics.csv and metrics.png\ninto --out. Ctrl-C writes a checkpoint; --resume continues from it exactly.")
-	apply := runFlags(fs)
-	useDevice := deviceFlag(fs)
-	out := fs.String("out", "", "output directory (default: runs/<preset>)")
-	resume := fs.Bool("resume", false, "continue the run in --out from its checkpoint (its run.json wins over other flags)")
-	fs.Parse(args)
-	setup, err := apply()
-	if err != nil {
-		return err
-	}
-	if err := useDevice(); err != nil {
-		return err
-	}
-	if *out == "" {
-		*out = filepath.Join("runs", setup.Run.Preset)
-	}
-	if *resume {
-		if setup, err = loadSetup(*out); err != nil {
-			return err
+// runDirFlag is --run DIR, the directory of an existing run, with --out
+// kept as a synonym for the scripts written before --run.
+type runDirFlag struct{ run, out string }
+
+func (d *runDirFlag) register(f *flagSet) {
+	f.StringVar(&d.run, "run", "runs/demo", "`DIR` of the training run (with run.json and checkpoint.gmcn)")
+	f.StringVar(&d.out, "out", "", "`DIR`: the same as --run")
+}
+
+// check takes --out for --run when only --out is given.
+func (d *runDirFlag) check(given map[string]bool) error {
+	if given["out"] {
+		if given["run"] && d.run != d.out {
+			return errors.Errorf("--run %q and --out %q disagree; give --run", d.run, d.out)
 		}
-	} else if err := train.SaveRunConfig(*out, setup.Run); err != nil {
-		return err
+		d.run = d.out
 	}
-	start := time.Now()
-	trainSet, testSet, err := train.LoadInputs(setup, false, os.Stderr)
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	c := setup.Run
-	opt := train.Options{Epochs: c.Epochs, LR: c.LR, DecayRate: c.DecayRate, Seed: c.Seed, Hooks: train.DefaultHooks(*out), Log: os.Stderr}
-	if *resume {
-		opt.Resume = filepath.Join(*out, train.CheckpointFile)
-	}
-	rows, err := train.Run(ctx, setup.Model, trainSet, testSet, opt)
-	if errors.Is(err, train.ErrInterrupted) {
-		fmt.Fprintf(os.Stderr, "\ninterrupted: checkpoint written to %s; continue with: gmcn train --out %s --resume\n", *out, *out)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	last := rows[len(rows)-1]
-	fmt.Printf("done in %s: test accuracy %.2f%% on %d test images; outputs in %s (metrics.csv, metrics.png, checkpoint.gmcn)\n",
-		time.Since(start).Round(time.Second), 100*last.TestAcc, testSet.Len(), *out)
 	return nil
 }
 
-func evalCmd(args []string) error {
-	fs := newFlagSet("eval", "Evaluates the checkpoint of a training run on the test set and prints the accuracy and\nthe confusion matrix (also written to confusion.csv in the run directory).")
-	out := fs.String("out", "runs/demo", "training output directory (with run.json and checkpoint.gmcn)")
-	testLimit := fs.Int("test-limit", -1, "evaluate on the first n test images; 0 = all (default: as trained)")
-	useDevice := deviceFlag(fs)
-	fs.Parse(args)
-	if err := useDevice(); err != nil {
+// evalCmd is `gmcn eval`.
+type evalCmd struct {
+	dir       runDirFlag
+	dev       deviceFlag
+	testLimit int
+	given     map[string]bool
+}
+
+func (c *evalCmd) flags(f *flagSet) {
+	f.group("Flags", func() {
+		c.dir.register(f)
+		intVar(f, &c.testLimit, "test-limit", 0, 1e9, "evaluate on the first `N` test images; 0 = all (default: as trained)")
+		c.dev.register(f)
+	})
+}
+
+func (c *evalCmd) check(given map[string]bool) error {
+	c.given = given
+	if err := c.dir.check(given); err != nil {
 		return err
 	}
-	setup, err := loadSetup(*out)
+	return c.dev.check()
+}
+
+func (c *evalCmd) run(context.Context) error {
+	dir := c.dir.run
+	setup, err := loadSetup(dir)
 	if err != nil {
 		return err
 	}
-	if *testLimit >= 0 {
-		setup.Run.TestLimit = *testLimit
+	if c.given["test-limit"] {
+		setup.Run.TestLimit = c.testLimit
 	}
-	st, err := checkpoint.Load(filepath.Join(*out, train.CheckpointFile))
+	ckpt := filepath.Join(dir, train.CheckpointFile)
+	st, err := checkpoint.Load(ckpt)
 	if err != nil {
+		return err
+	}
+	if _, err := c.dev.use(); err != nil {
 		return err
 	}
 	m, err := models.Build(setup.Model)
@@ -111,7 +115,7 @@ func evalCmd(args []string) error {
 	vm := G.NewTapeMachine(m.Graph)
 	defer vm.Close()
 	if err := m.SetState(models.State{Names: st.Names, Params: st.Params, BNMean: st.BNMean, BNVar: st.BNVar, CovNorms: st.CovNorms}); err != nil {
-		return fmt.Errorf("checkpoint %s does not fit the model of %s: %w", filepath.Join(*out, train.CheckpointFile), filepath.Join(*out, train.RunConfigFile), err)
+		return fmt.Errorf("checkpoint %s does not fit the model of %s: %w", ckpt, filepath.Join(dir, train.RunConfigFile), err)
 	}
 	_, testSet, err := train.LoadInputs(setup, true, os.Stderr)
 	if err != nil {
@@ -134,7 +138,7 @@ func evalCmd(args []string) error {
 		}
 		fmt.Println()
 	}
-	return report.WriteConfusionCSV(filepath.Join(*out, train.ConfusionFile), conf)
+	return report.WriteConfusionCSV(filepath.Join(dir, train.ConfusionFile), conf)
 }
 
 // loadSetup reads the run.json of the run directory dir and resolves it.
@@ -143,5 +147,27 @@ func loadSetup(dir string) (*train.Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	return train.Resolve(c)
+	s, err := train.Resolve(c)
+	return s, errors.Wrapf(err, "%s", filepath.Join(dir, train.RunConfigFile))
+}
+
+// presetsCmd is `gmcn presets`.
+type presetsCmd struct{}
+
+func (presetsCmd) flags(*flagSet)              {}
+func (presetsCmd) check(map[string]bool) error { return nil }
+
+func (presetsCmd) run(context.Context) error {
+	for _, n := range presetNames() {
+		p := train.Presets[n]
+		fmt.Printf("%s:\n  %s on %s, radii %v, %s, batch %d, %d epochs, lr %g", n, p.Layers, p.Dataset, p.Radii, p.Reduction, p.Batch, p.Epochs, p.LR)
+		if p.Fused > 0 {
+			fmt.Printf(", fused ×%d", p.Fused)
+		}
+		if p.TrainLimit > 0 {
+			fmt.Printf(", first %d training images", p.TrainLimit)
+		}
+		fmt.Println()
+	}
+	return nil
 }

@@ -1,52 +1,58 @@
 package main
 
 import (
-	"errors"
-	"flag"
+	"cmp"
+	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 
 	"github.com/gmcn-go/gmcn/export"
 	"github.com/gmcn-go/gmcn/predict"
 )
 
+// exportSynopsis is the help paragraph of gmcn export.
 const exportSynopsis = `Writes a trained run for other programs: weights.safetensors (every trained parameter,
 BatchNorm's running statistics and the CovScaleNorm averages, with run.json in the
 metadata), kernels/convB_outO_inI.gmm.ply (every block's assembled kernels, one mixture
 per output and input channel) and inputs/testK_labelY.gma.ply (the first --inputs fitted
 test inputs; they need the run's data set). docs/inference.md describes the formats.`
 
-// exportCmd runs `gmcn export`, naming what it wrote on stdout.
-func exportCmd(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	run := fs.String("run", "", "run directory with run.json and checkpoint.gmcn (required)")
-	out := fs.String("out", "", "output directory (default: RUN/export)")
-	inputs := fs.Int("inputs", 4, "fitted test inputs to write; 0 = none (then the data set is not read)")
-	rest, help, err := parseCommand(fs, "export", "[flags]", exportSynopsis, args, stdout)
-	if err != nil || help {
-		return err
+// exportCmd is `gmcn export`.
+type exportCmd struct {
+	dir    runDirFlag
+	out    string
+	inputs int
+	stdout io.Writer // nil: os.Stdout
+}
+
+func (c *exportCmd) flags(f *flagSet) {
+	c.inputs = 4
+	f.group("Flags", func() {
+		f.StringVar(&c.dir.run, "run", "runs/demo", "`DIR` of the training run (with run.json and checkpoint.gmcn)")
+		f.StringVar(&c.out, "out", "", "output `DIR` (default: RUN/export)")
+		intVar(f, &c.inputs, "inputs", 0, 1e6, "fitted test inputs to write; 0 = none (then the data set is not read)")
+	})
+}
+
+func (c *exportCmd) check(map[string]bool) error {
+	if c.out == "" {
+		c.out = filepath.Join(c.dir.run, "export")
 	}
-	switch {
-	case len(rest) > 0:
-		return fmt.Errorf("export: unexpected argument %q: export takes only flags (--run DIR --out DIR)", rest[0])
-	case *run == "":
-		return errors.New("export: --run DIR is required: the directory of a trained run")
-	case *inputs < 0:
-		return fmt.Errorf("export: --inputs %d: want ≥ 0", *inputs)
-	}
-	if *out == "" {
-		*out = filepath.Join(*run, "export")
-	}
-	p, err := predict.LoadRun(*run)
+	return nil
+}
+
+func (c *exportCmd) run(context.Context) error {
+	p, err := predict.LoadRun(c.dir.run)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	written, err := export.Run(p, *out, *inputs)
+	written, err := export.Run(p, c.out, c.inputs)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %d files to %s (%s, kernels/, inputs/)\n", len(written), *out, export.WeightsFile)
+	fmt.Fprintf(cmp.Or[io.Writer](c.stdout, os.Stdout), "wrote %d files to %s (%s, kernels/, inputs/)\n", len(written), c.out, export.WeightsFile)
 	return nil
 }

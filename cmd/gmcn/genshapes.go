@@ -1,21 +1,35 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/gmcn-go/gmcn/shapes"
 )
 
-func genShapesCmd(args []string) error {
-	fs := newFlagSet("gen-shapes", "Writes gmcn's generated 3D shape benchmark: 10 classes of procedurally generated meshes with\nrandom rotation, anisotropic scale, deformation, noise and partial occlusion, as OFF files in\nthe ModelNet10 layout (<class>/{train,test}/*.off). It is our own benchmark, not ModelNet;\ntrain on it with: gmcn train --preset modelnet-cpu --data DIR")
-	out := fs.String("out", "data/shapes", "output directory")
-	nTrain := fs.Int("train", 200, "training shapes per class")
-	nTest := fs.Int("test", 50, "test shapes per class")
-	seed := fs.Uint64("seed", 1, "generator seed")
-	fs.Parse(args)
-	if err := shapes.GenerateModelNet(*out, *nTrain, *nTest, *seed); err != nil {
+// genShapesCmd is `gmcn gen-shapes`.
+type genShapesCmd struct {
+	out         string
+	train, test int
+	seed        uint64
+}
+
+func (c *genShapesCmd) flags(f *flagSet) {
+	f.group("Flags", func() {
+		f.StringVar(&c.out, "out", "data/shapes", "`DIR` to write the benchmark into")
+		c.train, c.test, c.seed = 200, 50, 1
+		intVar(f, &c.train, "train", 1, 100000, "`N` training shapes per class")
+		intVar(f, &c.test, "test", 1, 100000, "`N` test shapes per class")
+		seedVar(f, &c.seed, "seed", "`N` seeding the generator")
+	})
+}
+
+func (c *genShapesCmd) check(map[string]bool) error { return nil }
+
+func (c *genShapesCmd) run(context.Context) error {
+	if err := shapes.GenerateModelNet(c.out, c.train, c.test, c.seed); err != nil {
 		return err
 	}
-	fmt.Printf("wrote %d training and %d test shapes per class to %s\n", *nTrain, *nTest, *out)
+	fmt.Printf("wrote %d training and %d test shapes per class to %s\n", c.train, c.test, c.out)
 	return nil
 }

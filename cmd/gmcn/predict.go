@@ -1,8 +1,9 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/gmcn-go/gmcn/predict"
 )
 
+// predictSynopsis is the help paragraph of gmcn predict.
 const predictSynopsis = `Classifies image, IDX or shape files with a trained run and prints, per input, the top
 classes with their probabilities.
 
@@ -23,33 +25,43 @@ white (bright) digit or garment on black, centred, filling about the middle 20×
 Give --invert for dark-on-light images such as scans. 3D runs read OFF and PLY meshes and
 XYZ/TXT point clouds. Every input is fitted with the run's own input fitting (run.json).`
 
-// predictCmd runs `gmcn predict`, writing the predictions to stdout.
-func predictCmd(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("predict", flag.ContinueOnError)
-	run := fs.String("run", "", "run directory with run.json and checkpoint.gmcn (required)")
-	top := fs.Int("top", 3, "classes to print per input, most probable first (≥ 1)")
-	invert := fs.Bool("invert", false, "invert image grey levels (for dark digits on a light background)")
-	index := fs.Int("index", -1, "IDX files: classify only the image with this index (from 0); -1 = all")
-	files, help, err := parseCommand(fs, "predict", "[flags] FILE…", predictSynopsis, args, stdout)
-	if err != nil || help {
-		return err
+// predictCmd is `gmcn predict`.
+type predictCmd struct {
+	dir    runDirFlag
+	top    int
+	invert bool
+	index  int
+	files  []string
+	stdout io.Writer // nil: os.Stdout
+}
+
+func (c *predictCmd) flags(f *flagSet) {
+	c.top, c.index = 3, -1
+	f.group("Flags", func() {
+		c.dir.register(f)
+		intVar(f, &c.top, "top", 1, 1e6, "classes to print per input, most probable first")
+		f.BoolVar(&c.invert, "invert", false, "invert image grey levels (for dark digits on a light background)")
+		intVar(f, &c.index, "index", -1, 1e9, "IDX files: classify only the image with this `index` (from 0); -1 = all")
+	})
+}
+
+func (c *predictCmd) setOperands(files []string) { c.files = files }
+
+func (c *predictCmd) check(given map[string]bool) error {
+	if len(c.files) == 0 {
+		return errors.New("no input files; give images, IDX files or shapes after the flags")
 	}
-	switch {
-	case *run == "":
-		return errors.New("predict: --run DIR is required: the directory of a trained run")
-	case *top < 1:
-		return fmt.Errorf("predict: --top %d: want at least 1", *top)
-	case *index < -1:
-		return fmt.Errorf("predict: --index %d: want an image index ≥ 0, or -1 for all", *index)
-	case len(files) == 0:
-		return errors.New("predict: no input files; give images, IDX files or shapes after the flags")
-	}
-	for _, f := range files {
+	return c.dir.check(given)
+}
+
+func (c *predictCmd) run(context.Context) error {
+	stdout := cmp.Or[io.Writer](c.stdout, os.Stdout)
+	for _, f := range c.files {
 		if _, err := os.Stat(f); err != nil {
-			return fmt.Errorf("predict: input file %s: %w", f, errors.Unwrap(err))
+			return fmt.Errorf("input file %s: %w", f, errors.Unwrap(err))
 		}
 	}
-	p, err := predict.LoadRun(*run)
+	p, err := predict.LoadRun(c.dir.run)
 	if err != nil {
 		return err
 	}
@@ -57,7 +69,7 @@ func predictCmd(args []string, stdout io.Writer) error {
 	if p.ClassesErr != nil {
 		fmt.Fprintf(os.Stderr, "gmcn: class names unavailable (%v); printing class numbers\n", p.ClassesErr)
 	}
-	names, mix, err := fitFiles(p, files, *invert, *index)
+	names, mix, err := fitFiles(p, c.files, c.invert, c.index)
 	if err != nil {
 		return err
 	}
@@ -67,8 +79,8 @@ func predictCmd(args []string, stdout io.Writer) error {
 	}
 	for i, pr := range probs {
 		var parts []string
-		for _, c := range predict.Top(pr, *top) {
-			parts = append(parts, fmt.Sprintf("%s (%.2f%%)", p.Classes[c], 100*pr[c]))
+		for _, k := range predict.Top(pr, c.top) {
+			parts = append(parts, fmt.Sprintf("%s (%.2f%%)", p.Classes[k], 100*pr[k]))
 		}
 		fmt.Fprintf(stdout, "%s: %s\n", names[i], strings.Join(parts, ", "))
 	}
@@ -80,11 +92,11 @@ func predictCmd(args []string, stdout io.Writer) error {
 func fitFiles(p *predict.Predictor, files []string, invert bool, index int) ([]string, []float32, error) {
 	if p.Setup.Model.D == 3 {
 		if index >= 0 {
-			return nil, nil, errors.New("predict: --index applies to IDX image files; the run classifies 3D shapes")
+			return nil, nil, errors.New("--index applies to IDX image files; the run classifies 3D shapes")
 		}
 		for _, f := range files {
 			if k := fileKind(f); k != "shape" {
-				return nil, nil, fmt.Errorf("predict: %s: the run classifies 3D shapes (.off, .ply, .xyz, .txt), not %s files", f, k)
+				return nil, nil, fmt.Errorf("%s: the run classifies 3D shapes (.off, .ply, .xyz, .txt), not %s files", f, k)
 			}
 		}
 		mix, _, err := p.FitShapes(files)
@@ -112,7 +124,7 @@ func fitFiles(p *predict.Predictor, files []string, invert bool, index int) ([]s
 			first, last := 0, all.N-1
 			if index >= 0 {
 				if index >= all.N {
-					return nil, nil, fmt.Errorf("predict: --index %d: %s has %d images (0 to %d)", index, f, all.N, all.N-1)
+					return nil, nil, fmt.Errorf("--index %d: %s has %d images (0 to %d)", index, f, all.N, all.N-1)
 				}
 				first, last = index, index
 			}
@@ -122,13 +134,13 @@ func fitFiles(p *predict.Predictor, files []string, invert bool, index int) ([]s
 				names, streams = append(names, fmt.Sprintf("%s[%d]", f, i)), append(streams, uint64(i))
 			}
 		case "shape":
-			return nil, nil, fmt.Errorf("predict: %s: the run classifies 2D images (%s), not 3D shapes", f, p.Setup.Dataset)
+			return nil, nil, fmt.Errorf("%s: the run classifies 2D images (%s), not 3D shapes", f, p.Setup.Dataset)
 		default:
-			return nil, nil, fmt.Errorf("predict: %s: unknown file type; want .png, .jpg, .gif, an IDX file (*-ubyte, *.idx), or for 3D runs .off, .ply, .xyz, .txt", f)
+			return nil, nil, fmt.Errorf("%s: unknown file type; want .png, .jpg, .gif, an IDX file (*-ubyte, *.idx), or for 3D runs .off, .ply, .xyz, .txt", f)
 		}
 	}
 	if index >= 0 && idxFiles == 0 {
-		return nil, nil, errors.New("predict: --index applies to IDX image files, and none was given")
+		return nil, nil, errors.New("--index applies to IDX image files, and none was given")
 	}
 	im.N = len(names)
 	mix, _, err := p.FitImages(im, streams)
@@ -150,29 +162,4 @@ func fileKind(path string) string {
 		return "shape"
 	}
 	return "unknown"
-}
-
-// parseCommand parses args with fs (flag.ContinueOnError) and returns the
-// arguments after the flags, rejecting any that look like a flag: the flag
-// package stops at the first file, so a flag after a file would otherwise
-// be taken for a file. With -h or --help it prints the command's usage to
-// stdout and reports help.
-func parseCommand(fs *flag.FlagSet, name, form, synopsis string, args []string, stdout io.Writer) (rest []string, help bool, err error) {
-	fs.SetOutput(io.Discard)
-	err = fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(stdout, "Usage: gmcn %s %s\n\n%s\n\nFlags:\n", name, form, synopsis)
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		return nil, true, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("%s: %v (see gmcn %s --help)", name, err, name)
-	}
-	for _, a := range fs.Args() {
-		if strings.HasPrefix(a, "-") {
-			return nil, false, fmt.Errorf("%s: %q after the files: put every flag before the first file", name, a)
-		}
-	}
-	return fs.Args(), false, nil
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -26,7 +28,7 @@ func TestPredictCommand(t *testing.T) {
 	idx := filepath.Join(t.TempDir(), "t10k-images-idx3-ubyte")
 	runtest.WriteIDX(t, idx, r.Images)
 	var out bytes.Buffer
-	if err := predictCmd([]string{"--run", r.Dir, "--top", "2", idx}, &out); err != nil {
+	if err := runCommand("predict", []string{"--run", r.Dir, "--top", "2", idx}, &out); err != nil {
 		t.Fatal(err)
 	}
 	p, err := predict.LoadRun(r.Dir)
@@ -57,15 +59,15 @@ func TestPredictCommand(t *testing.T) {
 	}
 
 	out.Reset()
-	if err := predictCmd([]string{"--run", r.Dir, "--top", "1", "--index", "7", idx}, &out); err != nil {
+	if err := runCommand("predict", []string{"--run", r.Dir, "--top", "1", "--index", "7", idx}, &out); err != nil {
 		t.Fatal(err)
 	}
 	if got, w := strings.TrimSpace(out.String()), strings.SplitN(lines[7], ", ", 2)[0]; got != w {
 		t.Errorf("--index 7 printed %q, the whole file's line 7 starts %q", got, w)
 	}
 	out.Reset()
-	if err := predictCmd([]string{"--help"}, &out); err != nil || !strings.Contains(out.String(), "Usage: gmcn predict") || !strings.Contains(out.String(), "-invert") {
-		t.Errorf("--help: %v, printed %q", err, out.String())
+	if err := writeHelp(&out, "predict"); err != nil || !strings.Contains(out.String(), "Usage: gmcn predict [flags] FILE…") || !strings.Contains(out.String(), "--invert") {
+		t.Errorf("help: %v, printed %q", err, out.String())
 	}
 
 	txt := filepath.Join(t.TempDir(), "notes.doc")
@@ -74,20 +76,20 @@ func TestPredictCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{idx}, "--run DIR is required"},
+		{[]string{"--run", filepath.Join(t.TempDir(), "none"), idx}, "run.json"},
 		{[]string{"--run", r.Dir}, "no input files"},
-		{[]string{"--run", r.Dir, "--top", "0", idx}, "--top 0"},
+		{[]string{"--run", r.Dir, "--top", "0", idx}, `invalid value "0" for flag -top`},
 		{[]string{"--run", r.Dir, "--top", "x", idx}, `invalid value "x"`},
 		{[]string{"--run", r.Dir, "--nope", idx}, "flag provided but not defined: -nope"},
-		{[]string{"--run", r.Dir, idx, "--top", "2"}, `"--top" after the files`},
+		{[]string{"--run", r.Dir, idx, "--top", "2"}, `flag "--top" after the first FILE…`},
 		{[]string{"--run", r.Dir, "--index", "40", idx}, "--index 40: " + idx + " has 40 images"},
-		{[]string{"--run", r.Dir, "--index", "-2", idx}, "--index -2"},
+		{[]string{"--run", r.Dir, "--index", "-2", idx}, `invalid value "-2" for flag -index`},
 		{[]string{"--run", r.Dir, "missing.png"}, "input file missing.png"},
 		{[]string{"--run", r.Dir, txt}, "unknown file type"},
 		{[]string{"--run", r.Dir, "--index", "1", txt}, "unknown file type"},
 		{[]string{"--run", t.TempDir(), idx}, "run.json"},
 	} {
-		err := predictCmd(c.args, &out)
+		err := runCommand("predict", c.args, &out)
 		gmtest.WantErr(t, err, c.want)
 		if err != nil && strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: error of several lines: %q", c.args, err)
@@ -96,7 +98,7 @@ func TestPredictCommand(t *testing.T) {
 
 	dir := filepath.Join(t.TempDir(), "exported")
 	out.Reset()
-	if err := exportCmd([]string{"--run", r.Dir, "--out", dir, "--inputs", "2"}, &out); err != nil {
+	if err := runCommand("export", []string{"--run", r.Dir, "--out", dir, "--inputs", "2"}, &out); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "wrote 47 files") {
@@ -109,10 +111,26 @@ func TestPredictCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--out", dir}, "--run DIR is required"},
+		{[]string{"--run", filepath.Join(t.TempDir(), "none"), "--out", dir}, "run.json"},
 		{[]string{"--run", r.Dir, "extra"}, `unexpected argument "extra"`},
-		{[]string{"--run", r.Dir, "--inputs", "-1"}, "--inputs -1"},
+		{[]string{"--run", r.Dir, "--inputs", "-1"}, `invalid value "-1" for flag -inputs`},
 	} {
-		gmtest.WantErr(t, exportCmd(c.args, &out), c.want)
+		gmtest.WantErr(t, runCommand("export", c.args, &out), c.want)
 	}
+}
+
+// runCommand parses and runs the command called name as gmcn would, with
+// its standard output going to out.
+func runCommand(name string, args []string, out io.Writer) error {
+	r, err := parse(name, args)
+	if err != nil {
+		return err
+	}
+	switch c := r.(type) {
+	case *predictCmd:
+		c.stdout = out
+	case *exportCmd:
+		c.stdout = out
+	}
+	return r.run(context.Background())
 }

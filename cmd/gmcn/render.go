@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"image"
 	"image/color"
@@ -22,13 +23,26 @@ import (
 	"gorgonia.org/tensor"
 )
 
-func renderCmd(args []string) error {
-	fs := newFlagSet("render", "Draws --inputs fitted test inputs of a run (inputs.png, from the run's input cache; 2D: the first ones,\n3D: spread over the classes) and, if the run has a\ncheckpoint, its first-layer kernels (kernels.png) as density images: red is positive,\nblue negative, brighter is larger.")
-	out := fs.String("out", "runs/demo", "training output directory (with run.json; checkpoint.gmcn for kernels)")
-	n := fs.Int("inputs", 16, "number of input mixtures to draw")
-	size := fs.Int("size", 96, "pixels per drawn mixture")
-	fs.Parse(args)
-	setup, err := loadSetup(*out)
+// renderCmd is `gmcn render`.
+type renderCmd struct {
+	dir     runDirFlag
+	n, size int
+}
+
+func (c *renderCmd) flags(f *flagSet) {
+	f.group("Flags", func() {
+		c.dir.register(f)
+		c.n, c.size = 16, 96
+		intVar(f, &c.n, "inputs", 1, 10000, "`N` input mixtures to draw")
+		intVar(f, &c.size, "size", 8, 4096, "`PIXELS` per side of a drawn mixture")
+	})
+}
+
+func (c *renderCmd) check(given map[string]bool) error { return c.dir.check(given) }
+
+func (c *renderCmd) run(context.Context) error {
+	dir, n, size := c.dir.run, c.n, c.size
+	setup, err := loadSetup(dir)
 	if err != nil {
 		return err
 	}
@@ -37,15 +51,15 @@ func renderCmd(args []string) error {
 		return err
 	}
 	l := testSet.Layout
-	l.B = min(*n, l.B)
+	l.B = min(n, l.B)
 	if l.D == 3 {
-		return render3D(filepath.Join(*out, "inputs.png"), testSet, l.B, *size)
+		return render3D(filepath.Join(dir, "inputs.png"), testSet, l.B, size)
 	}
-	if err := writeDensityGrid(filepath.Join(*out, "inputs.png"), testSet.Mixtures[:l.Len()], l, *size, [4]float64{0, 28, 0, 28}); err != nil {
+	if err := writeDensityGrid(filepath.Join(dir, "inputs.png"), testSet.Mixtures[:l.Len()], l, size, [4]float64{0, 28, 0, 28}); err != nil {
 		return err
 	}
-	fmt.Printf("wrote %s\n", filepath.Join(*out, "inputs.png"))
-	st, err := checkpoint.Load(filepath.Join(*out, train.CheckpointFile))
+	fmt.Printf("wrote %s\n", filepath.Join(dir, "inputs.png"))
+	st, err := checkpoint.Load(filepath.Join(dir, train.CheckpointFile))
 	if err != nil {
 		fmt.Printf("no kernels drawn: %v\n", err)
 		return nil
@@ -78,10 +92,10 @@ func renderCmd(args []string) error {
 		data = d
 	}
 	r := 2 * mc.Layout.Blocks[0].Radius
-	if err := writeDensityGrid(filepath.Join(*out, "kernels.png"), data, kl, *size, [4]float64{-r, r, -r, r}); err != nil {
+	if err := writeDensityGrid(filepath.Join(dir, "kernels.png"), data, kl, size, [4]float64{-r, r, -r, r}); err != nil {
 		return err
 	}
-	fmt.Printf("wrote %s (%d×%d kernels of the first layer)\n", filepath.Join(*out, "kernels.png"), kl.B, kl.C)
+	fmt.Printf("wrote %s (%d×%d kernels of the first layer)\n", filepath.Join(dir, "kernels.png"), kl.B, kl.C)
 	return nil
 }
 

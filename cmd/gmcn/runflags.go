@@ -1,0 +1,145 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gmcn-go/gmcn/train"
+	"github.com/pkg/errors"
+)
+
+// runFlags are the flags that select a RunConfig: a preset and overrides of
+// its settings. They come in groups (data, fitting, model, optimisation) so
+// that each command registers only those that do something for it; only
+// the flags given on the command line replace the preset's values.
+type runFlags struct {
+	preset string
+	over   train.RunConfig // the override flags' values
+	radii  string
+	root   string
+	// apply copies the value of the flag of that name from over.
+	apply map[string]func(*train.RunConfig)
+}
+
+// presetDefault ends the usage of every override flag.
+const presetDefault = " (default: the preset's)"
+
+// field registers that the flag name sets the RunConfig field get returns,
+// and returns that field of the overrides for the flag to write.
+func field[T any](r *runFlags, name string, get func(*train.RunConfig) *T) *T {
+	if r.apply == nil {
+		r.apply = map[string]func(*train.RunConfig){}
+	}
+	r.apply[name] = func(c *train.RunConfig) { *get(c) = *get(&r.over) }
+	return get(&r.over)
+}
+
+func (r *runFlags) intField(f *flagSet, name string, get func(*train.RunConfig) *int, lo, hi int, usage string) {
+	intVar(f, field(r, name, get), name, lo, hi, usage+presetDefault)
+}
+
+func (r *runFlags) stringField(f *flagSet, name string, get func(*train.RunConfig) *string, usage string) {
+	f.StringVar(field(r, name, get), name, "", usage+presetDefault)
+}
+
+// presetFlag registers --preset.
+func (r *runFlags) presetFlag(f *flagSet) {
+	f.StringVar(&r.preset, "preset", "demo", "`NAME` of the settings to start from: "+strings.Join(presetNames(), ", "))
+}
+
+// dataFlags registers the data set, where it is, the input cache and the
+// limits.
+func (r *runFlags) dataFlags(f *flagSet) {
+	r.stringField(f, "dataset", func(c *train.RunConfig) *string { return &c.Dataset }, "`NAME` of the data set: "+strings.Join(train.DatasetNames(), ", "))
+	r.stringField(f, "data", func(c *train.RunConfig) *string { return &c.DataDir }, "`DIR` of the data: MNIST/Fashion-MNIST: the IDX files (MNIST defaults to the Go module cache,\nFashion-MNIST to /usr/share/datasets/fashion-mnist); ModelNet: the data set's root, either\nModelNet10|40/<class>/{train,test}/*.off or modelnet40_normal_resampled/")
+	f.StringVar(&r.root, "root", "", "`DIR`: ModelNet's root directory, the same as --data")
+	f.StringVar(field(r, "cache", func(c *train.RunConfig) *string { return &c.CacheDir }), "cache", "cache", "`DIR` for fitted input mixtures")
+	r.intField(f, "train-limit", func(c *train.RunConfig) *int { return &c.TrainLimit }, 0, 1e9, "use only the first `N` training images; 0 = all")
+	r.intField(f, "test-limit", func(c *train.RunConfig) *int { return &c.TestLimit }, 0, 1e9, "evaluate on the first `N` test images; 0 = all")
+}
+
+// fittingFlags registers the settings of the input fitting.
+func (r *runFlags) fittingFlags(f *flagSet) {
+	r.intField(f, "fit-em", func(c *train.RunConfig) *int { return &c.FitEM }, 0, 1000, "`N` EM steps of the input fitting after its initialisation")
+	r.stringField(f, "fit-init", func(c *train.RunConfig) *string { return &c.FitInit }, "`METHOD` of the input fitting: 2D kmeans or random; 3D fps or kmeans-em")
+	r.intField(f, "fit-points", func(c *train.RunConfig) *int { return &c.FitPoints }, 1, 1e8, "3D: `N` surface points sampled per mesh")
+}
+
+// layersFlag registers --layers, which also sets the Gaussians per input.
+func (r *runFlags) layersFlag(f *flagSet) {
+	r.stringField(f, "layers", func(c *train.RunConfig) *string { return &c.Layers }, "`MODEL` in the paper's notation, e.g. \"1/64 -> 8/32 -> 16/16 -> 10\" (input channels/Gaussians,\nthen channels/Gaussians per block, then the classes)")
+}
+
+// modelFlags registers the model's settings but the layer string.
+func (r *runFlags) modelFlags(f *flagSet) {
+	f.StringVar(&r.radii, "radii", "", "`LIST` of kernel radii, one per block, comma-separated, e.g. 1.5,2,2.5 (default: the preset's;\n2.5 each with --layers)")
+	r.intField(f, "kernel-gaussians", func(c *train.RunConfig) *int { return &c.Kernel }, 1, 64, "`N_k`, the Gaussians of every convolution kernel")
+	r.stringField(f, "reduction", func(c *train.RunConfig) *string { return &c.Reduction }, "`METHOD`: treehem2, treehem4, treehem8, mem or max (keep the largest weights)")
+	r.intField(f, "fused", func(c *train.RunConfig) *int { return &c.Fused }, 0, 64, "fused convolution-fitting to `F` × N_p Gaussians per block; 0 = the unfused path")
+	r.intField(f, "dense", func(c *train.RunConfig) *int { return &c.DenseHead }, 0, 1e5, "`N` hidden units of a dense head after integration; 0 = none")
+}
+
+// optimFlags registers the optimisation's settings.
+func (r *runFlags) optimFlags(f *flagSet) {
+	r.intField(f, "batch", func(c *train.RunConfig) *int { return &c.Batch }, 1, 1e5, "batch size `N`")
+	r.intField(f, "epochs", func(c *train.RunConfig) *int { return &c.Epochs }, 1, 1e6, "`N` epochs")
+	floatVar(f, field(r, "lr", func(c *train.RunConfig) *float64 { return &c.LR }), "lr", 0, 1, true, "Adam's `RATE` of learning"+presetDefault)
+	floatVar(f, field(r, "weight-decay", func(c *train.RunConfig) *float64 { return &c.DecayRate }), "weight-decay", 0, 1, false, "`RATE` of weight decay: the decay step uses lr = rate × initial lr"+presetDefault)
+	seedVar(f, field(r, "seed", func(c *train.RunConfig) *uint64 { return &c.Seed }), "seed", "`N` seeding kernel initialisation and shuffling"+presetDefault)
+}
+
+// config returns the preset with every given flag applied.
+func (r *runFlags) config(given map[string]bool) (train.RunConfig, error) {
+	c, ok := train.Presets[r.preset]
+	if !ok {
+		return c, errors.Errorf("--preset %q: want one of %s", r.preset, strings.Join(presetNames(), ", "))
+	}
+	c.Radii = slices.Clone(c.Radii)
+	if given["layers"] {
+		c.Radii = nil // the preset's radii are for the preset's blocks
+	}
+	for name, apply := range r.apply {
+		if given[name] {
+			apply(&c)
+		}
+	}
+	if given["root"] {
+		if given["data"] && r.root != c.DataDir {
+			return c, errors.Errorf("--root %q and --data %q disagree; give one", r.root, c.DataDir)
+		}
+		c.DataDir = r.root
+	}
+	if given["radii"] {
+		radii, err := parseRadii(r.radii)
+		if err != nil {
+			return c, err
+		}
+		c.Radii = radii
+	}
+	return c, nil
+}
+
+// parseRadii reads the comma-separated list of --radii.
+func parseRadii(s string) ([]float64, error) {
+	var radii []float64
+	for _, f := range strings.Split(s, ",") {
+		r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(r > 0) || math.IsInf(r, 1) {
+			return nil, fmt.Errorf("--radii %q: %q is not a finite number > 0", s, f)
+		}
+		radii = append(radii, r)
+	}
+	return radii, nil
+}
+
+func presetNames() []string {
+	var names []string
+	for n := range train.Presets {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/gmcn-go/gmcn/dataset/mnist"
+	"github.com/gmcn-go/gmcn/train"
+	"github.com/gmcn-go/gmcn/train/checkpoint"
+)
+
+// TestSIGTERMResumes stops a small MNIST run with SIGTERM in its first
+// epoch, requires exit status 130, the resume hint and a checkpoint, resumes
+// it and requires the metrics of an uninterrupted run; then extends the
+// finished run by one epoch with --resume --epochs.
+func TestSIGTERMResumes(t *testing.T) {
+	if _, err := mnist.LoadMNIST(""); err != nil {
+		t.Skipf("MNIST not available: %v", err)
+	}
+	work := t.TempDir()
+	args := []string{"train", "--layers", "1/8 -> 4/4 -> 10", "--train-limit", "600", "--test-limit", "100",
+		"--batch", "10", "--epochs", "2", "--cache", filepath.Join(work, "cache")}
+	ref, run := filepath.Join(work, "ref"), filepath.Join(work, "run")
+	if r := gmcn(t, work, append(args, "--out", ref)...); r.code != 0 {
+		t.Fatalf("uninterrupted run: exit status %d\n%s", r.code, r.stderr)
+	}
+
+	cmd := exec.Command(bin, append(args, "--out", run)...)
+	cmd.Dir = work
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The progress bar writes a plain line at every tenth of an epoch when
+	// standard error is not a terminal; a terminal's \r redraws are split
+	// too, so the test does not depend on which it gets.
+	progress := regexp.MustCompile(`^epoch 1/2 \[[#.]+\] +([0-9.]+)%`)
+	sc := bufio.NewScanner(stderr)
+	sc.Split(splitLines)
+	var lines []string
+	signalled := false
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if m := progress.FindStringSubmatch(sc.Text()); m != nil && !signalled {
+			if pct, _ := strconv.ParseFloat(m[1], 64); pct >= 20 {
+				if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+				signalled = true
+			}
+		}
+	}
+	err = cmd.Wait()
+	if !signalled {
+		t.Fatalf("the run never showed 20%% of its first epoch (%v):\n%s", err, strings.Join(lines, "\n"))
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Fatalf("interrupted run: exit status %d, want 130:\n%s", code, strings.Join(lines, "\n"))
+	}
+	if last := lines[len(lines)-1]; !strings.Contains(last, "resume with: gmcn train --out "+run+" --resume") {
+		t.Errorf("last line %q, want the resume hint", last)
+	}
+	st, err := checkpoint.Load(filepath.Join(run, train.CheckpointFile))
+	if err != nil {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	if st.Completed || st.Epoch != 0 || st.Batch < 1 {
+		t.Errorf("checkpoint at epoch %d batch %d (completed %v), want inside the first epoch", st.Epoch, st.Batch, st.Completed)
+	}
+
+	if r := gmcn(t, work, "train", "--out", run, "--resume"); r.code != 0 {
+		t.Fatalf("resumed run: exit status %d\n%s", r.code, r.stderr)
+	}
+	want, got := metricsWithoutTimes(t, ref), metricsWithoutTimes(t, run)
+	if !slices.EqualFunc(got, want, slices.Equal) || len(got) != 3 {
+		t.Errorf("resumed run's metrics\n%q\nwant the uninterrupted run's\n%q", got, want)
+	}
+
+	if r := gmcn(t, work, "train", "--out", run, "--resume", "--epochs", "3"); r.code != 0 {
+		t.Fatalf("extended run: exit status %d\n%s", r.code, r.stderr)
+	}
+	rc, err := train.LoadRunConfig(run)
+	if err != nil || rc.Epochs != 3 {
+		t.Errorf("run.json after --resume --epochs 3: epochs %d, %v", rc.Epochs, err)
+	}
+	if ext := metricsWithoutTimes(t, run); len(ext) != 4 || !slices.EqualFunc(ext[:3], want, slices.Equal) {
+		t.Errorf("extended run's metrics\n%q\nwant the first two epochs'\n%q and a third", ext, want)
+	}
+}
+
+// splitLines is bufio.ScanLines that also ends a line at a carriage return.
+func splitLines(data []byte, atEOF bool) (int, []byte, error) {
+	if i := bytes.IndexAny(data, "\r\n"); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF && len(data) > 0 {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
+}
+
+// metricsWithoutTimes reads the metrics.csv of the run in dir without the
+// columns that measure time.
+func metricsWithoutTimes(t *testing.T, dir string) [][]string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, train.MetricsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	drop := map[int]bool{}
+	for i, name := range rows[0] {
+		if name == "samples_per_s" || name == "seconds" {
+			drop[i] = true
+		}
+	}
+	if len(drop) != 2 {
+		t.Fatalf("%s: header %q, want the time columns samples_per_s and seconds", dir, rows[0])
+	}
+	var out [][]string
+	for _, r := range rows {
+		var keep []string
+		for i, v := range r {
+			if !drop[i] {
+				keep = append(keep, v)
+			}
+		}
+		out = append(out, keep)
+	}
+	return out
+}
