@@ -251,6 +251,8 @@ func TestRunRejectsBadOptions(t *testing.T) {
 			}
 		})
 	}
+}
+
 // TestRunClassMismatch gives Run a model with fewer classes than the data's
 // labels need: an error naming both counts, not a panic in the batch copy.
 func TestRunClassMismatch(t *testing.T) {
@@ -262,42 +264,4 @@ func TestRunClassMismatch(t *testing.T) {
 	cfg := models.Config{Layout: l, D: 2, Classes: 3, Batch: 8, Seed: 3}
 	_, err = Run(context.Background(), cfg, trainSet, testSet, testOptions(1, 1e-2, t.TempDir()))
 	gmtest.WantErr(t, err, "the model has 3 classes but the training set has 2 and the test set 2")
-}
-
-// TestResumeExtends finishes a run of one epoch, resumes it with two and
-// requires the metrics of an uninterrupted two-epoch run; resuming with
-// fewer epochs than the checkpoint has finished is an error.
-func TestResumeExtends(t *testing.T) {
-	trainSet, testSet := SyntheticLines(40, 8, 3), SyntheticLines(16, 8, 4)
-	want, err := Run(context.Background(), tinyConfig(t), trainSet, testSet, testOptions(2, 1e-2, t.TempDir()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if _, err := Run(context.Background(), tinyConfig(t), trainSet, testSet, testOptions(1, 1e-2, dir)); err != nil {
-		t.Fatal(err)
-	}
-	opt := testOptions(2, 1e-2, dir)
-	opt.Resume = filepath.Join(dir, CheckpointFile)
-	got, err := Run(context.Background(), tinyConfig(t), trainSet, testSet, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(want) {
-		t.Fatalf("extended run has %d epochs of metrics, uninterrupted %d", len(got), len(want))
-	}
-	for i := range want {
-		g, w := got[i], want[i]
-		g.SamplesPerSec, g.Seconds, w.SamplesPerSec, w.Seconds = 0, 0, 0, 0
-		if g != w {
-			t.Errorf("epoch %d: extended %+v\n uninterrupted %+v", i+1, g, w)
-		}
-	}
-	st, err := checkpoint.Load(opt.Resume)
-	if err != nil || !st.Completed || st.Epoch != 2 {
-		t.Errorf("checkpoint after the extension: epoch %d, completed %v, %v; want 2, true", st.Epoch, st.Completed, err)
-	}
-	opt.Epochs = 1
-	_, err = Run(context.Background(), tinyConfig(t), trainSet, testSet, opt)
-	gmtest.WantErr(t, err, "has finished 2 epochs, more than the 1 asked for")
 }
