@@ -58,7 +58,7 @@ var commands = []command{
 	{"presets", "list the presets and their settings", "Lists the presets of --preset and their settings.",
 		func() runner { return new(presetsCmd) }, ""},
 	{"version", "print the version, the build and the devices of this binary",
-		"Prints the module version and VCS revision, the Go version, whether the AVX2 kernels are\nbuilt in (GOEXPERIMENT=simd) and the devices the GM ops can compute on.",
+		"Prints the module version and VCS revision, the Go version, whether the AVX-512/AVX2\nkernels are built in (GOEXPERIMENT=simd) and the devices the GM ops can compute on.",
 		func() runner { return new(versionCmd) }, ""},
 }
 

@@ -24,7 +24,8 @@ func (versionCmd) run(context.Context) error {
 
 // versionText describes this binary from its build information: the
 // module version, the VCS revision, the Go version, whether it was built
-// with GOEXPERIMENT=simd (the AVX2 kernels), and the devices of the build.
+// with GOEXPERIMENT=simd (the AVX-512/AVX2 kernels), and the devices of
+// the build.
 func versionText() string {
 	version, revision, experiments := "unknown", "unknown", ""
 	goVersion := runtime.Version()
@@ -45,7 +46,7 @@ func versionText() string {
 	}
 	simd := "no (scalar kernels)"
 	if slices.Contains(strings.Split(experiments, ","), "simd") {
-		simd = "yes (AVX2 kernels where the CPU has them)"
+		simd = "yes (AVX-512 or AVX2 kernels, as the CPU has)"
 	}
 	return fmt.Sprintf("gmcn %s\nrevision  %s\ngo        %s %s/%s\nsimd      %s\ndevices   %s\n",
 		version, revision, goVersion, runtime.GOOS, runtime.GOARCH, simd, strings.Join(ops.Devices(), ", "))
