@@ -42,7 +42,7 @@ func DefaultHooks(dir string) []Hook {
 			if len(rows) == 0 {
 				return nil
 			}
-			png, err := report.PlotMetrics(rows)
+			png, err := report.PlotMetrics(rows, nil)
 			if err != nil {
 				return errors.Wrap(err, "plotting metrics")
 			}

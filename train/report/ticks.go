@@ -40,16 +40,24 @@ func (t Ticks) Ticks(min, max float64) []plot.Tick {
 	return ticks
 }
 
-// Range returns the smallest interval holding [min, max] whose ends are
-// ticks, so that an axis starts and ends on a labelled value; [min, max]
-// itself where no step fits.
+// Range returns an interval holding [min, max] whose ends are ticks of
+// itself, so that an axis starts and ends on a labelled value; [min, max]
+// where no step fits. Widening can coarsen the step, which moves the ends
+// again, so it repeats until they stay.
 func (t Ticks) Range(min, max float64) (lo, hi float64) {
-	s, ok := t.step(min, max)
-	if !ok {
-		return min, max
+	lo, hi = min, max
+	for {
+		s, ok := t.step(lo, hi)
+		if !ok {
+			return lo, hi
+		}
+		v := s.value()
+		l, h := s.tick(int(math.Floor(lo/v+1e-9))).Value, s.tick(int(math.Ceil(hi/v-1e-9))).Value
+		if l == lo && h == hi {
+			return lo, hi
+		}
+		lo, hi = l, h
 	}
-	v := s.value()
-	return s.tick(int(math.Floor(min/v + 1e-9))).Value, s.tick(int(math.Ceil(max/v - 1e-9))).Value
 }
 
 // step returns the smallest round spacing that puts at most N ticks in

@@ -61,15 +61,19 @@ func TestTicksRange(t *testing.T) {
 		min, max, lo, hi float64
 		ticks            Ticks
 	}{
-		{93.85, 96.45, 93.5, 96.5, Ticks{}},
+		{93.85, 96.45, 93, 97, Ticks{}}, // 93.5–96.5 would need 7 ticks of 0.5
 		{0.1438, 0.29, 0.1, 0.3, Ticks{}},
 		{0.1438, 0.29, 0.14, 0.3, Ticks{N: 10}},
 		{1.85, 1.85, 1.85, 1.85, Ticks{}},
 		{0.2, 3.7, 0, 4, Ticks{Integer: true}},
+		{0.578, 1.12, 0.4, 1.2, Ticks{}}, // 0.5–1.2 would be labelled from 0.6 only
 	} {
 		lo, hi := c.ticks.Range(c.min, c.max)
 		if math.Abs(lo-c.lo) > 1e-12 || math.Abs(hi-c.hi) > 1e-12 {
 			t.Errorf("%+v.Range(%g, %g) = %g, %g, want %g, %g", c.ticks, c.min, c.max, lo, hi, c.lo, c.hi)
+		}
+		if ticks := c.ticks.Ticks(lo, hi); lo < hi && (ticks[0].Value != lo || ticks[len(ticks)-1].Value != hi) {
+			t.Errorf("%+v.Range(%g, %g) = %g, %g, whose ticks are %v", c.ticks, c.min, c.max, lo, hi, ticks)
 		}
 	}
 }
