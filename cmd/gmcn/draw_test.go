@@ -27,7 +27,7 @@ func TestDensityTiles(t *testing.T) {
 	want := make([]float64, 16)
 	for i := range want {
 		x, y := float64(i%4)+0.5, float64(i/4)+0.5
-		want[i] = 3 / (2 * math.Pi * 0.5) * math.Exp(-((x-1)*(x-1)+(y-2)*(y-2)))
+		want[i] = 3 / (2 * math.Pi * 0.5) * math.Exp(-((x-1)*(x-1) + (y-2)*(y-2)))
 	}
 	gmtest.WantClose(t, "density", tiles[0], want, 1e-12)
 
