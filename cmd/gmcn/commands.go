@@ -85,7 +85,7 @@ func trainCmd(args []string) error {
 }
 
 func evalCmd(args []string) error {
-	fs := newFlagSet("eval", "Evaluates the checkpoint of a training run on the test set and prints the accuracy and\nthe confusion matrix (also written to confusion.csv in the run directory).")
+	fs := newFlagSet("eval", "Evaluates the checkpoint of a training run on the test set and prints the accuracy and\nthe confusion matrix (also written to confusion.csv and drawn in confusion.png in the run directory).")
 	out := fs.String("out", "runs/demo", "training output directory (with run.json and checkpoint.gmcn)")
 	testLimit := fs.Int("test-limit", -1, "evaluate on the first n test images; 0 = all (default: as trained)")
 	useDevice := deviceFlag(fs)
@@ -134,7 +134,10 @@ func evalCmd(args []string) error {
 		}
 		fmt.Println()
 	}
-	return report.WriteConfusionCSV(filepath.Join(*out, train.ConfusionFile), conf)
+	if err := report.WriteConfusionCSV(filepath.Join(*out, train.ConfusionFile), conf); err != nil {
+		return err
+	}
+	return writeConfusionPNG(filepath.Join(*out, "confusion.png"), conf, setup)
 }
 
 // loadSetup reads the run.json of the run directory dir and resolves it.

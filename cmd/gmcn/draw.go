@@ -8,6 +8,7 @@ import (
 	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/gmcn-go/gmcn/shapes"
+	"github.com/gmcn-go/gmcn/train"
 	"github.com/gmcn-go/gmcn/train/report"
 	"github.com/pkg/errors"
 )
@@ -128,6 +129,24 @@ func densityTiles[T mixture.Float](data []T, l mixture.Layout, size int, box [4]
 		tiles[m] = vals
 	}
 	return tiles, nil
+}
+
+// writeConfusionPNG draws the confusion matrix with the class names of the
+// run's data set and writes the PNG to path.
+func writeConfusionPNG(path string, conf [][]int, setup *train.Setup) error {
+	ds, err := setup.OpenDataset()
+	if err != nil {
+		return err
+	}
+	png, err := report.PlotConfusion(conf, ds.Classes())
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(path, png); err != nil {
+		return err
+	}
+	fmt.Printf("wrote %s\n", path)
+	return nil
 }
 
 // className returns the name of class label, or the label itself where the
