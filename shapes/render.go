@@ -39,16 +39,15 @@ func (v View) rows() [3][3]float64 {
 	return [3][3]float64{right, up, depth}
 }
 
-// RenderDensity draws one 3D mixture (packed [w, μ, Σ] × K, D = 3) as the
-// density of its projection onto the screen: integrating a Gaussian along
-// the line of sight leaves the 2D Gaussian with the projected mean P μ and
+// ProjectDensity returns the density of one 3D mixture (packed [w, μ, Σ] ×
+// K, D = 3) projected onto the screen of view, sampled at the centres of
+// size×size pixels, row by row from the top: integrating a Gaussian along the
+// line of sight leaves the 2D Gaussian with the projected mean P μ and
 // covariance P Σ Pᵀ (P = the right and up rows of the view), weight
 // unchanged, so the image is Σ_k w_k N(x; Pμ_k, PΣ_kPᵀ). The frame is the
 // square around the origin that holds every component with positive weight
-// to 2.5 σ; values are scaled to the image's maximum, shown with a square
-// root (so faint parts stay visible) in a black–red–yellow–white map.
-// Negative weights are drawn as negative density (clipped at black).
-func RenderDensity(mix []float32, size int, view View) (*image.RGBA, error) {
+// to 2.5 σ.
+func ProjectDensity(mix []float32, size int, view View) ([]float64, error) {
 	if size < 8 {
 		return nil, errors.Errorf("render: size %d, want ≥ 8 pixels", size)
 	}
@@ -94,7 +93,6 @@ func RenderDensity(mix []float32, size int, view View) (*image.RGBA, error) {
 		extent = 1
 	}
 	vals := make([]float64, size*size)
-	peak := 0.0
 	for py := range size {
 		y := extent * (1 - 2*(float64(py)+0.5)/float64(size))
 		for px := range size {
@@ -105,8 +103,23 @@ func RenderDensity(mix []float32, size int, view View) (*image.RGBA, error) {
 				s += g.w * math.Exp(-0.5*(g.a*dx*dx+2*g.b*dx*dy+g.c*dy*dy))
 			}
 			vals[py*size+px] = s
-			peak = max(peak, s)
 		}
+	}
+	return vals, nil
+}
+
+// RenderDensity draws ProjectDensity's image of one 3D mixture, scaled to
+// the image's maximum and shown with a square root (so faint parts stay
+// visible) in a black–red–yellow–white map. Negative weights are drawn as
+// negative density (clipped at black).
+func RenderDensity(mix []float32, size int, view View) (*image.RGBA, error) {
+	vals, err := ProjectDensity(mix, size, view)
+	if err != nil {
+		return nil, err
+	}
+	peak := 0.0
+	for _, v := range vals {
+		peak = max(peak, v)
 	}
 	img := image.NewRGBA(image.Rect(0, 0, size, size))
 	for i, v := range vals {

@@ -47,7 +47,11 @@ func DefaultHooks(dir string) []Hook {
 			if len(rows) == 0 {
 				return nil
 			}
-			png, err := report.PlotMetrics(rows)
+			steps, err := report.ReadSteps(filepath.Join(dir, StepsFile))
+			if err != nil {
+				return errors.Wrap(err, "plotting metrics")
+			}
+			png, err := report.PlotMetrics(rows, report.StepPoints(steps))
 			if err != nil {
 				return errors.Wrap(err, "plotting metrics")
 			}

@@ -138,7 +138,10 @@ func (c *evalCmd) run(context.Context) error {
 		}
 		fmt.Println()
 	}
-	return report.WriteConfusionCSV(filepath.Join(dir, train.ConfusionFile), conf)
+	if err := report.WriteConfusionCSV(filepath.Join(dir, train.ConfusionFile), conf); err != nil {
+		return err
+	}
+	return writeConfusionPNG(filepath.Join(dir, "confusion.png"), conf, setup)
 }
 
 // loadSetup reads the run.json of the run directory dir and resolves it.

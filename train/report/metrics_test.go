@@ -1,8 +1,6 @@
 package report
 
 import (
-	"bytes"
-	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,25 +30,6 @@ func TestWriteCSVs(t *testing.T) {
 	}
 	if err := WriteMetricsCSV(dir, rows); err == nil || !strings.Contains(err.Error(), "metrics CSV "+dir) {
 		t.Errorf("writing over a directory: %v, want an error naming the metrics CSV %s", err, dir)
-	}
-}
-
-// TestPlotMetrics checks that the plot is a PNG with one 480×360 panel for
-// the loss and one for the accuracy, also for a single epoch (whose axes
-// would otherwise have zero extent).
-func TestPlotMetrics(t *testing.T) {
-	for _, rows := range [][]EpochMetrics{{{Epoch: 1, TrainLoss: 1, TestLoss: 1}}, {{Epoch: 1, TrainLoss: 2, TestAcc: 0.5}, {Epoch: 2, TrainLoss: 1, TestAcc: 0.9}}} {
-		data, err := PlotMetrics(rows)
-		if err != nil {
-			t.Fatal(err)
-		}
-		img, err := png.Decode(bytes.NewReader(data))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b := img.Bounds(); b.Dx() != 960 || b.Dy() != 360 {
-			t.Errorf("%d epochs: plot is %v, want 960×360", len(rows), b)
-		}
 	}
 }
 

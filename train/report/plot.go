@@ -1,147 +1,184 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
-	"image"
 	"image/color"
-	"image/draw"
-	"image/png"
 	"math"
 
-	"golang.org/x/image/font"
-	"golang.org/x/image/font/basicfont"
-	"golang.org/x/image/math/fixed"
+	"github.com/pkg/errors"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
-// series is one named curve of a chart panel.
-type series struct {
-	Name  string
-	Color color.RGBA
-	X, Y  []float64
+// StepPoint is one training step of the per-step log, as PlotMetrics draws
+// it.
+type StepPoint struct {
+	// Step counts the optimiser steps of the run from 1.
+	Step int
+	// Epoch is the step's position in epochs: e−1+b/n after batch b of the
+	// n of epoch e, so that epoch e's end is at e, where its EpochMetrics
+	// row is drawn.
+	Epoch float64
+	// Loss is the mean training loss of the step's batch; LR the learning
+	// rate it used.
+	Loss, LR float64
 }
 
-// panel is one chart: a title, its y-axis label and its curves.
-type panel struct {
-	Title  string
-	YLabel string
-	Series []series
-}
-
-var (
-	blue   = color.RGBA{31, 119, 180, 255}
-	orange = color.RGBA{255, 127, 14, 255}
-	grey   = color.RGBA{200, 200, 200, 255}
-	black  = color.RGBA{0, 0, 0, 255}
+// Metrics figure size: each column of panels is metricsWidth pixels wide
+// under a title line of metricsTitle pixels.
+const (
+	metricsWidth  = 460
+	metricsHeight = 420
+	metricsTitle  = 40
 )
 
-// PlotMetrics renders the loss and accuracy curves of rows side by side and
-// returns the PNG bytes.
-func PlotMetrics(rows []EpochMetrics) ([]byte, error) {
+// PlotMetrics draws the loss and the accuracy of every epoch row (train and
+// test) side by side and, when steps are given, a third column with the
+// loss of every step, its moving average and the learning rate; it returns
+// the PNG bytes. The figure is 460 pixels wide per column and 420 high.
+// Epochs are whole-numbered on the x axes, which run from 0 to the last
+// epoch; points that are not finite (a diverged run) are left out.
+func PlotMetrics(rows []EpochMetrics, steps []StepPoint) ([]byte, error) {
+	if len(rows) == 0 {
+		return nil, errors.New("plotting metrics: no epoch rows, want at least one")
+	}
+	last := rows[len(rows)-1]
+	cols := 2
+	if len(steps) > 0 {
+		cols = 3
+	}
+	img := newCanvas(cols*metricsWidth, metricsHeight)
+	c := draw.New(img)
+	sty := textStyle(titleSize)
+	sty.XAlign, sty.YAlign = draw.XCenter, draw.YCenter
+	c.FillText(sty, vg.Point{X: c.Center().X, Y: c.Max.Y - pixels(metricsTitle/2)},
+		fmt.Sprintf("training: %d epochs, test accuracy %.2f %% after epoch %d", len(rows), 100*last.TestAcc, last.Epoch))
+	body := draw.Crop(c, 0, 0, 0, -pixels(metricsTitle))
+	tiles := draw.Tiles{Rows: 1, Cols: cols, PadX: pixels(10), PadLeft: pixels(6), PadRight: pixels(10), PadBottom: pixels(6)}
+
+	xmax := float64(last.Epoch)
 	var ep, trL, teL, trA, teA []float64
 	for _, r := range rows {
 		ep = append(ep, float64(r.Epoch))
 		trL, teL = append(trL, r.TrainLoss), append(teL, r.TestLoss)
 		trA, teA = append(trA, 100*r.TrainAcc), append(teA, 100*r.TestAcc)
 	}
-	return plotPanels([]panel{
-		{Title: "loss", YLabel: "NLL", Series: []series{{"train", blue, ep, trL}, {"test", orange, ep, teL}}},
-		{Title: "accuracy", YLabel: "%", Series: []series{{"train", blue, ep, trA}, {"test", orange, ep, teA}}},
-	}, 480, 360)
+	marks := len(rows) <= 30
+	for i, pn := range []struct {
+		title, ylabel string
+		train, test   []float64
+	}{{"loss", "mean NLL", trL, teL}, {"accuracy", "%", trA, teA}} {
+		p := newPlot("epoch", pn.ylabel, true)
+		setRange(&p.X, 0, xmax, 1)
+		lo, hi, _ := finiteRange(pn.train, pn.test)
+		setRange(&p.Y, lo, hi, 0.5)
+		train := addCurve(p, ep, pn.train, blue, nil, marks, draw.CircleGlyph{})
+		test := addCurve(p, ep, pn.test, orange, []vg.Length{vg.Points(5), vg.Points(3)}, marks, draw.SquareGlyph{})
+		drawPanel(tiles.At(body, i, 0), pn.title, p, []legendItem{{"train", train}, {"test", test}})
+	}
+	if len(steps) > 0 {
+		drawSteps(tiles.At(body, 2, 0), steps, xmax)
+	}
+	return encodePNG(img)
 }
 
-// plotPanels draws the panels in a row, each w×h pixels, and encodes a PNG.
-func plotPanels(panels []panel, w, h int) ([]byte, error) {
-	img := image.NewRGBA(image.Rect(0, 0, w*len(panels), h))
-	draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
-	for i, p := range panels {
-		drawPanel(img, image.Rect(i*w, 0, (i+1)*w, h), p)
+// drawSteps draws the per-step column into c: the loss of every step, faint,
+// with its centred moving average on top, and below it the learning rate.
+func drawSteps(c draw.Canvas, steps []StepPoint, xmax float64) {
+	var x, loss, lr []float64
+	for _, s := range steps {
+		x, loss, lr = append(x, s.Epoch), append(loss, s.Loss), append(lr, s.LR)
+		xmax = max(xmax, s.Epoch)
 	}
-	var buf bytes.Buffer
-	err := png.Encode(&buf, img)
-	return buf.Bytes(), err
+	half := len(steps) / 40
+	p := newPlot("", "loss", true)
+	setRange(&p.X, 0, xmax, 1)
+	lo, hi, _ := finiteRange(loss)
+	setRange(&p.Y, lo, hi, 0.5)
+	raw := addCurve(p, x, loss, faint, nil, false, nil)
+	smooth := addCurve(p, x, movingMean(loss, half), blue, nil, false, nil)
+	split := c.Min.Y + 0.38*(c.Max.Y-c.Min.Y)
+	top, bottom := c, c
+	top.Min.Y, bottom.Max.Y = split, split
+	bottom = draw.Crop(bottom, 0, 0, 0, -pixels(6))
+	q := newPlot("epoch", "learning rate", true)
+	setRange(&q.X, 0, xmax, 1)
+	q.Y.Tick.Marker = Ticks{N: 4}
+	lo, hi, _ = finiteRange(lr)
+	setRange(&q.Y, min(lo, 0), hi, math.Abs(hi)/2)
+	addCurve(q, x, lr, green, nil, false, nil)
+	// Align the two data areas, whose tick labels differ in width.
+	if dx := q.DataCanvas(bottom).Min.X - p.DataCanvas(plotArea(top)).Min.X; dx > 0 {
+		top.Min.X += dx
+	} else {
+		bottom.Min.X -= dx
+	}
+	drawPanel(top, "per step", p, []legendItem{{"loss", raw}, {fmt.Sprintf("mean of %d steps", 2*half+1), smooth}})
+	q.Draw(bottom)
 }
 
-func drawPanel(img *image.RGBA, r image.Rectangle, p panel) {
-	plot := image.Rect(r.Min.X+60, r.Min.Y+30, r.Max.X-15, r.Max.Y-40)
-	xmin, xmax, ymin, ymax := bounds(p.Series)
-	px := func(x float64) int { return plot.Min.X + int((x-xmin)/(xmax-xmin)*float64(plot.Dx())) }
-	py := func(y float64) int { return plot.Max.Y - int((y-ymin)/(ymax-ymin)*float64(plot.Dy())) }
-	for i := 0; i <= 4; i++ {
-		y := ymin + float64(i)/4*(ymax-ymin)
-		line(img, plot.Min.X, py(y), plot.Max.X, py(y), grey)
-		label(img, r.Min.X+4, py(y)+4, fmt.Sprintf("%.3g", y))
-		x := xmin + float64(i)/4*(xmax-xmin)
-		label(img, px(x)-8, plot.Max.Y+16, fmt.Sprintf("%.3g", x))
-	}
-	line(img, plot.Min.X, plot.Max.Y, plot.Max.X, plot.Max.Y, black)
-	line(img, plot.Min.X, plot.Min.Y, plot.Min.X, plot.Max.Y, black)
-	label(img, plot.Min.X+plot.Dx()/2-20, r.Min.Y+18, p.Title)
-	label(img, plot.Min.X+plot.Dx()/2-16, r.Max.Y-8, "epoch")
-	label(img, r.Min.X+4, r.Min.Y+18, p.YLabel)
-	for si, s := range p.Series {
-		for j := 1; j < len(s.X); j++ {
-			line(img, px(s.X[j-1]), py(s.Y[j-1]), px(s.X[j]), py(s.Y[j]), s.Color)
+// addCurve adds the finite points of (x, y) to p as a line of colour col
+// (dashed by dashes; with glyph marks when marks) and returns it for the
+// legend. Non-finite points break the line.
+func addCurve(p *plot.Plot, x, y []float64, col color.Color, dashes []vg.Length, marks bool, glyph draw.GlyphDrawer) plot.Thumbnailer {
+	style := draw.LineStyle{Color: col, Width: vg.Points(1.6), Dashes: dashes}
+	mark := draw.GlyphStyle{Color: col, Radius: vg.Points(3), Shape: glyph}
+	var seg plotter.XYs
+	flush := func() {
+		if len(seg) == 0 {
+			return
 		}
-		for j := range s.X {
-			dot(img, px(s.X[j]), py(s.Y[j]), s.Color)
+		l, _ := plotter.NewLine(seg) // the points are finite
+		l.LineStyle = style
+		p.Add(l)
+		if marks {
+			s, _ := plotter.NewScatter(seg)
+			s.GlyphStyle = mark
+			p.Add(s)
 		}
-		ly := plot.Min.Y + 12 + 14*si
-		line(img, plot.Max.X-80, ly-4, plot.Max.X-64, ly-4, s.Color)
-		label(img, plot.Max.X-60, ly, s.Name)
+		seg = nil
+	}
+	for i := range x {
+		if math.IsNaN(y[i]) || math.IsInf(y[i], 0) {
+			flush()
+			continue
+		}
+		seg = append(seg, plotter.XY{X: x[i], Y: y[i]})
+	}
+	flush()
+	return legendSample{style, marks, mark}
+}
+
+// legendSample draws a curve's line and, if it has them, one of its marks.
+type legendSample struct {
+	line  draw.LineStyle
+	marks bool
+	glyph draw.GlyphStyle
+}
+
+// Thumbnail implements plot.Thumbnailer.
+func (s legendSample) Thumbnail(c *draw.Canvas) {
+	y := c.Center().Y
+	c.StrokeLine2(s.line, c.Min.X, y, c.Max.X, y)
+	if s.marks {
+		c.DrawGlyphNoClip(s.glyph, c.Center())
 	}
 }
 
-// bounds returns the data range, widened where it is empty so no axis has
-// zero extent.
-func bounds(ss []series) (xmin, xmax, ymin, ymax float64) {
-	xmin, ymin = math.Inf(1), math.Inf(1)
-	xmax, ymax = math.Inf(-1), math.Inf(-1)
-	for _, s := range ss {
-		for i := range s.X {
-			if math.IsNaN(s.Y[i]) || math.IsInf(s.Y[i], 0) {
-				continue
+// movingMean returns the mean of the finite values among y[i−half..i+half]
+// for every i (fewer at the ends); NaN where there is none.
+func movingMean(y []float64, half int) []float64 {
+	out := make([]float64, len(y))
+	for i := range y {
+		sum, n := 0.0, 0
+		for _, v := range y[max(0, i-half):min(len(y), i+half+1)] {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+				sum, n = sum+v, n+1
 			}
-			xmin, xmax = math.Min(xmin, s.X[i]), math.Max(xmax, s.X[i])
-			ymin, ymax = math.Min(ymin, s.Y[i]), math.Max(ymax, s.Y[i])
 		}
+		out[i] = sum / float64(n)
 	}
-	if xmin > xmax {
-		xmin, xmax, ymin, ymax = 0, 1, 0, 1
-	}
-	if xmax == xmin {
-		xmin, xmax = xmin-1, xmax+1
-	}
-	if ymax == ymin {
-		ymin, ymax = ymin-1, ymax+1
-	}
-	pad := 0.05 * (ymax - ymin)
-	return xmin, xmax, ymin - pad, ymax + pad
-}
-
-func line(img *image.RGBA, x0, y0, x1, y1 int, c color.RGBA) {
-	n := max(abs(x1-x0), abs(y1-y0), 1)
-	for i := 0; i <= n; i++ {
-		img.SetRGBA(x0+(x1-x0)*i/n, y0+(y1-y0)*i/n, c)
-	}
-}
-
-func dot(img *image.RGBA, x, y int, c color.RGBA) {
-	for dx := -2; dx <= 2; dx++ {
-		for dy := -2; dy <= 2; dy++ {
-			img.SetRGBA(x+dx, y+dy, c)
-		}
-	}
-}
-
-func label(img *image.RGBA, x, y int, s string) {
-	d := font.Drawer{Dst: img, Src: image.NewUniform(black), Face: basicfont.Face7x13, Dot: fixed.P(x, y)}
-	d.DrawString(s)
-}
-
-func abs(v int) int {
-	if v < 0 {
-		return -v
-	}
-	return v
+	return out
 }

@@ -155,3 +155,20 @@ func parseStepRow(line string) (StepRow, error) {
 	}
 	return r, nil
 }
+
+// StepPoints places the rows of a step log on PlotMetrics' epoch axis:
+// batch b (from 0) of epoch e at e−1+(b+1)/n, with n the batches per epoch,
+// the most any epoch of the log has (every epoch of a run has the same
+// number; only a log that stops inside its first epoch places its steps
+// too far right).
+func StepPoints(rows []StepRow) []StepPoint {
+	n := 0
+	for _, r := range rows {
+		n = max(n, r.Batch+1)
+	}
+	points := make([]StepPoint, len(rows))
+	for i, r := range rows {
+		points[i] = StepPoint{Step: r.Step, Epoch: float64(r.Epoch-1) + float64(r.Batch+1)/float64(n), Loss: r.Loss, LR: r.LR}
+	}
+	return points
+}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -156,5 +157,26 @@ func TestStepLogErrors(t *testing.T) {
 	}
 	if err := (&StepLog{path: filepath.Join(t.TempDir(), "gone.csv")}).Append(StepRow{Step: 1}); err == nil || !strings.Contains(err.Error(), "gone.csv") {
 		t.Errorf("appending to a deleted log: error %v, want one naming it", err)
+	}
+}
+
+// TestStepPoints checks the epoch positions of a two-epoch log of three
+// batches each and of an empty log.
+func TestStepPoints(t *testing.T) {
+	var rows []StepRow
+	for e := 1; e <= 2; e++ {
+		for b := range 3 {
+			rows = append(rows, StepRow{Step: len(rows) + 1, Epoch: e, Batch: b, Loss: float64(b), LR: 0.1})
+		}
+	}
+	got := StepPoints(rows)
+	want := []float64{1.0 / 3, 2.0 / 3, 1, 4.0 / 3, 5.0 / 3, 2}
+	for i, p := range got {
+		if math.Abs(p.Epoch-want[i]) > 1e-15 || p.Step != i+1 || p.Loss != rows[i].Loss || p.LR != 0.1 {
+			t.Errorf("point %d: %+v, want epoch %g", i, p, want[i])
+		}
+	}
+	if len(StepPoints(nil)) != 0 {
+		t.Error("points of an empty log")
 	}
 }
