@@ -11,7 +11,7 @@ BENCH     ?= .
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-build: ## build bin/gmcn with the SIMD kernels (AVX-512/AVX2; a plain `go run` is about 2.7× slower)
+build: ## build bin/gmcn with the SIMD kernels (AVX-512/AVX2; a plain `go run` is about 4.8× slower per training step)
 	GOEXPERIMENT=simd $(GO) build -o bin/gmcn ./cmd/gmcn
 
 data: ## copy MNIST (and Fashion-MNIST if installed) into data/, for running bin/gmcn where no go command is: GMCN_DATA=$$PWD/data
