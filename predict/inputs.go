@@ -8,7 +8,9 @@ import (
 	_ "image/png"  // PNG images for LoadImage
 	"math"
 	"os"
+	"path/filepath"
 
+	"github.com/gmcn-go/gmcn/dataset"
 	"github.com/gmcn-go/gmcn/dataset/mnist"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/gmcn-go/gmcn/shapes"
@@ -129,21 +131,48 @@ func (p *Predictor) FitImages(im mnist.Images, streams []uint64) ([]float32, mix
 }
 
 // FitShapes fits the mesh (.off, .ply) or point-cloud (.xyz, .txt) files as
-// the run's training shapes were fitted (shapes.FitShapes with the run's
-// fit settings), each file alone with the random stream 0, so that a file's
-// mixture does not depend on the other files.
+// the run's training shapes were fitted (shapes.FitShapesStreams with the
+// run's fit settings). A file of the run's data set is fitted from the
+// random stream it has there (its position in its split), so that it gets
+// exactly its training-time mixture and predict agrees with eval; any other
+// file from stream 0, so that its mixture does not depend on the other
+// files.
 func (p *Predictor) FitShapes(paths []string) ([]float32, mixture.Layout, error) {
 	if d := p.Setup.Model.D; d != 3 {
 		return nil, mixture.Layout{}, errors.Errorf("the run's model classifies %dD images (%s), not 3D shapes", d, p.Setup.Dataset)
 	}
-	l := p.InputLayout(len(paths))
-	out := make([]float32, 0, l.Len())
-	for _, path := range paths {
-		mix, _, err := shapes.FitShapes([]string{path}, p.Setup.Fit, nil)
-		if err != nil {
-			return nil, mixture.Layout{}, errors.Wrap(err, path)
-		}
-		out = append(out, mix...)
+	mix, _, err := shapes.FitShapesStreams(paths, p.shapeStreams(paths), p.Setup.Fit, nil)
+	return mix, p.InputLayout(len(paths)), err
+}
+
+// shapeStreams returns each path's position in its split of the run's
+// data set, or 0 for a path that is not in it (or when the data set cannot
+// be opened: then every file is new to the run).
+func (p *Predictor) shapeStreams(paths []string) []int {
+	streams := make([]int, len(paths))
+	ds, err := p.Setup.OpenDataset()
+	if err != nil {
+		return streams
 	}
-	return out, l, nil
+	pos := map[string]int{}
+	for _, split := range []dataset.Split{ds.Train(), ds.Test()} {
+		if s, ok := split.(*shapes.ShapeSet); ok {
+			for i, path := range s.Paths() {
+				pos[absPath(path)] = i
+			}
+		}
+	}
+	for i, path := range paths {
+		streams[i] = pos[absPath(path)]
+	}
+	return streams
+}
+
+// absPath returns path made absolute and clean, or path itself when that
+// fails.
+func absPath(path string) string {
+	if a, err := filepath.Abs(path); err == nil {
+		return a
+	}
+	return path
 }

@@ -255,6 +255,16 @@ func FitShapes(paths []string, cfg dataset.FitConfig, progress dataset.Progress)
 	return fitShapes(paths, nil, cfg, progress)
 }
 
+// FitShapesStreams is FitShapes with shape i fitted from the random stream
+// PCG(cfg.Seed, streams[i]), as a data set's split fits its shape at
+// position streams[i]; nil streams stand for 0, 1, ….
+func FitShapesStreams(paths []string, streams []int, cfg dataset.FitConfig, progress dataset.Progress) ([]float32, mixture.Layout, error) {
+	if streams != nil && len(streams) != len(paths) {
+		return nil, mixture.Layout{}, errors.Errorf("shapes: %d streams for %d shapes", len(streams), len(paths))
+	}
+	return fitShapes(paths, streams, cfg, progress)
+}
+
 // fitShapes is FitShapes with shape i using the random stream
 // PCG(cfg.Seed, ids[i]); nil ids stand for 0, 1, ….
 func fitShapes(paths []string, ids []int, cfg dataset.FitConfig, progress dataset.Progress) ([]float32, mixture.Layout, error) {
