@@ -3,10 +3,12 @@ package predict
 import (
 	"cmp"
 	"fmt"
+	"io"
 	"math"
 	"path/filepath"
 	"slices"
 
+	"github.com/gmcn-go/gmcn/dataset"
 	"github.com/gmcn-go/gmcn/models"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/gmcn-go/gmcn/train"
@@ -37,13 +39,9 @@ type Predictor struct {
 // model with the run's batch size and loads the checkpoint's parameters and
 // running statistics. Close releases the machine.
 func LoadRun(dir string) (*Predictor, error) {
-	c, err := train.LoadRunConfig(dir)
+	s, err := train.LoadSetup(dir)
 	if err != nil {
 		return nil, err
-	}
-	s, err := train.Resolve(c)
-	if err != nil {
-		return nil, errors.Wrapf(err, "%s", filepath.Join(dir, train.RunConfigFile))
 	}
 	path := filepath.Join(dir, train.CheckpointFile)
 	st, err := checkpoint.Load(path)
@@ -80,6 +78,13 @@ func classNames(s *train.Setup) ([]string, error) {
 		names[i] = fmt.Sprint(i)
 	}
 	return names, err
+}
+
+// Evaluate returns the mean negative log-likelihood, the accuracy and the
+// confusion matrix of the model on s (train.Evaluate), drawing a progress
+// bar on log (nil: none).
+func (p *Predictor) Evaluate(s *dataset.Inputs, log io.Writer) (loss, acc float64, confusion [][]int, err error) {
+	return train.Evaluate(p.Model, p.Model, p.vm, s, log)
 }
 
 // Close releases the predictor's machine.

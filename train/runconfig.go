@@ -123,3 +123,17 @@ func LoadRunConfig(dir string) (RunConfig, error) {
 	}
 	return c, nil
 }
+
+// LoadSetup reads dir/run.json and resolves it; an error of the run
+// configuration names the file.
+func LoadSetup(dir string) (*Setup, error) {
+	c, err := LoadRunConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	s, err := Resolve(c)
+	if err != nil {
+		return nil, errors.Wrapf(err, "%s", filepath.Join(dir, RunConfigFile))
+	}
+	return s, nil
+}

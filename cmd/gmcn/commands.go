@@ -7,12 +7,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/gmcn-go/gmcn/models"
+	"github.com/gmcn-go/gmcn/predict"
 	"github.com/gmcn-go/gmcn/train"
-	"github.com/gmcn-go/gmcn/train/checkpoint"
 	"github.com/gmcn-go/gmcn/train/report"
 	"github.com/pkg/errors"
-	G "gorgonia.org/gorgonia"
 )
 
 // fitInputsCmd is `gmcn fit-inputs`.
@@ -93,35 +91,22 @@ func (c *evalCmd) check(given map[string]bool) error {
 
 func (c *evalCmd) run(context.Context) error {
 	dir := c.dir.run
-	setup, err := loadSetup(dir)
-	if err != nil {
-		return err
-	}
-	if c.given["test-limit"] {
-		setup.Run.TestLimit = c.testLimit
-	}
-	ckpt := filepath.Join(dir, train.CheckpointFile)
-	st, err := checkpoint.Load(ckpt)
-	if err != nil {
-		return err
-	}
 	if _, err := c.dev.use(); err != nil {
 		return err
 	}
-	m, err := models.Build(setup.Model)
+	p, err := predict.LoadRun(dir)
 	if err != nil {
 		return err
 	}
-	vm := G.NewTapeMachine(m.Graph)
-	defer vm.Close()
-	if err := m.SetState(models.State{Names: st.Names, Params: st.Params, BNMean: st.BNMean, BNVar: st.BNVar, CovNorms: st.CovNorms}); err != nil {
-		return fmt.Errorf("checkpoint %s does not fit the model of %s: %w", ckpt, filepath.Join(dir, train.RunConfigFile), err)
+	defer p.Close()
+	if c.given["test-limit"] {
+		p.Setup.Run.TestLimit = c.testLimit
 	}
-	_, testSet, err := train.LoadInputs(setup, true, os.Stderr)
+	_, testSet, err := train.LoadInputs(p.Setup, true, os.Stderr)
 	if err != nil {
 		return err
 	}
-	loss, acc, conf, err := train.Evaluate(m, m, vm, testSet, os.Stderr)
+	loss, acc, conf, err := p.Evaluate(testSet, os.Stderr)
 	if err != nil {
 		return err
 	}
@@ -141,17 +126,7 @@ func (c *evalCmd) run(context.Context) error {
 	if err := report.WriteConfusionCSV(filepath.Join(dir, train.ConfusionFile), conf); err != nil {
 		return err
 	}
-	return writeConfusionPNG(filepath.Join(dir, "confusion.png"), conf, setup)
-}
-
-// loadSetup reads the run.json of the run directory dir and resolves it.
-func loadSetup(dir string) (*train.Setup, error) {
-	c, err := train.LoadRunConfig(dir)
-	if err != nil {
-		return nil, err
-	}
-	s, err := train.Resolve(c)
-	return s, errors.Wrapf(err, "%s", filepath.Join(dir, train.RunConfigFile))
+	return writeConfusionPNG(filepath.Join(dir, "confusion.png"), conf, p.Classes)
 }
 
 // presetsCmd is `gmcn presets`.

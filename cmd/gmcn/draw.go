@@ -8,7 +8,6 @@ import (
 	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/gmcn-go/gmcn/shapes"
-	"github.com/gmcn-go/gmcn/train"
 	"github.com/gmcn-go/gmcn/train/report"
 	"github.com/pkg/errors"
 )
@@ -131,14 +130,10 @@ func densityTiles[T mixture.Float](data []T, l mixture.Layout, size int, box [4]
 	return tiles, nil
 }
 
-// writeConfusionPNG draws the confusion matrix with the class names of the
-// run's data set and writes the PNG to path.
-func writeConfusionPNG(path string, conf [][]int, setup *train.Setup) error {
-	ds, err := setup.OpenDataset()
-	if err != nil {
-		return err
-	}
-	png, err := report.PlotConfusion(conf, ds.Classes())
+// writeConfusionPNG draws the confusion matrix with the class names and
+// writes the PNG to path.
+func writeConfusionPNG(path string, conf [][]int, classes []string) error {
+	png, err := report.PlotConfusion(conf, classes)
 	if err != nil {
 		return err
 	}

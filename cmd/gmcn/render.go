@@ -30,7 +30,7 @@ func (c *renderCmd) check(given map[string]bool) error { return c.dir.check(give
 
 func (c *renderCmd) run(context.Context) error {
 	dir, n, size := c.dir.run, c.n, c.size
-	setup, err := loadSetup(dir)
+	setup, err := train.LoadSetup(dir)
 	if err != nil {
 		return err
 	}
