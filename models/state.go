@@ -1,6 +1,7 @@
 package models
 
 import (
+	"math"
 	"strings"
 
 	"github.com/pkg/errors"
@@ -113,3 +114,49 @@ func stableName(name string) string {
 	}
 	return name
 }
+
+// RunningStats returns the statistics training updates besides the
+// parameters, in one slice: BatchNorm's running mean and variance, then every
+// CovScaleNorm's running average in block order. Data-parallel training
+// averages them over the ranks after every step.
+func (m *Model) RunningStats() []float64 {
+	s := append(Float64s(m.bnMean), Float64s(m.bnVar)...)
+	for _, c := range m.CovNorms {
+		s = append(s, c.Running()...)
+	}
+	return s
+}
+
+// SetRunningStats sets the statistics RunningStats returns. Nothing is
+// changed if s has the wrong length or a CovScaleNorm average that is not
+// positive and finite.
+func (m *Model) SetRunningStats(s []float64) error {
+	nb := m.bnMean.Shape().TotalSize()
+	want := 2 * nb
+	for _, c := range m.CovNorms {
+		want += len(c.Running())
+	}
+	if len(s) != want {
+		return errors.Errorf("running statistics: %d values, the model has %d", len(s), want)
+	}
+	for i, v := range s[2*nb:] {
+		if !(v > 0) || math.IsInf(v, 0) {
+			return errors.Errorf("running statistics: CovScaleNorm average %d is %g, want a positive finite value", i, v)
+		}
+	}
+	fromFloat64(m.bnMean, s[:nb])
+	fromFloat64(m.bnVar, s[nb:2*nb])
+	rest := s[2*nb:]
+	for i, c := range m.CovNorms {
+		n := len(c.Running())
+		if err := c.SetRunning(rest[:n]); err != nil {
+			return errors.Wrapf(err, "CovScaleNorm %d", i+1)
+		}
+		rest = rest[n:]
+	}
+	return m.applyMode()
+}
+
+// BNChannels returns the number of channels BatchNorm normalises: the
+// integrals per sample.
+func (m *Model) BNChannels() int { return m.bnMean.Shape().TotalSize() }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/gmcn-go/gmcn/dist"
 	"github.com/gmcn-go/gmcn/models"
 	"github.com/gmcn-go/gmcn/train/checkpoint"
 	"github.com/gmcn-go/gmcn/train/optim"
@@ -38,9 +39,21 @@ type Options struct {
 	// the metrics, their plot and the confusion matrix).
 	Hooks []Hook
 	Log   io.Writer // the model table, progress bars and epoch summaries; nil discards them
-	// StopAfter, if > 0, stops the run after that many training batches as
+	// StopAfter, if > 0, stops the run after that many training steps as
 	// if interrupted; it exists to test resuming.
 	StopAfter int
+
+	// Comm is the communicator of a data-parallel run (package dist): every
+	// rank runs Run with the same configuration, data and options, trains
+	// on its own shards of every step's batch and takes the same optimiser
+	// step with the gradients averaged over all shards. Only rank 0 writes
+	// the log and calls Hooks. Nil trains alone, as dist.Single.
+	Comm dist.Comm
+	// Accumulate is the number of model batches (shards) each rank computes
+	// per step; 0 means 1. A step trains on Comm.Size()·Accumulate shards of
+	// models.Config.Batch samples, and one process with Accumulate = P takes
+	// the steps of P ranks with Accumulate = 1 (docs/distributed.md).
+	Accumulate int
 }
 
 // ErrInterrupted is returned when a run stops early (Ctrl-C or StopAfter);
@@ -70,8 +83,8 @@ func Run(ctx context.Context, cfg models.Config, trainSet, testSet *dataset.Inpu
 		return nil, errors.Errorf("train: Options has %d epochs, learning rate %v and decay rate %v; want ≥ 1 epoch, a finite rate > 0 and a finite decay rate ≥ 0",
 			opt.Epochs, opt.LR, opt.DecayRate)
 	}
-	if opt.Log == nil {
-		opt.Log = io.Discard
+	if opt.Accumulate < 0 {
+		return nil, errors.Errorf("train: Options.Accumulate is %d, want ≥ 1 (or 0 for 1)", opt.Accumulate)
 	}
 	t, err := newTrainer(cfg, trainSet, testSet, opt)
 	if err != nil {
@@ -90,9 +103,22 @@ type trainer struct {
 	learn      G.Nodes
 	st         *checkpoint.State
 	pcg        *rand.PCG
+	comm       dist.Comm
+	shards     int       // model batches per step, over all ranks
+	acc        []float64 // a step's sums over this rank's shards (parallel.go)
 }
 
 func newTrainer(cfg models.Config, trainSet, testSet *dataset.Inputs, opt Options) (*trainer, error) {
+	opt.Accumulate = max(opt.Accumulate, 1)
+	if opt.Comm == nil {
+		opt.Comm = dist.Single{}
+	}
+	if opt.Log == nil || opt.Comm.Rank() != 0 {
+		opt.Log = io.Discard
+	}
+	if opt.Comm.Rank() != 0 {
+		opt.Hooks = nil
+	}
 	m, err := models.Build(cfg)
 	if err != nil {
 		return nil, err
@@ -101,7 +127,8 @@ func newTrainer(cfg models.Config, trainSet, testSet *dataset.Inputs, opt Option
 	if err != nil {
 		return nil, err
 	}
-	t := &trainer{cfg: m.Config, opt: opt, train: trainSet, tst: testSet, m: m, eval: ev, learn: m.Learnables()}
+	t := &trainer{cfg: m.Config, opt: opt, train: trainSet, tst: testSet, m: m, eval: ev, learn: m.Learnables(),
+		comm: opt.Comm, shards: opt.Comm.Size() * opt.Accumulate}
 	if _, err := G.Grad(m.Loss, t.learn...); err != nil {
 		return nil, errors.Wrap(err, "building the gradient graph")
 	}
@@ -113,27 +140,45 @@ func newTrainer(cfg models.Config, trainSet, testSet *dataset.Inputs, opt Option
 	key := fmt.Sprintf("%s|D%d|B%d|Nk%d|%s|dense%d|seed%d|lr%g|decay%g|train%d|test%d|shuffle%d",
 		t.cfg.Layout, t.cfg.D, t.cfg.Batch, t.cfg.KernelGaussians, t.cfg.Reduction, t.cfg.DenseHead, t.cfg.Seed,
 		opt.LR, opt.DecayRate, trainSet.Len(), testSet.Len(), opt.Seed)
+	if t.shards > 1 {
+		// A step's batch is part of the configuration; one shard keeps the
+		// keys of the checkpoints written before shards existed.
+		key += fmt.Sprintf("|shards%d", t.shards)
+	}
 	t.pcg = rand.NewPCG(opt.Seed, 0xda3e39cb94b95bdb)
-	if opt.Resume != "" {
-		if err := t.resume(opt.Resume, key); err != nil {
+	if t.comm.Size() > 1 {
+		if err := t.startFromRoot(key); err != nil {
+			return nil, err
+		}
+	} else if opt.Resume != "" {
+		st, err := checkpoint.Load(opt.Resume)
+		if err != nil {
+			return nil, err
+		}
+		if err := t.resume(st, opt.Resume, key); err != nil {
 			return nil, err
 		}
 	} else {
-		t.st = &checkpoint.State{ConfigKey: key, Adam: *optim.NewAdam(opt.LR), Plateau: *optim.NewPlateau(), LR: opt.LR, Epoch: 0, Batch: -1}
+		t.st = t.fresh(key)
+	}
+	if opt.Resume != "" {
+		t.logResume()
 	}
 	fmt.Fprint(opt.Log, m.Table())
 	return t, nil
 }
 
-// resume loads the checkpoint at path, written for the configuration key,
-// into the model, the shuffling RNG and the loop's state.
-func (t *trainer) resume(path, key string) error {
-	st, err := checkpoint.Load(path)
-	if err != nil {
+// fresh returns the loop's state at the start of a new run.
+func (t *trainer) fresh(key string) *checkpoint.State {
+	return &checkpoint.State{ConfigKey: key, Adam: *optim.NewAdam(t.opt.LR), Plateau: *optim.NewPlateau(), LR: t.opt.LR, Epoch: 0, Batch: -1}
+}
+
+// resume continues from the checkpoint state st, read from path and to be
+// written for the configuration key: it sets the model, the shuffling RNG
+// and the loop's state.
+func (t *trainer) resume(st *checkpoint.State, path, key string) error {
+	if err := checkKey(st, path, key); err != nil {
 		return err
-	}
-	if st.ConfigKey != key {
-		return errors.Errorf("checkpoint %s was written for another configuration:\n  checkpoint: %s\n  this run:   %s\n(train without --resume to start afresh)", path, st.ConfigKey, key)
 	}
 	if need := st.Epoch + min(st.Batch+1, 1); need > t.opt.Epochs {
 		return errors.Errorf("checkpoint %s has trained into epoch %d but Options.Epochs is %d: resume with at least %d epochs", path, need, t.opt.Epochs, need)
@@ -145,12 +190,26 @@ func (t *trainer) resume(path, key string) error {
 		return errors.Wrapf(err, "checkpoint %s: RNG state", path)
 	}
 	t.st = st
-	if st.Batch < 0 {
-		fmt.Fprintf(t.opt.Log, "resuming from %s: %d epochs done, %d steps\n", path, st.Epoch, st.Adam.Steps)
-	} else {
-		fmt.Fprintf(t.opt.Log, "resuming from %s: epoch %d, batch %d, %d steps\n", path, st.Epoch+1, st.Batch, st.Adam.Steps)
+	return nil
+}
+
+// checkKey refuses the checkpoint st, read from path, unless it was written
+// for the configuration key.
+func checkKey(st *checkpoint.State, path, key string) error {
+	if st.ConfigKey != key {
+		return errors.Errorf("checkpoint %s was written for another configuration:\n  checkpoint: %s\n  this run:   %s\n(train without --resume to start afresh; a resumed run needs the ranks × --accumulate it started with)", path, st.ConfigKey, key)
 	}
 	return nil
+}
+
+// logResume says where a resumed run continues.
+func (t *trainer) logResume() {
+	st := t.st
+	if st.Batch < 0 {
+		fmt.Fprintf(t.opt.Log, "resuming from %s: %d epochs done, %d steps\n", t.opt.Resume, st.Epoch, st.Adam.Steps)
+	} else {
+		fmt.Fprintf(t.opt.Log, "resuming from %s: epoch %d, batch %d, %d steps\n", t.opt.Resume, st.Epoch+1, st.Batch, st.Adam.Steps)
+	}
 }
 
 func (t *trainer) close() {
@@ -161,7 +220,7 @@ func (t *trainer) close() {
 func (t *trainer) run(ctx context.Context) ([]report.EpochMetrics, error) {
 	B := t.cfg.Batch
 	n := t.train.Len()
-	nb := (n + B - 1) / B
+	nb := (n + t.shards*B - 1) / (t.shards * B)
 	ran := 0
 	if err := t.start(); err != nil {
 		return nil, err
@@ -177,9 +236,13 @@ func (t *trainer) run(ctx context.Context) ([]report.EpochMetrics, error) {
 			return nil, err
 		}
 		bar := report.NewProgress(t.opt.Log, fmt.Sprintf("epoch %d/%d", t.st.Epoch+1, t.opt.Epochs), n)
-		bar.Skip(min(t.st.Batch*B, n))
+		bar.Skip(min(t.st.Batch*t.shards*B, n))
 		for ; t.st.Batch < nb; t.st.Batch++ {
-			if ctx.Err() != nil || (t.opt.StopAfter > 0 && ran == t.opt.StopAfter) {
+			stop, err := t.anyRank(ctx.Err() != nil || (t.opt.StopAfter > 0 && ran == t.opt.StopAfter))
+			if err != nil {
+				return nil, err
+			}
+			if stop {
 				bar.Finish()
 				if err := t.end(true); err != nil {
 					return nil, err
@@ -187,9 +250,7 @@ func (t *trainer) run(ctx context.Context) ([]report.EpochMetrics, error) {
 				return t.st.Metrics, ErrInterrupted
 			}
 			start := time.Now()
-			idx := batchIndices(t.st.EpochPerm, t.st.Batch, B)
-			real := min(B, n-t.st.Batch*B)
-			loss, correct, err := t.step(idx, real)
+			loss, correct, real, err := t.step(t.st.Batch)
 			if err != nil {
 				return nil, errors.Wrapf(err, "epoch %d batch %d", t.st.Epoch+1, t.st.Batch)
 			}
@@ -210,7 +271,7 @@ func (t *trainer) run(ctx context.Context) ([]report.EpochMetrics, error) {
 		if err := t.recalibrateBN(); err != nil {
 			return nil, errors.Wrapf(err, "epoch %d: BatchNorm statistics", t.st.Epoch+1)
 		}
-		testLoss, testAcc, confusion, err := Evaluate(t.m, t.eval, t.evm, t.tst, t.opt.Log)
+		testLoss, testAcc, confusion, err := evaluate(t.m, t.eval, t.evm, t.tst, t.opt.Log, t.comm)
 		if err != nil {
 			return nil, errors.Wrapf(err, "epoch %d evaluation", t.st.Epoch+1)
 		}
@@ -220,6 +281,9 @@ func (t *trainer) run(ctx context.Context) ([]report.EpochMetrics, error) {
 		t.st.Metrics = append(t.st.Metrics, row)
 		fmt.Fprintln(t.opt.Log, row)
 		t.st.LR = t.st.Plateau.Observe(testAcc, t.st.LR)
+		if err := t.syncModel(); err != nil {
+			return nil, errors.Wrapf(err, "epoch %d", t.st.Epoch+1)
+		}
 		t.st.Batch = -1
 		t.st.Completed = t.st.Epoch+1 == t.opt.Epochs
 		if err := t.afterEpoch(confusion); err != nil {
@@ -232,9 +296,31 @@ func (t *trainer) run(ctx context.Context) ([]report.EpochMetrics, error) {
 	return t.st.Metrics, nil
 }
 
-// step runs one training batch and returns the summed loss and the number of
-// correct predictions over its first real samples.
-func (t *trainer) step(idx []int, real int) (float64, int, error) {
+// step takes training step g of the epoch: the forward and backward
+// passes of this rank's shards, the sums over all ranks, and the optimiser
+// and weight-decay steps with the averaged gradient. It returns the summed
+// loss, the correct predictions and the number of real samples of the
+// step's batch over all ranks.
+func (t *trainer) step(g int) (loss float64, correct, real int, err error) {
+	s, err := t.shardSums(g)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	loss = s.loss
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		return 0, 0, 0, errors.Errorf("loss is %v", loss)
+	}
+	t.st.Adam.LR = t.st.LR
+	if err := t.st.Adam.Step(G.NodesToValueGrads(t.learn)); err != nil {
+		return 0, 0, 0, err
+	}
+	t.decay()
+	return loss, s.correct, s.real, nil
+}
+
+// forwardBackward runs the training graph on the samples idx and returns the
+// summed loss and the number of correct predictions over the first real.
+func (t *trainer) forwardBackward(idx []int, real int) (float64, int, error) {
 	if err := setBatch(t.m, t.train, idx); err != nil {
 		return 0, 0, err
 	}
@@ -242,19 +328,7 @@ func (t *trainer) step(idx []int, real int) (float64, int, error) {
 	if err := t.vm.RunAll(); err != nil {
 		return 0, 0, err
 	}
-	loss, correct, err := batchStats(t.m, t.train, idx, real, nil)
-	if err != nil {
-		return 0, 0, err
-	}
-	if math.IsNaN(loss) || math.IsInf(loss, 0) {
-		return 0, 0, errors.Errorf("loss is %v", loss)
-	}
-	t.st.Adam.LR = t.st.LR
-	if err := t.st.Adam.Step(G.NodesToValueGrads(t.learn)); err != nil {
-		return 0, 0, err
-	}
-	t.decay()
-	return loss, correct, nil
+	return batchStats(t.m, t.train, idx, real, nil)
 }
 
 // decay takes the reference's weight-decay step on every kernel with

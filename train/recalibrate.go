@@ -12,7 +12,8 @@ const recalibrationBatches = 20
 
 // recalibrateBN replaces BatchNorm's running statistics by the exact mean
 // and unbiased variance of the integrals of the current model over the
-// epoch's first recalibrationBatches training batches ("precise BN"). The
+// epoch's first recalibrationBatches training batches ("precise BN"), which
+// the ranks of a data-parallel run share out. The
 // momentum-averaged statistics of training lag behind a model that changes
 // quickly: on the demo run they cost 14 points of test accuracy (76 % →
 // 90 % after recalibration, docs/deviations.md). The passes run on the
@@ -26,9 +27,10 @@ func (t *trainer) recalibrateBN() error {
 	}
 	B, n := t.cfg.Batch, t.train.Len()
 	batches := min(recalibrationBatches, (n+B-1)/B)
-	var sum, sum2 []float64
-	count := 0
-	for b := range batches {
+	c := t.m.BNChannels()
+	sums := make([]float64, 2*c+1) // Σx per channel, Σx², count
+	sum, sum2 := sums[:c], sums[c:2*c]
+	for b := t.comm.Rank(); b < batches; b += t.comm.Size() {
 		idx := batchIndices(t.st.EpochPerm, b, B)
 		real := min(B, n-b*B)
 		if err := setBatch(t.eval, t.train, idx); err != nil {
@@ -39,10 +41,6 @@ func (t *trainer) recalibrateBN() error {
 			return err
 		}
 		v := models.Float64s(t.eval.IntegralValue().(*tensor.Dense))
-		c := len(v) / B
-		if sum == nil {
-			sum, sum2 = make([]float64, c), make([]float64, c)
-		}
 		for i := range real {
 			for j := range c {
 				x := v[i*c+j]
@@ -50,8 +48,12 @@ func (t *trainer) recalibrateBN() error {
 				sum2[j] += x * x
 			}
 		}
-		count += real
+		sums[2*c] += float64(real)
 	}
+	if err := t.comm.AllReduceFloat64(sums); err != nil {
+		return err
+	}
+	count := int(sums[2*c])
 	if count < 2 {
 		return nil
 	}

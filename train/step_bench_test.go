@@ -33,12 +33,12 @@ func BenchmarkTrainStep(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer tr.close()
-			idx := make([]int, mc.Batch)
-			for i := range idx {
-				idx[i] = i
+			tr.st.EpochPerm = make([]int, mc.Batch)
+			for i := range tr.st.EpochPerm {
+				tr.st.EpochPerm[i] = i
 			}
 			for b.Loop() {
-				if _, _, err := tr.step(idx, len(idx)); err != nil {
+				if _, _, _, err := tr.step(0); err != nil {
 					b.Fatal(err)
 				}
 			}
