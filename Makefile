@@ -6,13 +6,31 @@ PKGS      ?= ./...
 BENCHTIME ?= 1s
 BENCH     ?= .
 
-.PHONY: build data smoke example race help test test-plain test-simd vet fmt-check bench demo deps ptx cuda-check
+.PHONY: build build-mpi mpi-deps mpi-test data smoke example race help test test-plain test-simd vet fmt-check bench demo deps ptx cuda-check
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 build: ## build bin/gmcn with the SIMD kernels (AVX-512/AVX2; a plain `go run` is about 4.8× slower per training step)
 	GOEXPERIMENT=simd $(GO) build -o bin/gmcn ./cmd/gmcn
+
+build-mpi: mpi-deps ## build bin/gmcn-mpi, the MPI build (mpi tag) for `mpirun -np P bin/gmcn-mpi train …` (docs/distributed.md)
+	GOEXPERIMENT=simd $(GO) build -tags mpi -o bin/gmcn-mpi ./cmd/gmcn
+
+mpi-deps: ## install Open MPI from Debian (openmpi-bin, libopenmpi-dev) for the MPI build
+	sh scripts/install-mpi.sh
+
+# Open MPI refuses root without --allow-run-as-root; --oversubscribe lets 2
+# ranks share fewer cores.
+MPIRUN = mpirun --allow-run-as-root --oversubscribe
+
+mpi-test: build build-mpi ## the MPI build's vet and tests on 2 ranks: collectives, the 2-rank equivalence test, 2 ranks vs --accumulate 2 on MNIST
+	$(GO) vet -tags mpi ./dist ./train ./cmd/gmcn
+	$(GO) test -c -tags mpi -o bin/dist-mpi.test ./dist
+	$(GO) test -c -tags mpi -o bin/train-mpi.test ./train
+	GMCN_MPI_RANKS=2 $(MPIRUN) -np 2 bin/dist-mpi.test -test.count=1
+	GMCN_MPI_RANKS=2 $(MPIRUN) -np 2 -x GOMAXPROCS=1 bin/train-mpi.test -test.count=1 -test.run 'MPI|DataParallel'
+	bash scripts/mpi-check.sh
 
 data: ## copy MNIST (and Fashion-MNIST if installed) into data/, for running bin/gmcn where no go command is: GMCN_DATA=$$PWD/data
 	bash scripts/prepare-data.sh data

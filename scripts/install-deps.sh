@@ -1,7 +1,9 @@
 #!/bin/sh
 # install-deps.sh installs the system packages the gmcn project needs that Go
-# modules cannot provide. It is idempotent: a package already installed is
-# left alone and apt-get is not touched at all when nothing is missing.
+# modules cannot provide: the Debian packages given as arguments, or without
+# arguments the default set below. It is idempotent: a package already
+# installed is left alone and apt-get is not touched at all when nothing is
+# missing.
 #
 #   dataset-fashion-mnist  Fashion-MNIST idx files in /usr/share/datasets/fashion-mnist
 #                          (read by train.LoadFashionMNIST).
@@ -10,7 +12,7 @@
 # toolchain downloads (go mod download); see docs/data.md.
 set -eu
 
-packages="dataset-fashion-mnist"
+packages="${*:-dataset-fashion-mnist}"
 
 missing=""
 for p in $packages; do

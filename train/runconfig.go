@@ -32,10 +32,13 @@ type RunConfig struct {
 	Fused      int       `json:"fused,omitempty"` // > 0: fused convolution-fitting to Fused·N_p Gaussians (models.Config.Fused)
 	DenseHead  int       `json:"dense_head"`
 	Batch      int       `json:"batch"`
-	Epochs     int       `json:"epochs"`
-	LR         float64   `json:"lr"`
-	DecayRate  float64   `json:"weight_decay_rate"`
-	Seed       uint64    `json:"seed"`
+	// Accumulate is the number of batches each rank computes per step, their
+	// gradients averaged (train.Options.Accumulate); 0 means 1.
+	Accumulate int     `json:"accumulate,omitempty"`
+	Epochs     int     `json:"epochs"`
+	LR         float64 `json:"lr"`
+	DecayRate  float64 `json:"weight_decay_rate"`
+	Seed       uint64  `json:"seed"`
 }
 
 // RunConfigFile is the name of the saved RunConfig inside a run directory.

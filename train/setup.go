@@ -149,6 +149,7 @@ func checkNumbers(c RunConfig) error {
 		{"kernel_gaussians", c.Kernel >= 0, c.Kernel, "≥ 1 (0: the default)"},
 		{"fused", c.Fused >= 0, c.Fused, "≥ 0 (0: unfused)"},
 		{"dense_head", c.DenseHead >= 0, c.DenseHead, "≥ 0 (0: none)"},
+		{"accumulate", c.Accumulate >= 0, c.Accumulate, "≥ 1 (0: 1)"},
 	} {
 		if !f.ok {
 			return errors.Errorf("run configuration: %s is %v, want %s", f.name, f.v, f.want)

@@ -123,6 +123,8 @@ func TestBadCommandLines(t *testing.T) {
 		{"train --train-limit -5", 2, "-train-limit"},
 		{"train --test-limit -1", 2, "-test-limit"},
 		{"train --fused -2", 2, "-fused"},
+		{"train --accumulate 0", 2, `"0" for flag -accumulate: want a value in [1, 10000]`},
+		{"train --accumulate -2", 2, "-accumulate"},
 		{"train --kernel-gaussians 0", 2, "-kernel-gaussians"},
 		{"train --checkpoint-every 5x", 2, "-checkpoint-every"},
 		{"train --checkpoint-every -1s", 2, "-checkpoint-every"},
@@ -143,7 +145,7 @@ func TestBadCommandLines(t *testing.T) {
 		{"train --layers 1/16->8/8->16/4->7", 2, "end in 7 channels but mnist has 10 classes"},
 		{"train --dataset modelnet40 --preset modelnet-cpu", 2, "end in 10 channels but modelnet40 has 40 classes"},
 		{"train myrun --epochs 1", 2, `unexpected argument "myrun": every setting is a flag (a run's directory is --out DIR)`},
-		{"train --resume --lr 0.1 --layers 1/8->10", 2, "--layers, --lr cannot change it (only --epochs can)"},
+		{"train --resume --lr 0.1 --layers 1/8->10", 2, "--layers, --lr cannot change it (only --epochs and --accumulate can)"},
 		{"train --resume --overwrite", 2, "give one"},
 		{"train --out {run}", 1, "already holds a run (checkpoint.gmcn); continue it with --resume or replace it with --overwrite"},
 		{"train --out {run} --epochs 1 --layers 1/8->4/4->10", 1, "already holds a run"},
@@ -244,5 +246,21 @@ func TestHelp(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLauncherWithoutMPI starts the default build (no MPI) as if it were
+// one of two ranks of mpirun: it must refuse rather than train the whole
+// run twice into one folder.
+func TestLauncherWithoutMPI(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(bin, "train", "--out", out, "--epochs", "1")
+	cmd.Env = append(os.Environ(), "OMPI_COMM_WORLD_SIZE=2")
+	b, err := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); err == nil || code != 1 || !strings.Contains(string(b), "built without MPI; build with `make build-mpi`") {
+		t.Errorf("exit %d, output %q; want 1 and the MPI build's name", code, b)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused run created %s", out)
 	}
 }

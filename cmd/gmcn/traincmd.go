@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -12,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gmcn-go/gmcn/dataset"
+	"github.com/gmcn-go/gmcn/dist"
 	"github.com/gmcn-go/gmcn/train"
 	pkgerrors "github.com/pkg/errors"
 )
@@ -33,8 +37,10 @@ type trainCmd struct {
 }
 
 // resumeFlags are the flags --resume accepts: run.json fixes everything
-// else, but a run may be extended to more epochs.
-var resumeFlags = []string{"out", "resume", "epochs", "device", "checkpoint-every"}
+// else, but a run may be extended to more epochs, and a run's step may be
+// split differently between ranks and accumulation (the checkpoint refuses
+// a step of another size).
+var resumeFlags = []string{"out", "resume", "epochs", "accumulate", "device", "checkpoint-every"}
 
 func (c *trainCmd) flags(f *flagSet) {
 	f.group("Run flags", func() {
@@ -69,7 +75,7 @@ func (c *trainCmd) check(given map[string]bool) error {
 		}
 		slices.Sort(fixed)
 		if len(fixed) > 0 {
-			return pkgerrors.Errorf("--resume continues the run as its run.json says; %s cannot change it (only --epochs can)", strings.Join(fixed, ", "))
+			return pkgerrors.Errorf("--resume continues the run as its run.json says; %s cannot change it (only --epochs and --accumulate can)", strings.Join(fixed, ", "))
 		}
 		if c.out == "" {
 			c.out = filepath.Join("runs", c.rf.preset)
@@ -89,8 +95,37 @@ func (c *trainCmd) check(given map[string]bool) error {
 	return nil
 }
 
-func (c *trainCmd) run(ctx context.Context) error {
-	if err := c.prepare(); err != nil {
+// run trains alone or, under an MPI launcher in a build with the mpi tag,
+// as one rank of a data-parallel run (docs/distributed.md). Rank 0 checks
+// the run directory, resolves the settings (from the flags or, with
+// --resume, its run.json) and sends them to the other ranks, so every rank
+// trains what rank 0 was told; it alone writes outputs. A rank that fails
+// prints its error and aborts the job, so no rank waits for ever.
+func (c *trainCmd) run(ctx context.Context) (err error) {
+	comm, err := dist.Open()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil && !errors.Is(err, errInterrupted) && comm.Size() > 1 {
+			fmt.Fprintf(os.Stderr, "gmcn train: rank %d of %d: %v\n", comm.Rank(), comm.Size(), err)
+			comm.Abort(1)
+		}
+		if cerr := comm.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	return c.train(ctx, comm)
+}
+
+func (c *trainCmd) train(ctx context.Context, comm dist.Comm) error {
+	root := comm.Rank() == 0
+	if root {
+		if err := c.prepare(); err != nil {
+			return err
+		}
+	}
+	if err := c.shareSetup(comm); err != nil {
 		return err
 	}
 	device, err := c.dev.use()
@@ -98,32 +133,88 @@ func (c *trainCmd) run(ctx context.Context) error {
 		return err
 	}
 	start := time.Now()
-	trainSet, testSet, err := train.LoadInputs(c.setup, false, os.Stderr)
+	log := io.Writer(os.Stderr)
+	if !root {
+		log = io.Discard
+	}
+	trainSet, testSet, err := c.loadInputs(comm, log)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "GM ops compute on %s\n", device)
+	fmt.Fprintf(log, "GM ops compute on %s\n", device)
+	rc := c.setup.Run
+	if comm.Size() > 1 {
+		fmt.Fprintf(log, "data-parallel on %d MPI ranks: a step trains on %d × %d × %d samples (ranks × --accumulate × --batch)\n",
+			comm.Size(), comm.Size(), max(rc.Accumulate, 1), c.setup.Model.Batch)
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rc := c.setup.Run
 	hooks := append([]train.Hook{c.startHook()}, train.DefaultHooks(c.out)...)
 	hooks = append(hooks, train.CheckpointEvery(c.out, c.every))
-	opt := train.Options{Epochs: rc.Epochs, LR: rc.LR, DecayRate: rc.DecayRate, Seed: rc.Seed, Hooks: hooks, Log: os.Stderr}
+	opt := train.Options{Epochs: rc.Epochs, LR: rc.LR, DecayRate: rc.DecayRate, Seed: rc.Seed, Hooks: hooks, Log: log,
+		Comm: comm, Accumulate: rc.Accumulate}
 	if c.resume {
 		opt.Resume = filepath.Join(c.out, train.CheckpointFile)
 	}
 	rows, err := train.Run(ctx, c.setup.Model, trainSet, testSet, opt)
 	if errors.Is(err, train.ErrInterrupted) {
-		fmt.Fprintf(os.Stderr, "interrupted: checkpoint written to %s; resume with: gmcn train --out %s --resume\n", c.out, c.out)
+		if root {
+			fmt.Fprintf(os.Stderr, "interrupted: checkpoint written to %s; resume with: gmcn train --out %s --resume\n", c.out, c.out)
+		}
 		return errInterrupted
 	}
 	if err != nil {
 		return err
 	}
-	last := rows[len(rows)-1]
-	fmt.Printf("done in %s: test accuracy %.2f%% on %d test images; outputs in %s (metrics.csv, metrics.png, checkpoint.gmcn)\n",
-		time.Since(start).Round(time.Second), 100*last.TestAcc, testSet.Len(), c.out)
+	if root {
+		last := rows[len(rows)-1]
+		fmt.Printf("done in %s: test accuracy %.2f%% on %d test images; outputs in %s (metrics.csv, metrics.png, checkpoint.gmcn)\n",
+			time.Since(start).Round(time.Second), 100*last.TestAcc, testSet.Len(), c.out)
+	}
 	return nil
+}
+
+// shareSetup sends rank 0's resolved run configuration to the other ranks.
+func (c *trainCmd) shareSetup(comm dist.Comm) error {
+	if comm.Size() == 1 {
+		return nil
+	}
+	var data []byte
+	if comm.Rank() == 0 {
+		var err error
+		if data, err = json.Marshal(c.setup.Run); err != nil {
+			return err
+		}
+	}
+	data, err := dist.BroadcastBytes(comm, data, 0)
+	if err != nil {
+		return err
+	}
+	var rc train.RunConfig
+	if err := json.Unmarshal(data, &rc); err != nil {
+		return pkgerrors.Wrap(err, "rank 0's run configuration")
+	}
+	c.setup, err = train.Resolve(rc)
+	return pkgerrors.Wrap(err, "rank 0's run configuration")
+}
+
+// loadInputs loads the data set on every rank: rank 0 first, fitting and
+// caching the inputs if needed, then the others, which find them in the
+// cache when it is shared (and fit them themselves when it is not).
+func (c *trainCmd) loadInputs(comm dist.Comm, log io.Writer) (trainSet, testSet *dataset.Inputs, err error) {
+	if comm.Rank() == 0 {
+		trainSet, testSet, err = train.LoadInputs(c.setup, false, log)
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := comm.Barrier(); err != nil {
+		return nil, nil, err
+	}
+	if comm.Rank() != 0 {
+		trainSet, testSet, err = train.LoadInputs(c.setup, false, log)
+	}
+	return trainSet, testSet, err
 }
 
 // prepare checks the run directory before anything is read or written:
@@ -141,6 +232,9 @@ func (c *trainCmd) prepare() error {
 		}
 		if c.given["epochs"] {
 			rc.Epochs = c.rf.over.Epochs
+		}
+		if c.given["accumulate"] {
+			rc.Accumulate = c.rf.over.Accumulate
 		}
 		c.setup, err = train.Resolve(rc)
 		return pkgerrors.Wrapf(err, "%s", filepath.Join(c.out, train.RunConfigFile))
