@@ -6,7 +6,7 @@ PKGS      ?= ./...
 BENCHTIME ?= 1s
 BENCH     ?= .
 
-.PHONY: build build-mpi mpi-deps mpi-test data smoke example race help test test-plain test-simd vet fmt-check bench demo deps ptx cuda-check
+.PHONY: build build-mpi mpi-deps mpi-test mpi-bench data smoke example race help test test-plain test-simd vet fmt-check bench demo deps ptx cuda-check
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -31,6 +31,10 @@ mpi-test: build build-mpi ## the MPI build's vet and tests on 2 ranks: collectiv
 	GMCN_MPI_RANKS=2 $(MPIRUN) -np 2 bin/dist-mpi.test -test.count=1
 	GMCN_MPI_RANKS=2 $(MPIRUN) -np 2 -x GOMAXPROCS=1 bin/train-mpi.test -test.count=1 -test.run 'MPI|DataParallel'
 	bash scripts/mpi-check.sh
+
+mpi-bench: build-mpi ## time the MPI all-reduce on 2 ranks for step-sized buffers (docs/perf.md)
+	$(GO) test -c -tags mpi -o bin/dist-mpi.test ./dist
+	$(MPIRUN) -np 2 bin/dist-mpi.test -test.run '^$$' -test.bench AllReduce -test.benchtime 300x
 
 data: ## copy MNIST (and Fashion-MNIST if installed) into data/, for running bin/gmcn where no go command is: GMCN_DATA=$$PWD/data
 	bash scripts/prepare-data.sh data

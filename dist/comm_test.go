@@ -120,3 +120,13 @@ func TestLocalAbort(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAllReduce measures one all-reduce of float64 values of the sizes
+// of the demo and paper models' steps (parameters, statistics, sums), on a
+// Local group of two ranks; under mpirun (make mpi-bench) on
+// MPI_COMM_WORLD.
+func BenchmarkAllReduce(b *testing.B) {
+	for _, n := range []int{10_432, 100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("floats_%d", n), func(b *testing.B) { benchAllReduce(b, n) })
+	}
+}

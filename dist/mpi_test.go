@@ -37,3 +37,21 @@ func TestMPIWorld(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// benchAllReduce times all-reduces of n values on MPI_COMM_WORLD. Every
+// rank must run the same number: run with a fixed -test.benchtime=Nx.
+func benchAllReduce(b *testing.B, n int) {
+	c, err := Open()
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]float64, n)
+	if err := c.Barrier(); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := c.AllReduceFloat64(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

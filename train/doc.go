@@ -29,6 +29,13 @@
 // with more Options.Epochs trains the extra epochs as if it had been
 // started with that many: nothing in training depends on the total.
 //
+// Options.Comm trains one model on several ranks (package dist; MPI under
+// mpirun in a build with the mpi tag): every rank computes its shards of each
+// step's batch, and the gradients and running statistics are averaged over
+// all shards before the one optimiser step every rank takes. P ranks compute
+// exactly what one process with Options.Accumulate = P computes
+// (docs/distributed.md).
+//
 // The run configuration (RunConfig, the run.json of a run) is resolved once
 // into typed settings (Resolve, Setup); LoadInputs opens the data set a Setup
 // names through package dataset (dataset/mnist for MNIST and Fashion-MNIST,

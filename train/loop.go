@@ -104,8 +104,9 @@ type trainer struct {
 	st         *checkpoint.State
 	pcg        *rand.PCG
 	comm       dist.Comm
-	shards     int       // model batches per step, over all ranks
-	acc        []float64 // a step's sums over this rank's shards (parallel.go)
+	shards     int           // model batches per step, over all ranks
+	acc        []float64     // a step's sums over this rank's shards (parallel.go)
+	reduceTime time.Duration // in the steps' all-reduce this epoch, waiting for other ranks included
 }
 
 func newTrainer(cfg models.Config, trainSet, testSet *dataset.Inputs, opt Options) (*trainer, error) {
@@ -237,6 +238,7 @@ func (t *trainer) run(ctx context.Context) ([]report.EpochMetrics, error) {
 		}
 		bar := report.NewProgress(t.opt.Log, fmt.Sprintf("epoch %d/%d", t.st.Epoch+1, t.opt.Epochs), n)
 		bar.Skip(min(t.st.Batch*t.shards*B, n))
+		firstBatch := t.st.Batch
 		for ; t.st.Batch < nb; t.st.Batch++ {
 			stop, err := t.anyRank(ctx.Err() != nil || (t.opt.StopAfter > 0 && ran == t.opt.StopAfter))
 			if err != nil {
@@ -280,6 +282,12 @@ func (t *trainer) run(ctx context.Context) ([]report.EpochMetrics, error) {
 			TestLoss: testLoss, TestAcc: testAcc, LR: t.st.LR, SamplesPerSec: float64(p.Count) / p.Seconds, Seconds: p.Seconds}
 		t.st.Metrics = append(t.st.Metrics, row)
 		fmt.Fprintln(t.opt.Log, row)
+		if t.comm.Size() > 1 {
+			steps := nb - firstBatch
+			fmt.Fprintf(t.opt.Log, "rank 0 spent %.1f ms per step in the all-reduce of %d values, waiting for the other ranks included\n",
+				t.reduceTime.Seconds()*1e3/float64(max(steps, 1)), len(t.acc))
+		}
+		t.reduceTime = 0
 		t.st.LR = t.st.Plateau.Observe(testAcc, t.st.LR)
 		if err := t.syncModel(); err != nil {
 			return nil, errors.Wrapf(err, "epoch %d", t.st.Epoch+1)

@@ -1,6 +1,8 @@
 package train
 
 import (
+	"time"
+
 	"github.com/gmcn-go/gmcn/dist"
 	"github.com/gmcn-go/gmcn/train/checkpoint"
 	"github.com/pkg/errors"
@@ -70,9 +72,11 @@ func (t *trainer) shardSums(g int) (stepSums, error) {
 	if failed != nil {
 		acc[sums+3+t.comm.Rank()] = 1
 	}
+	start := time.Now()
 	if err := t.comm.AllReduceFloat64(acc); err != nil {
 		return stepSums{}, errors.Wrap(err, "summing the step over the ranks")
 	}
+	t.reduceTime += time.Since(start)
 	if failed != nil {
 		return stepSums{}, failed
 	}
