@@ -347,8 +347,8 @@ func (m *Model) SetBNStats(mean, variance []float64) error {
 	if len(mean) != n || len(variance) != n {
 		return errors.Errorf("batch norm statistics: %d/%d values, want %d", len(mean), len(variance), n)
 	}
-	fromFloat64(m.bnMean, mean)
-	fromFloat64(m.bnVar, variance)
+	SetFloat64s(m.bnMean, mean)
+	SetFloat64s(m.bnVar, variance)
 	return m.applyMode()
 }
 

@@ -55,10 +55,10 @@ func (m *Model) SetState(s State) error {
 		return errors.Errorf("model state: BatchNorm statistics have %d/%d values, the model needs %d", len(s.BNMean), len(s.BNVar), n)
 	}
 	for i, n := range ls {
-		fromFloat64(n.Value().(*tensor.Dense), s.Params[i])
+		SetFloat64s(n.Value().(*tensor.Dense), s.Params[i])
 	}
-	fromFloat64(m.bnMean, s.BNMean)
-	fromFloat64(m.bnVar, s.BNVar)
+	SetFloat64s(m.bnMean, s.BNMean)
+	SetFloat64s(m.bnVar, s.BNVar)
 	for i, c := range m.CovNorms {
 		if err := c.SetRunning(s.CovNorms[i]); err != nil {
 			return errors.Wrapf(err, "CovScaleNorm %d", i+1)
@@ -89,11 +89,14 @@ func Float64s(t *tensor.Dense) []float64 {
 // bound to a graph of either precision.
 func Dense(dt tensor.Dtype, shape tensor.Shape, v []float64) *tensor.Dense {
 	t := tensor.New(tensor.WithShape(shape...), tensor.Of(dt))
-	fromFloat64(t, v)
+	SetFloat64s(t, v)
 	return t
 }
 
-func fromFloat64(t *tensor.Dense, v []float64) {
+// SetFloat64s sets the values of a float32 or float64 tensor to the first
+// values of v, converted to its dtype: the inverse of Float64s. It panics if
+// v is shorter than the tensor.
+func SetFloat64s(t *tensor.Dense, v []float64) {
 	switch d := t.Data().(type) {
 	case []float32:
 		for i := range d {
@@ -144,8 +147,8 @@ func (m *Model) SetRunningStats(s []float64) error {
 			return errors.Errorf("running statistics: CovScaleNorm average %d is %g, want a positive finite value", i, v)
 		}
 	}
-	fromFloat64(m.bnMean, s[:nb])
-	fromFloat64(m.bnVar, s[nb:2*nb])
+	SetFloat64s(m.bnMean, s[:nb])
+	SetFloat64s(m.bnVar, s[nb:2*nb])
 	rest := s[2*nb:]
 	for i, c := range m.CovNorms {
 		n := len(c.Running())

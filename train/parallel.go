@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/gmcn-go/gmcn/dist"
+	"github.com/gmcn-go/gmcn/models"
 	"github.com/gmcn-go/gmcn/train/checkpoint"
 	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
@@ -223,15 +224,27 @@ func gradOf(n *G.Node) (*tensor.Dense, error) {
 	return d, nil
 }
 
-// addGrads adds the learnables' gradients, flattened in order, to acc and
-// zeroes them (Gorgonia accumulates into them).
-func addGrads(learn G.Nodes, acc []float64) error {
+// forGrads calls f with every learnable's gradient and the offset of its
+// values in the learnables' flattened order, and returns their total count.
+func forGrads(learn G.Nodes, f func(g *tensor.Dense, off int) error) (int, error) {
 	off := 0
 	for _, n := range learn {
 		g, err := gradOf(n)
 		if err != nil {
-			return err
+			return 0, err
 		}
+		if err := f(g, off); err != nil {
+			return 0, errors.Wrapf(err, "gradient of %s", n.Name())
+		}
+		off += g.Shape().TotalSize()
+	}
+	return off, nil
+}
+
+// addGrads adds the learnables' gradients, flattened in order, to acc and
+// zeroes them (Gorgonia accumulates into them).
+func addGrads(learn G.Nodes, acc []float64) error {
+	_, err := forGrads(learn, func(g *tensor.Dense, off int) error {
 		switch d := g.Data().(type) {
 		case []float32:
 			for i, v := range d {
@@ -244,39 +257,21 @@ func addGrads(learn G.Nodes, acc []float64) error {
 				d[i] = 0
 			}
 		default:
-			return errors.Errorf("gradient of %s has dtype %v", n.Name(), g.Dtype())
+			return errors.Errorf("dtype %v", g.Dtype())
 		}
-		off += g.Shape().TotalSize()
-	}
-	return nil
+		return nil
+	})
+	return err
 }
 
 // setGrads sets the learnables' gradients to v, flattened in order.
 func setGrads(learn G.Nodes, v []float64) error {
-	off := 0
-	for _, n := range learn {
-		g, err := gradOf(n)
-		if err != nil {
-			return err
-		}
-		off += setValue(g, v[off:])
+	n, err := forGrads(learn, func(g *tensor.Dense, off int) error {
+		models.SetFloat64s(g, v[off:])
+		return nil
+	})
+	if err == nil && n != len(v) {
+		err = errors.Errorf("train: %d gradient values for %d parameters", len(v), n)
 	}
-	if off != len(v) {
-		return errors.Errorf("train: %d gradient values for %d parameters", len(v), off)
-	}
-	return nil
-}
-
-// setValue sets t to the first values of v and returns how many it took.
-func setValue(t *tensor.Dense, v []float64) int {
-	switch d := t.Data().(type) {
-	case []float32:
-		for i := range d {
-			d[i] = float32(v[i])
-		}
-		return len(d)
-	case []float64:
-		return copy(d, v)
-	}
-	return 0
+	return err
 }
