@@ -5,6 +5,7 @@
 //	gmcn eval  --run runs/demo                # accuracy and confusion matrix
 //	gmcn render --run runs/demo               # PNGs of input mixtures and kernels
 //	gmcn gen-shapes --out data/shapes         # generated 3D benchmark in the ModelNet10 layout
+//	mpirun -np 2 gmcn-mpi train --preset demo # data-parallel on 2 MPI ranks (make build-mpi)
 //
 // Run `gmcn help` or `gmcn help <command>` for every flag. Exit status: 0
 // on success, 1 when a command fails, 2 for a bad command line, 130 when
