@@ -16,7 +16,7 @@ var fallbackComputations = []string{
 	"TreeHEM", "TreeHEMSaving", "TreeHEMBackward", "MEM", "MEMBackward",
 	"WeightDecay", "WeightDecayBackward",
 	"StandardiseScale", "Standardise", "StandardiseBackward",
-	"ScaleWeights",
+	"ScaleWeights", "ScaleAxes", "ScaleAxesBackward",
 }
 
 // ConvFit is delegated.
@@ -86,4 +86,12 @@ func (c Kernels[T]) StandardiseBackward(dx, x, g []T, sd []float64, gain T, l mi
 
 func (c Kernels[T]) ScaleWeights(y, x []T, l mixture.Layout, s T) error {
 	return c.cpu.ScaleWeights(y, x, l, s)
+}
+
+func (c Kernels[T]) ScaleAxes(y, x, s []T, l mixture.Layout, sb, sc int) error {
+	return c.cpu.ScaleAxes(y, x, s, l, sb, sc)
+}
+
+func (c Kernels[T]) ScaleAxesBackward(dx, ds, g, x, s []T, l mixture.Layout, sb, sc int) error {
+	return c.cpu.ScaleAxesBackward(dx, ds, g, x, s, l, sb, sc)
 }

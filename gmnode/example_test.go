@@ -2,6 +2,7 @@ package gmnode_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/gmcn-go/gmcn/gmnode"
@@ -135,4 +136,73 @@ func twoClassBatch(rng *rand.Rand, l mixture.Layout) (*tensor.Dense, *tensor.Den
 	data, _ := mixture.Pack[float64](l, gs)
 	return tensor.New(tensor.WithShape(l.Shape()...), tensor.WithBacking(data)),
 		tensor.New(tensor.WithShape(l.B, 2), tensor.WithBacking(t))
+}
+
+// ExampleScaleAxes augments a batch with per-sample random scalings inside
+// a graph: the factors are an input node [B, D] bound to fresh draws every
+// step, so one graph serves every step and gradients still reach the
+// mixtures (and the factors, if they were learnable). Each sample gets a
+// zoom in [0.8, 1.25] (log-uniform) times a stretch in [0.9, 1.1] per axis,
+// and half the samples are mirrored along x. Positions and covariances
+// follow; the weights (integrals) do not change.
+func ExampleScaleAxes() {
+	const batch = 3
+	l := mixture.Layout{B: batch, C: 1, N: 1, D: 2}
+	g := G.NewGraph()
+	x := G.NewTensor(g, tensor.Float64, 4, G.WithShape(l.Shape()...), G.WithName("x"))
+	s := G.NewMatrix(g, tensor.Float64, G.WithShape(batch, l.D), G.WithName("scales"))
+	y, err := gmnode.ScaleAxes(x, s)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+
+	// Every sample is the same Gaussian, w = 1 at (1, 1) with correlated
+	// axes, so the printout shows only the augmentation; a mirror flips the
+	// sign of the correlation.
+	gs := make([]mixture.Gaussian, batch)
+	for b := range gs {
+		gs[b] = mixture.Gaussian{Weight: 1, Position: []float64{1, 1}, Covariance: []float64{1, 0.5, 0.5, 1}}
+	}
+	data, _ := mixture.Pack[float64](l, gs)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for step := range 2 {
+		factors := make([]float64, batch*l.D)
+		for b := range batch {
+			zoom := math.Exp(math.Log(0.8) + (math.Log(1.25)-math.Log(0.8))*rng.Float64())
+			for d := range l.D {
+				factors[b*l.D+d] = zoom * (0.9 + 0.2*rng.Float64())
+			}
+			if rng.IntN(2) == 0 {
+				factors[b*l.D] = -factors[b*l.D]
+			}
+		}
+		if err := G.Let(x, tensor.New(tensor.WithShape(l.Shape()...), tensor.WithBacking(data))); err != nil {
+			fmt.Println(err)
+			return
+		}
+		if err := G.Let(s, tensor.New(tensor.WithShape(batch, l.D), tensor.WithBacking(factors))); err != nil {
+			fmt.Println(err)
+			return
+		}
+		vm.Reset()
+		if err := vm.RunAll(); err != nil {
+			fmt.Println(err)
+			return
+		}
+		out := y.Value().Data().([]float64)
+		for b := range batch {
+			v := out[b*l.Stride():]
+			fmt.Printf("step %d sample %d: w %.0f  μ (%+.2f, %+.2f)  Σ [[%.2f, %+.2f], [%+.2f, %.2f]]\n", step, b, v[0], v[1], v[2], v[3], v[4], v[5], v[6])
+		}
+	}
+	// Output:
+	// step 0 sample 0: w 1  μ (+1.02, +1.05)  Σ [[1.04, +0.54], [+0.54, 1.11]]
+	// step 0 sample 1: w 1  μ (+0.82, +0.80)  Σ [[0.68, +0.33], [+0.33, 0.64]]
+	// step 0 sample 2: w 1  μ (-1.16, +1.00)  Σ [[1.34, -0.58], [-0.58, 1.00]]
+	// step 1 sample 0: w 1  μ (+0.85, +0.82)  Σ [[0.72, +0.35], [+0.35, 0.68]]
+	// step 1 sample 1: w 1  μ (-1.01, +1.02)  Σ [[1.03, -0.52], [-0.52, 1.04]]
+	// step 1 sample 2: w 1  μ (-0.82, +0.91)  Σ [[0.67, -0.37], [-0.37, 0.83]]
 }

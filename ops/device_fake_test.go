@@ -235,3 +235,13 @@ func (r recorder[T]) ScaleWeights(y, x []T, l mixture.Layout, s T) error {
 	r.log.add("ScaleWeights")
 	return r.k.ScaleWeights(y, x, l, s)
 }
+
+func (r recorder[T]) ScaleAxes(y, x, s []T, l mixture.Layout, sb, sc int) error {
+	r.log.add("ScaleAxes")
+	return r.k.ScaleAxes(y, x, s, l, sb, sc)
+}
+
+func (r recorder[T]) ScaleAxesBackward(dx, ds, g, x, s []T, l mixture.Layout, sb, sc int) error {
+	r.log.add("ScaleAxesBackward")
+	return r.k.ScaleAxesBackward(dx, ds, g, x, s, l, sb, sc)
+}

@@ -83,6 +83,7 @@ var deviceCases = []deviceCase{
 		return []*tensor.Dense{randomMixture(rng, 2, 2, 4, d), tensor.New(tensor.WithShape(1), tensor.WithBacking([]float64{1.5}))}
 	}},
 	{"ScaleWeights", opOnly(func() G.Op { return NewScaleWeights(0.5) }), oneMixture(2, 3, 4)},
+	{"ScaleAxes", func() (G.Op, error) { return NewScaleAxes(2) }, scalesOf(2)},
 	{"WeightDecay", opOnly(NewWeightDecay), func(rng *rand.Rand, d int) []*tensor.Dense {
 		w, _, f := kernelRawTensors(rng, 2, 3, 2, d, 0.5)
 		return []*tensor.Dense{w, f}

@@ -67,6 +67,11 @@ func TestGraphGrads(t *testing.T) {
 		{"CovScale", 31, mixtures([3]int{2, 3, 4}), apply(NewCovScale), []int{0}},
 		{"ScaleWeights", 31, mixtures([3]int{2, 3, 4}), apply(func() G.Op { return NewScaleWeights(-0.7) }), []int{0}},
 		{"Integrate", 1, mixtures([3]int{2, 3, 4}), apply(NewIntegrate), []int{0}},
+		// Every form of the factors; the shared ones sum their gradient over
+		// the mixtures (and samples) that read them.
+		{"ScaleAxes [D]", 33, scalesOf(), apply(func() G.Op { return mustScaleAxes(1) }), []int{0, 1}},
+		{"ScaleAxes [B, D]", 34, scalesOf(2), apply(func() G.Op { return mustScaleAxes(2) }), []int{0, 1}},
+		{"ScaleAxes [B, C, D]", 35, scalesOf(2, 3), apply(func() G.Op { return mustScaleAxes(3) }), []int{0, 1}},
 		{"WeightDecay", 42, func(rng *rand.Rand, d int) []*tensor.Dense {
 			w, _, a := kernelRawTensors(rng, 2, 3, 4, d, 1.2)
 			return []*tensor.Dense{w, a}

@@ -95,6 +95,22 @@ func TestUniform(t *testing.T) {
 	}
 }
 
+func TestScales(t *testing.T) {
+	v := Scales[float64](rand.New(rand.NewPCG(4, 0)), 3000)
+	var neg int
+	for _, f := range v {
+		if a := math.Abs(f); a < 0.5 || a >= 2 {
+			t.Fatalf("factor %g: magnitude outside [0.5, 2)", f)
+		}
+		if f < 0 {
+			neg++
+		}
+	}
+	if f := float64(neg) / 3000; math.Abs(f-1.0/3) > 0.05 {
+		t.Errorf("%.3f of the factors are negative, want about 1/3", f)
+	}
+}
+
 func TestNormal(t *testing.T) {
 	v := Normal(rand.New(rand.NewPCG(3, 0)), 4000)
 	var mean, sq float64

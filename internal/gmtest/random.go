@@ -91,3 +91,18 @@ func Normal(rng *rand.Rand, n int) []float64 {
 	}
 	return v
 }
+
+// Scales returns n per-axis scale factors: magnitudes uniform in [0.5, 2),
+// each negated with probability 1/3, so draws include reflections and stay
+// well away from the forbidden 0.
+func Scales[T Float](rng *rand.Rand, n int) []T {
+	v := make([]T, n)
+	for i := range v {
+		f := 0.5 + 1.5*rng.Float64()
+		if rng.IntN(3) == 0 {
+			f = -f
+		}
+		v[i] = T(f)
+	}
+	return v
+}

@@ -273,3 +273,21 @@ func (Kernels[T]) ScaleWeights(y, x []T, l mixture.Layout, s T) error {
 	ScaleWeights(y, x, l, s)
 	return nil
 }
+
+// ScaleAxes is ScaleAxes.
+func (Kernels[T]) ScaleAxes(y, x, s []T, l mixture.Layout, sb, sc int) error {
+	ScaleAxes(y, x, s, l, sb, sc)
+	return nil
+}
+
+// ScaleAxesBackward is ScaleAxes on the incoming gradient (the op is linear
+// in x) and ScaleAxesBackwardScales, for the destinations that are not nil.
+func (Kernels[T]) ScaleAxesBackward(dx, ds, g, x, s []T, l mixture.Layout, sb, sc int) error {
+	if dx != nil {
+		ScaleAxes(dx, g, s, l, sb, sc)
+	}
+	if ds != nil {
+		ScaleAxesBackwardScales(ds, g, x, s, l, sb, sc)
+	}
+	return nil
+}

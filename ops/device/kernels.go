@@ -119,6 +119,16 @@ type Kernels[T Float] interface {
 	// ScaleWeights multiplies every weight by s and copies positions and
 	// covariances; with the incoming gradient as x it is its own backward.
 	ScaleWeights(y, x []T, l mixture.Layout, s T) error
+
+	// ScaleAxes scales every mixture of x in space by its own per-axis
+	// factors: μ_d ← s_d·μ_d, Σ_ij ← s_i·s_j·Σ_ij, weights unchanged. s holds
+	// sb·sc rows of D factors (sb ∈ {1, B}, sc ∈ {1, C}); mixture (b, c)
+	// reads row (b mod sb)·sc + (c mod sc), so a size of 1 broadcasts.
+	ScaleAxes(y, x, s []T, l mixture.Layout, sb, sc int) error
+	// ScaleAxesBackward writes ∂L/∂x and ∂L/∂s of ScaleAxes, the latter
+	// summed over the mixtures that share a row of s; a nil destination is
+	// not computed.
+	ScaleAxesBackward(dx, ds, g, x, s []T, l mixture.Layout, sb, sc int) error
 }
 
 // Saved is what a forward computation (a Kernels method named …Saving)
