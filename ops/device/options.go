@@ -128,7 +128,11 @@ type TreeHEMOptions struct {
 	Reduction int
 	// UnderFill reproduces the reference's selection loop, which stops while
 	// fewer than Np − T slots are filled and so leaves 1…T zero-weight padding
-	// slots in every reduced mixture. By default all Np slots are filled.
+	// slots in every reduced mixture, and its padding {0, 0, s·I} with
+	// s = mean_k tr(Σ_k)/D of the input mixture, also where N ≤ Np: the
+	// reference pads with the identity in the space it pre-scaled by 1/s,
+	// and the padding's covariance enters the next CovScaleNorm's statistic.
+	// By default all Np slots are filled and padding, if any, is {0, 0, I}.
 	UnderFill bool
 }
 
