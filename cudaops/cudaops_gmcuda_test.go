@@ -254,10 +254,13 @@ func testAssembleKernel[T Float](t *testing.T) {
 		w := gmtest.Uniform[T](rng, count, -1, 1)
 		p := gmtest.Uniform[T](rng, count*d, -1, 1)
 		a := gmtest.Uniform[T](rng, count*d*d, -1.5, 1.5)
-		eps, err := gpu[T]().KernelEpsilon(a, d, cfg)
-		must(t, err)
+		for _, f32 := range []bool{true, false} {
+			cfg.Float32Epsilon = f32
+			eps, err := gpu[T]().KernelEpsilon(a, d, cfg)
+			must(t, err)
+			compare(t, fmt.Sprintf("eps (float32 ε %v)", f32), []float64{eps}, []float64{cpu.KernelEpsilon(a, d, cfg)}, tolerance[T](false))
+		}
 		weps := cpu.KernelEpsilon(a, d, cfg)
-		compare(t, "eps", []float64{eps}, []float64{weps}, tolerance[T](false))
 		y, want := make([]T, l.Len()), make([]T, l.Len())
 		must(t, gpu[T]().AssembleKernel(y, w, p, a, l, cfg, weps))
 		cpu.AssembleKernel(want, w, p, a, l, cfg, weps)

@@ -286,7 +286,8 @@ func (c Kernels[T]) CovScaleBackward(dx, g, x []T, l mixture.Layout, sc []T, tau
 }
 
 // KernelEpsilon is device.Kernels.KernelEpsilon on the GPU: CovEpsilon·max(1, max|A·Aᵀ|)
-// over the d×d factors a.
+// over the d×d factors a, the maximum found on the GPU and ε rounded on the
+// host as cfg.Epsilon says.
 func (c Kernels[T]) KernelEpsilon(a []T, dim int, cfg device.KernelConfig) (float64, error) {
 	count := len(a) / (dim * dim)
 	var mx [1]float64 // +0.0, whose bits are 0: the start of the atomicMax on the bits
@@ -300,7 +301,7 @@ func (c Kernels[T]) KernelEpsilon(a []T, dim int, cfg device.KernelConfig) (floa
 	if err != nil {
 		return 0, err
 	}
-	return cfg.CovEpsilon * math.Max(1, mx[0]), nil
+	return cfg.Epsilon(mx[0]), nil
 }
 
 // AssembleKernel is device.Kernels.AssembleKernel on the GPU.

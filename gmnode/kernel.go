@@ -7,18 +7,40 @@ import (
 	"sync/atomic"
 
 	"github.com/gmcn-go/gmcn/ops"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
+
+// KernelOption adjusts the assembly of a convolution kernel.
+type KernelOption func(*ops.KernelConfig)
+
+// KernelFloat32Epsilon makes the assembly compute the covariance regulariser
+// ε in float32, as the reference code does whatever the model's dtype
+// (device.KernelConfig.Float32Epsilon); use it only for parity with the
+// reference. By default ε is computed in float64.
+func KernelFloat32Epsilon() KernelOption {
+	return func(c *ops.KernelConfig) { c.Float32Epsilon = true }
+}
+
+// kernelConfig returns the reference's kernel constants for radius with
+// opts applied.
+func kernelConfig(radius float64, opts []KernelOption) ops.KernelConfig {
+	cfg := device.DefaultKernelConfig(radius)
+	for _, f := range opts {
+		f(&cfg)
+	}
+	return cfg
+}
 
 // AssembleKernel returns the packed kernel [F_o, F_i, N_k, 1+D+D·D] of a
 // convolution layer from its raw learnable tensors weights_raw
 // [F_o, F_i, N_k], positions_raw [F_o, F_i, N_k, D] and factors A
 // [F_o, F_i, N_k, D, D]: w = raw + 0.1, μ = radius·p and
 // Σ = (radius/3)²·(A·Aᵀ + ε·I) with the detached ε = 0.05·max(1, max|A·Aᵀ|).
-func AssembleKernel(wRaw, pRaw, a *G.Node, radius float64) (*G.Node, error) {
-	return G.ApplyOp(ops.NewAssembleKernel(radius), wRaw, pRaw, a)
+func AssembleKernel(wRaw, pRaw, a *G.Node, radius float64, opts ...KernelOption) (*G.Node, error) {
+	return G.ApplyOp(ops.NewAssembleKernel(kernelConfig(radius, opts)), wRaw, pRaw, a)
 }
 
 // WeightDecay returns the [1]-shaped weight-decay loss of one layer,
@@ -37,6 +59,7 @@ var kernelIDs atomic.Uint64
 type Kernel struct {
 	wRaw, pRaw, factors, node *G.Node
 	fo, fi, nk, d             int
+	cfg                       ops.KernelConfig
 }
 
 // NewKernel adds a convolution kernel with fo output channels, fi input
@@ -52,8 +75,8 @@ type Kernel struct {
 //
 // The learnable nodes are named "<name>#<id>/weights_raw" and so on, with a
 // package-wide counter id. dtype must be tensor.Float32 or tensor.Float64;
-// rng supplies all randomness.
-func NewKernel(g *G.ExprGraph, fo, fi, nk, d int, radius float64, rng *rand.Rand, dtype tensor.Dtype, name string) (*Kernel, error) {
+// rng supplies all randomness; opts adjust the assembly.
+func NewKernel(g *G.ExprGraph, fo, fi, nk, d int, radius float64, rng *rand.Rand, dtype tensor.Dtype, name string, opts ...KernelOption) (*Kernel, error) {
 	switch {
 	case g == nil:
 		return nil, errors.New("gm.NewKernel: graph is nil")
@@ -68,13 +91,13 @@ func NewKernel(g *G.ExprGraph, fo, fi, nk, d int, radius float64, rng *rand.Rand
 	case dtype != tensor.Float32 && dtype != tensor.Float64:
 		return nil, errors.Errorf("gm.NewKernel %q: dtype must be float32 or float64, got %v", name, dtype)
 	}
-	k := &Kernel{fo: fo, fi: fi, nk: nk, d: d}
+	k := &Kernel{fo: fo, fi: fi, nk: nk, d: d, cfg: kernelConfig(radius, opts)}
 	w, p, a := initKernel(rng, fo*fi, nk, d)
 	prefix := fmt.Sprintf("%s#%d/", name, kernelIDs.Add(1))
 	k.wRaw = learnable(g, dtype, prefix+"weights_raw", w, fo, fi, nk)
 	k.pRaw = learnable(g, dtype, prefix+"positions_raw", p, fo, fi, nk, d)
 	k.factors = learnable(g, dtype, prefix+"covariance_factors", a, fo, fi, nk, d, d)
-	n, err := AssembleKernel(k.wRaw, k.pRaw, k.factors, radius)
+	n, err := G.ApplyOp(ops.NewAssembleKernel(k.cfg), k.wRaw, k.pRaw, k.factors)
 	if err != nil {
 		return nil, errors.Wrapf(err, "gm.NewKernel %q", name)
 	}
@@ -131,6 +154,10 @@ func learnable(g *G.ExprGraph, dtype tensor.Dtype, name string, vals []float64, 
 
 // Node returns the assembled packed kernel [F_o, F_i, N_k, 1+D+D·D].
 func (k *Kernel) Node() *G.Node { return k.node }
+
+// Config returns the constants the kernel is assembled with, for assembling
+// it outside the graph with ops.NewAssembleKernel.
+func (k *Kernel) Config() ops.KernelConfig { return k.cfg }
 
 // Learnables returns the raw learnable nodes: weights_raw, positions_raw and
 // the covariance factors.

@@ -220,3 +220,40 @@ func TestNewKernelBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestKernelFloat32Epsilon builds the same float64 kernel with and without
+// KernelFloat32Epsilon: the option must reach the kernel's configuration
+// and its assembly, and move the diagonal covariance entries only.
+func TestKernelFloat32Epsilon(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		g := G.NewGraph()
+		var ks [2]*Kernel
+		for i, opts := range [][]KernelOption{nil, {KernelFloat32Epsilon()}} {
+			k, err := NewKernel(g, 2, 3, 5, d, 2.5, rand.New(rand.NewPCG(55, 0)), tensor.Float64, "k", opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k.Config().Float32Epsilon != (opts != nil) {
+				t.Fatalf("%dD options %d: Config().Float32Epsilon = %v", d, len(opts), k.Config().Float32Epsilon)
+			}
+			ks[i] = k
+		}
+		runGraph(t, g)
+		plain, f32 := kernelValues(ks[0].Node()), kernelValues(ks[1].Node())
+		s := mixture.PackedLen(d)
+		moved := 0
+		for i := range plain {
+			c := i%s - 1 - d
+			diag := c >= 0 && c%(d+1) == 0
+			if diag && plain[i] != f32[i] {
+				moved++
+			}
+			if !diag && plain[i] != f32[i] {
+				t.Fatalf("%dD: packed[%d] is not a diagonal covariance entry but moved from %g to %g", d, i, plain[i], f32[i])
+			}
+		}
+		if want := 2 * 3 * 5 * d; moved != want {
+			t.Errorf("%dD: %d diagonal entries moved, want all %d", d, moved, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package gmnode
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -9,7 +10,9 @@ import (
 )
 
 // TestTreeHEMNode runs gmnode.TreeHEM in a graph, with and without the
-// reference under-fill option, and counts the non-zero output components.
+// reference under-fill option, and counts the non-zero output components;
+// the under-fill padding must be {0, 0, s·I} with s = 0.5, the mean
+// covariance trace per dimension of the input.
 func TestTreeHEMNode(t *testing.T) {
 	const n, np = 40, 8
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -39,6 +42,8 @@ func TestTreeHEMNode(t *testing.T) {
 		for k := 0; k < len(out); k += 7 {
 			if out[k] != 0 {
 				nz++
+			} else if pad := out[k : k+7]; !slices.Equal(pad, []float64{0, 0, 0, 0.5, 0, 0, 0.5}) {
+				t.Errorf("options %d: padding %v, want {0, 0, 0.5·I}", len(c.opts), pad)
 			}
 		}
 		if nz < c.lo || nz > c.max {

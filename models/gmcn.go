@@ -22,7 +22,12 @@ type Config struct {
 	Classes         int // must equal the last block's channels unless DenseHead > 0
 	Batch           int // fixed batch size of the graph
 	KernelGaussians int // N_k, 5 if zero
-	Reduction       gmnode.Reduction
+	// Kernel adjusts every block's kernel assembly, e.g.
+	// gmnode.KernelFloat32Epsilon() for parity with the reference.
+	Kernel []gmnode.KernelOption
+	// Reduction is the blocks' reduction; gmnode.UseTreeHEM with
+	// gmnode.TreeHEMReferenceUnderFill() reproduces the reference's.
+	Reduction gmnode.Reduction
 	// DenseHead > 0 adds a fully connected layer of that many hidden units
 	// (ReLU) and a linear classifier after the BatchNorm of the integrals.
 	DenseHead int
@@ -104,7 +109,7 @@ func Build(cfg Config) (*Model, error) {
 	fi := l.InputChannels
 	for i, b := range l.Blocks {
 		name := fmt.Sprintf("conv%d", i+1)
-		k, err := gmnode.NewKernel(g, b.Channels, fi, cfg.KernelGaussians, cfg.D, b.Radius, rng, cfg.Dtype, name)
+		k, err := gmnode.NewKernel(g, b.Channels, fi, cfg.KernelGaussians, cfg.D, b.Radius, rng, cfg.Dtype, name, cfg.Kernel...)
 		if err != nil {
 			return nil, errors.Wrap(err, name)
 		}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/gmnode"
 	"gorgonia.org/tensor"
 )
 
@@ -76,5 +77,47 @@ func TestBuildFused(t *testing.T) {
 	}
 	if n := (Config{Fused: 8, KernelGaussians: 5}).FusedGaussians(Block{Gaussians: 200}, 1, 128); n != 640 {
 		t.Errorf("n = %d, want the cap 1·128·5 = 640", n)
+	}
+}
+
+// TestBuildKernelOptions checks that Config.Kernel reaches every block's
+// kernel and AssembledKernel: with the float32 ε the float64 kernels of the
+// same seed differ, and only on the covariance diagonals.
+func TestBuildKernelOptions(t *testing.T) {
+	l, err := ParseLayout("1/8 -> 4/4 -> 10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kernels [2][][]float64
+	for i, opts := range [][]gmnode.KernelOption{nil, {gmnode.KernelFloat32Epsilon()}} {
+		m, err := Build(Config{Layout: l, D: 2, Classes: 10, Batch: 2, Dtype: tensor.Float64, Kernel: opts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for b, k := range m.Kernels {
+			if k.Config().Float32Epsilon != (opts != nil) {
+				t.Errorf("options %d, block %d: Float32Epsilon = %v", len(opts), b+1, k.Config().Float32Epsilon)
+			}
+			v, _, err := m.AssembledKernel(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kernels[i] = append(kernels[i], v)
+		}
+	}
+	for b := range kernels[0] {
+		moved := 0
+		for j, v := range kernels[0][b] {
+			if kernels[1][b][j] == v {
+				continue
+			}
+			if c := j%7 - 3; c != 0 && c != 3 {
+				t.Fatalf("block %d: packed[%d] is not a diagonal covariance entry but moved", b+1, j)
+			}
+			moved++
+		}
+		if moved == 0 {
+			t.Errorf("block %d: the float32 ε changed nothing", b+1)
+		}
 	}
 }

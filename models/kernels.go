@@ -15,7 +15,7 @@ func (m *Model) AssembledKernel(b int) ([]float64, mixture.Layout, error) {
 		return nil, mixture.Layout{}, errors.Errorf("model: block %d of %d", b+1, len(m.Kernels))
 	}
 	raw := m.Kernels[b].Learnables()
-	v, err := ops.NewAssembleKernel(m.Config.Layout.Blocks[b].Radius).Do(raw[0].Value(), raw[1].Value(), raw[2].Value())
+	v, err := ops.NewAssembleKernel(m.Kernels[b].Config()).Do(raw[0].Value(), raw[1].Value(), raw[2].Value())
 	if err != nil {
 		return nil, mixture.Layout{}, errors.Wrapf(err, "kernels of block %d", b+1)
 	}

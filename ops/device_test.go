@@ -88,7 +88,7 @@ var deviceCases = []deviceCase{
 		w, _, f := kernelRawTensors(rng, 2, 3, 2, d, 0.5)
 		return []*tensor.Dense{w, f}
 	}},
-	{"AssembleKernel", opOnly(func() G.Op { return NewAssembleKernel(1.5) }), func(rng *rand.Rand, d int) []*tensor.Dense {
+	{"AssembleKernel", opOnly(func() G.Op { return NewAssembleKernel(device.DefaultKernelConfig(1.5)) }), func(rng *rand.Rand, d int) []*tensor.Dense {
 		w, p, f := kernelRawTensors(rng, 2, 3, 2, d, 0.5)
 		return []*tensor.Dense{w, p, f}
 	}},

@@ -12,18 +12,25 @@ import (
 	"gorgonia.org/tensor"
 )
 
+// KernelConfig holds the constants of the kernel assembly: the radius, the
+// weight mapping, the regulariser and how ε is rounded (see
+// device.KernelConfig; device.DefaultKernelConfig gives the reference's).
+type KernelConfig = device.KernelConfig
+
 // NewAssembleKernel returns the op that builds a convolution layer's packed
 // kernel [F_o, F_i, N_k, 1+D+D·D] from its learnable raw tensors
 // weights_raw [F_o, F_i, N_k], positions_raw [F_o, F_i, N_k, D] and
-// factors A [F_o, F_i, N_k, D, D] with the reference's constants:
+// factors A [F_o, F_i, N_k, D, D]; with the reference's constants
+// (device.DefaultKernelConfig(r)):
 //
 //	w = raw + 0.1,  μ = r·p,  Σ = (r/3)²·(A·Aᵀ + ε·I),
 //	ε = 0.05·max(1, max |A·Aᵀ|) over all entries of all kernels of the layer.
 //
-// ε is a constant for the gradient (the reference detaches it). The radius r
-// must be positive and finite; a bad radius is reported when the op is applied.
-func NewAssembleKernel(radius float64) G.Op {
-	s := assembleSpec{device.DefaultKernelConfig(radius)}
+// ε is a constant for the gradient (the reference detaches it). Constants
+// that cfg.Check rejects, such as a radius that is not positive and finite,
+// are reported when the op is applied.
+func NewAssembleKernel(cfg KernelConfig) G.Op {
+	s := assembleSpec{cfg}
 	return newOp(assembleKernel[float32]{s}, assembleKernel[float64]{s})
 }
 
@@ -48,11 +55,11 @@ func (k assembleSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	return tensor.Shape(l.Shape()), nil
 }
 
-// layout checks the radius and the three raw shapes and returns the layout of
-// the packed kernel (B = F_o, C = F_i, N = N_k).
+// layout checks the constants and the three raw shapes and returns the
+// layout of the packed kernel (B = F_o, C = F_i, N = N_k).
 func (k assembleSpec) layout(in []tensor.Shape) (mixture.Layout, error) {
-	if r := k.cfg.Radius; !(r > 0) || math.IsInf(r, 0) {
-		return mixture.Layout{}, errors.Errorf("radius must be positive and finite, got %g", r)
+	if err := k.cfg.Check(); err != nil {
+		return mixture.Layout{}, err
 	}
 	w := in[0]
 	d, err := kernelDims(w, "positions_raw", in[1])

@@ -37,23 +37,71 @@ func kernelRawTensors(rng *rand.Rand, fo, fi, nk, d int, a float64) (w, p, f *te
 		tensor.New(tensor.WithShape(fo, fi, nk, d, d), tensor.WithBacking(fd))
 }
 
-// TestAssembleKernelGrad checks the graph gradients of all three raw tensors.
-// ε is detached; the factors are scaled so that max|A·Aᵀ| < 1 and ε sits on
-// its floor 0.05, where no finite-difference step can move it. The kernel
-// level test in package cpu covers ε driven by A, with ε held fixed.
+// assembleOp returns the kernel assembly with the reference's constants for
+// radius r.
+func assembleOp(r float64) G.Op { return NewAssembleKernel(device.DefaultKernelConfig(r)) }
+
+// assembleOpWith returns the kernel assembly of radius 1 with the constants
+// set changes.
+func assembleOpWith(set func(*KernelConfig)) G.Op {
+	cfg := device.DefaultKernelConfig(1)
+	set(&cfg)
+	return NewAssembleKernel(cfg)
+}
+
+// TestAssembleKernelGrad checks the graph gradients of all three raw tensors,
+// with ε in float64 and in float32. ε is detached; the factors are scaled so
+// that max|A·Aᵀ| < 1 and ε sits on its floor, where no finite-difference step
+// can move it. The kernel level test in package cpu covers ε driven by A,
+// with ε held fixed.
 func TestAssembleKernelGrad(t *testing.T) {
 	for _, d := range []int{2, 3} {
-		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(41, uint64(d)))
-			w, p, a := kernelRawTensors(rng, 2, 3, 4, d, 0.6)
-			cfg := device.DefaultKernelConfig(2.5)
-			if eps := cpu.KernelEpsilon(a.Data().([]float64), d, cfg); eps != cfg.CovEpsilon {
-				t.Fatalf("ε = %g is not on its floor %g", eps, cfg.CovEpsilon)
+		for _, f32 := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%dD_float32eps%v", d, f32), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(41, uint64(d)))
+				w, p, a := kernelRawTensors(rng, 2, 3, 4, d, 0.6)
+				cfg := device.DefaultKernelConfig(2.5)
+				cfg.Float32Epsilon = f32
+				if eps := cpu.KernelEpsilon(a.Data().([]float64), d, cfg); eps != cfg.Epsilon(0) {
+					t.Fatalf("ε = %g is not on its floor %g", eps, cfg.Epsilon(0))
+				}
+				checkGraphGrad(t, rng, []*tensor.Dense{w, p, a}, func(in []*G.Node) (*G.Node, error) {
+					return G.ApplyOp(NewAssembleKernel(cfg), in[0], in[1], in[2])
+				}, 0, 1, 2)
+			})
+		}
+	}
+}
+
+// TestAssembleKernelFloat32Epsilon checks that the op applies
+// Float32Epsilon: in float64, on the floor ε = fl32(0.05) instead of 0.05,
+// which moves every diagonal covariance entry by (r/3)²·(fl32(0.05) − 0.05)
+// and nothing else.
+func TestAssembleKernelFloat32Epsilon(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		w, p, a := kernelRawTensors(rand.New(rand.NewPCG(45, uint64(d))), 2, 3, 4, d, 0.6)
+		cfg := device.DefaultKernelConfig(2.5)
+		plain, err := NewAssembleKernel(cfg).Do(w, p, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Float32Epsilon = true
+		f32, err := NewAssembleKernel(cfg).Do(w, p, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		y0, y1 := plain.Data().([]float64), f32.Data().([]float64)
+		shift := cfg.CovRange() * (float64(float32(0.05)) - 0.05)
+		s := mixture.PackedLen(d)
+		for i := range y0 {
+			want := 0.0
+			if c := i%s - 1 - d; c >= 0 && c%(d+1) == 0 {
+				want = shift
 			}
-			checkGraphGrad(t, rng, []*tensor.Dense{w, p, a}, func(in []*G.Node) (*G.Node, error) {
-				return G.ApplyOp(NewAssembleKernel(2.5), in[0], in[1], in[2])
-			}, 0, 1, 2)
-		})
+			if math.Abs(y1[i]-y0[i]-want) > 1e-15 {
+				t.Fatalf("%dD: packed[%d] moves by %g with the float32 ε, want %g", d, i, y1[i]-y0[i], want)
+			}
+		}
 	}
 }
 
@@ -65,7 +113,7 @@ func TestAssembleKernelInit(t *testing.T) {
 	w := tensor.New(tensor.WithShape(1, 1, 2), tensor.WithBacking([]float64{0, 1}))
 	p := tensor.New(tensor.WithShape(1, 1, 2, 3), tensor.WithBacking([]float64{0, 0, 0, 0, 1, 0}))
 	a := tensor.New(tensor.WithShape(1, 1, 2, 3, 3), tensor.WithBacking([]float64{1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 0, 0, 0, 1, 0, 0, 0, 1}))
-	out, err := NewAssembleKernel(r).Do(w, p, a)
+	out, err := assembleOp(r).Do(w, p, a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +139,7 @@ func TestKernelOpsFloat32(t *testing.T) {
 		op G.Op
 		in []*tensor.Dense
 	}{
-		{NewAssembleKernel(2), []*tensor.Dense{w, p, a}},
+		{assembleOp(2), []*tensor.Dense{w, p, a}},
 		{NewWeightDecay(), []*tensor.Dense{w, a}},
 	} {
 		in32 := make([]G.Value, len(c.in))
@@ -134,23 +182,31 @@ func TestKernelOpsBadInput(t *testing.T) {
 		in   []G.Value
 		want []string
 	}{
-		{"assemble: radius 0", NewAssembleKernel(0), []G.Value{w, p, a}, []string{"gm.AssembleKernel", "radius", "got 0"}},
-		{"assemble: radius NaN", NewAssembleKernel(math.NaN()), []G.Value{w, p, a}, []string{"gm.AssembleKernel", "radius", "NaN"}},
-		{"assemble: radius Inf", NewAssembleKernel(math.Inf(1)), []G.Value{w, p, a}, []string{"gm.AssembleKernel", "radius", "+Inf"}},
-		{"assemble: two inputs", NewAssembleKernel(1), []G.Value{w, p}, []string{"gm.AssembleKernel", "expected 3 inputs", "got 2"}},
-		{"assemble: weights rank 4", NewAssembleKernel(1), []G.Value{zeros(2, 3, 4, 1), p, a}, []string{"gm.AssembleKernel", `"weights_raw"`, "rank 3"}},
-		{"assemble: zero kernels", NewAssembleKernel(1), []G.Value{zeros(2, 3, 0), zeros(2, 3, 0, 2), zeros(2, 3, 0, 2, 2)}, []string{"gm.AssembleKernel", `"weights_raw"`, "≥ 1", "axis 2"}},
-		{"assemble: D = 4", NewAssembleKernel(1), []G.Value{w, zeros(2, 3, 4, 4), zeros(2, 3, 4, 4, 4)}, []string{"gm.AssembleKernel", `"positions_raw"`, "D = 2 or 3", "got 4"}},
-		{"assemble: positions count", NewAssembleKernel(1), []G.Value{w, zeros(2, 3, 5, 2), a}, []string{"gm.AssembleKernel", `"positions_raw"`, "(2, 3, 4, 2)", "(2, 3, 5, 2)"}},
-		{"assemble: factors D", NewAssembleKernel(1), []G.Value{w, p, zeros(2, 3, 4, 3, 3)}, []string{"gm.AssembleKernel", `"factors"`, "(2, 3, 4, 2, 2)", "(2, 3, 4, 3, 3)"}},
-		{"assemble: NaN weight", NewAssembleKernel(1), []G.Value{withNaN(w, 5), p, a}, []string{"gm.AssembleKernel", `"weights_raw"`, "non-finite", "index 5"}},
-		{"assemble: NaN factor", NewAssembleKernel(1), []G.Value{w, p, withNaN(a, 7)}, []string{"gm.AssembleKernel", `"factors"`, "non-finite"}},
-		{"assemble: mixed dtypes", NewAssembleKernel(1), []G.Value{w32, p, a}, []string{"gm.AssembleKernel", `"positions_raw"`, "float64", "float32"}},
-		{"assemble: factors overflow", NewAssembleKernel(1), []G.Value{w, p, func() *tensor.Dense {
+		{"assemble: radius 0", assembleOp(0), []G.Value{w, p, a}, []string{"gm.AssembleKernel", "radius", "got 0"}},
+		{"assemble: radius NaN", assembleOp(math.NaN()), []G.Value{w, p, a}, []string{"gm.AssembleKernel", "radius", "NaN"}},
+		{"assemble: radius Inf", assembleOp(math.Inf(1)), []G.Value{w, p, a}, []string{"gm.AssembleKernel", "radius", "+Inf"}},
+		{"assemble: two inputs", assembleOp(1), []G.Value{w, p}, []string{"gm.AssembleKernel", "expected 3 inputs", "got 2"}},
+		{"assemble: weights rank 4", assembleOp(1), []G.Value{zeros(2, 3, 4, 1), p, a}, []string{"gm.AssembleKernel", `"weights_raw"`, "rank 3"}},
+		{"assemble: zero kernels", assembleOp(1), []G.Value{zeros(2, 3, 0), zeros(2, 3, 0, 2), zeros(2, 3, 0, 2, 2)}, []string{"gm.AssembleKernel", `"weights_raw"`, "≥ 1", "axis 2"}},
+		{"assemble: D = 4", assembleOp(1), []G.Value{w, zeros(2, 3, 4, 4), zeros(2, 3, 4, 4, 4)}, []string{"gm.AssembleKernel", `"positions_raw"`, "D = 2 or 3", "got 4"}},
+		{"assemble: positions count", assembleOp(1), []G.Value{w, zeros(2, 3, 5, 2), a}, []string{"gm.AssembleKernel", `"positions_raw"`, "(2, 3, 4, 2)", "(2, 3, 5, 2)"}},
+		{"assemble: factors D", assembleOp(1), []G.Value{w, p, zeros(2, 3, 4, 3, 3)}, []string{"gm.AssembleKernel", `"factors"`, "(2, 3, 4, 2, 2)", "(2, 3, 4, 3, 3)"}},
+		{"assemble: NaN weight", assembleOp(1), []G.Value{withNaN(w, 5), p, a}, []string{"gm.AssembleKernel", `"weights_raw"`, "non-finite", "index 5"}},
+		{"assemble: NaN factor", assembleOp(1), []G.Value{w, p, withNaN(a, 7)}, []string{"gm.AssembleKernel", `"factors"`, "non-finite"}},
+		{"assemble: mixed dtypes", assembleOp(1), []G.Value{w32, p, a}, []string{"gm.AssembleKernel", `"positions_raw"`, "float64", "float32"}},
+		{"assemble: factors overflow", assembleOp(1), []G.Value{w, p, func() *tensor.Dense {
 			y := a.Clone().(*tensor.Dense)
 			y.Data().([]float64)[0] = 1e200
 			return y
 		}()}, []string{"gm.AssembleKernel", `"factors"`, "overflows"}},
+		// 1e40 is a float64 but no float32: the reference's ε overflows.
+		{"assemble: float32 ε overflow", assembleOpWith(func(c *KernelConfig) { c.Float32Epsilon = true }), []G.Value{w, p, func() *tensor.Dense {
+			y := a.Clone().(*tensor.Dense)
+			y.Data().([]float64)[0] = 1e20
+			return y
+		}()}, []string{"gm.AssembleKernel", `"factors"`, "overflows", "+Inf"}},
+		{"assemble: epsilon 0", assembleOpWith(func(c *KernelConfig) { c.CovEpsilon = 0 }), []G.Value{w, p, a}, []string{"gm.AssembleKernel", "covariance epsilon", "got 0"}},
+		{"assemble: weight sd NaN", assembleOpWith(func(c *KernelConfig) { c.WeightSD = math.NaN() }), []G.Value{w, p, a}, []string{"gm.AssembleKernel", "weight sd NaN"}},
 		{"decay: D = 1", NewWeightDecay(), []G.Value{w, zeros(2, 3, 4, 1, 1)}, []string{"gm.WeightDecay", `"factors"`, "D = 2 or 3", "got 1"}},
 		{"decay: shape mismatch", NewWeightDecay(), []G.Value{w, zeros(2, 3, 5, 2, 2)}, []string{"gm.WeightDecay", `"factors"`, "(2, 3, 4, 2, 2)"}},
 		{"decay: factors rank 4", NewWeightDecay(), []G.Value{w, zeros(2, 3, 4, 4)}, []string{"gm.WeightDecay", `"factors"`, "rank 5"}},
@@ -172,7 +228,7 @@ func TestKernelOpsBadInput(t *testing.T) {
 		wn := G.NewTensor(g, tensor.Float64, 3, G.WithShape(2, 3, 4), G.WithName("w"))
 		pn := G.NewTensor(g, tensor.Float64, 4, G.WithShape(2, 3, 4, 3), G.WithName("p"))
 		an := G.NewTensor(g, tensor.Float64, 5, G.WithShape(2, 3, 4, 2, 2), G.WithName("a"))
-		_, err := G.ApplyOp(NewAssembleKernel(1), wn, pn, an)
+		_, err := G.ApplyOp(assembleOp(1), wn, pn, an)
 		gmtest.WantErr(t, err, "gm.AssembleKernel", `"factors"`)
 	})
 }

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -29,13 +30,25 @@ func treehemSeparated(rng *rand.Rand, b, c, n, d int) *tensor.Dense {
 	return x
 }
 
+// TestTreeHEMGraphGrad checks the graph gradient of TreeHEM, also with
+// UnderFill, whose padding {0, 0, s·I} (in every case here, reduced or passed
+// through with N ≤ Np) depends on every input covariance through s and
+// receives a non-zero part of the random output gradient.
 func TestTreeHEMGraphGrad(t *testing.T) {
-	for _, c := range []struct{ d, n, np, t int }{{2, 11, 4, 2}, {3, 11, 5, 2}, {2, 13, 4, 4}, {3, 13, 6, 4}} {
-		rng := rand.New(rand.NewPCG(3, uint64(c.d*100+c.n)))
-		x := treehemSeparated(rng, 2, 1, c.n, c.d)
-		checkGraphGrad(t, rng, []*tensor.Dense{x}, func(in []*G.Node) (*G.Node, error) {
-			return G.ApplyOp(NewTreeHEM(c.np, TreeHEMOptions{Reduction: c.t}), in[0])
-		}, 0)
+	for _, c := range []struct {
+		d, n, np, t int
+		under       bool
+	}{
+		{2, 11, 4, 2, false}, {3, 11, 5, 2, false}, {2, 13, 4, 4, false}, {3, 13, 6, 4, false},
+		{2, 11, 4, 2, true}, {3, 13, 8, 4, true}, {2, 5, 8, 2, true}, {3, 4, 6, 4, true},
+	} {
+		t.Run(fmt.Sprintf("%dD_N%d_Np%d_T%d_under%v", c.d, c.n, c.np, c.t, c.under), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(3, uint64(c.d*100+c.n)))
+			x := treehemSeparated(rng, 2, 1, c.n, c.d)
+			checkGraphGrad(t, rng, []*tensor.Dense{x}, func(in []*G.Node) (*G.Node, error) {
+				return G.ApplyOp(NewTreeHEM(c.np, TreeHEMOptions{Reduction: c.t, UnderFill: c.under}), in[0])
+			}, 0)
+		})
 	}
 }
 

@@ -22,13 +22,14 @@ func gram[T Float](d int, a, out []T) {
 }
 
 // KernelEpsilon returns ε = CovEpsilon · max(1, max |A·Aᵀ|), the maximum taken
-// over every entry of every factor in a (d×d matrices, back to back). The
-// regulariser is relative so that it stays significant when the factors grow
-// during training; the reference detaches it, so callers treat it as a
-// constant and AssembleKernel takes it as an argument.
+// over every entry of every factor in a (d×d matrices, back to back), rounded
+// as cfg.Epsilon says. The regulariser is relative so that it stays
+// significant when the factors grow during training; the reference detaches
+// it, so callers treat it as a constant and AssembleKernel takes it as an
+// argument.
 func KernelEpsilon[T Float](a []T, d int, cfg device.KernelConfig) float64 {
 	var m [9]T
-	mx := 1.0
+	mx := 0.0
 	dd := d * d
 	for i := 0; i+dd <= len(a); i += dd {
 		gram(d, a[i:i+dd], m[:dd])
@@ -36,7 +37,7 @@ func KernelEpsilon[T Float](a []T, d int, cfg device.KernelConfig) float64 {
 			mx = math.Max(mx, math.Abs(float64(v)))
 		}
 	}
-	return cfg.CovEpsilon * mx
+	return cfg.Epsilon(mx)
 }
 
 // AssembleKernel writes the packed kernel batch out of layout l

@@ -32,12 +32,17 @@ func kernelRaw(rng *rand.Rand, l mixture.Layout, scale float64) (w, p, a []float
 // assembly with ε frozen (computed once, as the reference detaches it), with
 // factors large enough that ε follows max|A·Aᵀ| rather than the floor 1.
 func TestAssembleKernelBackward(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
+	for _, c := range []struct {
+		d   int
+		f32 bool
+	}{{2, false}, {3, false}, {2, true}, {3, true}} {
+		d := c.d
+		t.Run(fmt.Sprintf("%dD_float32eps%v", d, c.f32), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(21, uint64(d)))
 			l := mixture.Layout{B: 2, C: 3, N: 4, D: d}
 			cfg := device.DefaultKernelConfig(2.5)
 			cfg.WeightSD = 0.7
+			cfg.Float32Epsilon = c.f32
 			w, p, a := kernelRaw(rng, l, 1.5)
 			eps := KernelEpsilon(a, d, cfg)
 			if eps <= cfg.CovEpsilon {
@@ -85,6 +90,73 @@ func TestAssembleKernelValues(t *testing.T) {
 	if eps := KernelEpsilon([]float64{0.1, 0, 0, 0.1}, 2, cfg); eps != 0.05 {
 		t.Errorf("small factors: ε = %g, want the floor 0.05", eps)
 	}
+}
+
+// TestKernelEpsilonFloat32 checks the Float32Epsilon rounding of ε against
+// the reference's float32 arithmetic, written out: the float64 product of the
+// float32 constant and the float32 maximum, rounded once to float32. The
+// factors are random with max|A·Aᵀ| < 1 (ε on its floor) and > 1, and
+// 1.100011·I, for which rounding only the product, or only one of its
+// factors, gives another float32: there the test tells the reference's order
+// from the others. For float64 factors the result must differ from the
+// default ε, or the case would not show the option; for float32 factors,
+// whose default ε the assembly rounds to float32 anyway, the two may agree.
+func TestKernelEpsilonFloat32(t *testing.T) {
+	fl32 := func(v float64) float64 { return float64(float32(v)) }
+	for _, d := range []int{2, 3} {
+		l := mixture.Layout{B: 2, C: 3, N: 4, D: d}
+		_, _, small := kernelRaw(rand.New(rand.NewPCG(24, uint64(d))), l, 0.3)
+		_, _, large := kernelRaw(rand.New(rand.NewPCG(25, uint64(d))), l, 1.5)
+		const x = 1.100011
+		diag := make([]float64, d*d)
+		for c := range d {
+			diag[c*(d+1)] = x
+		}
+		if m := fl32(fl32(0.05) * fl32(x*x)); m == fl32(0.05*x*x) || m == fl32(fl32(0.05)*x*x) || m == fl32(0.05*fl32(x*x)) {
+			t.Fatalf("%dD: the roundings of ε for x·I agree; the case does not tell them apart", d)
+		}
+		for _, c := range []struct {
+			name  string
+			a     []float64
+			floor bool
+		}{{"floor", small, true}, {"driven", large, false}, {"x·I", diag, false}} {
+			cfg := device.DefaultKernelConfig(2.5)
+			plain := KernelEpsilon(c.a, d, cfg)
+			if c.floor != (plain == cfg.CovEpsilon) {
+				t.Fatalf("%dD %s: ε = %v, on the floor %v", d, c.name, plain, !c.floor)
+			}
+			cfg.Float32Epsilon = true
+			a32 := gmtest.To32(c.a)
+			for _, v := range []struct {
+				dtype  string
+				got, m float64
+			}{
+				{"float64", KernelEpsilon(c.a, d, cfg), maxGram(c.a, d)},
+				{"float32", KernelEpsilon(a32, d, cfg), maxGram(a32, d)},
+			} {
+				want := fl32(fl32(0.05) * fl32(math.Max(1, v.m)))
+				if math.Float64bits(v.got) != math.Float64bits(want) {
+					t.Errorf("%dD %s %s: ε = %v, want fl32(fl32(0.05)·fl32(%v)) = %v", d, c.name, v.dtype, v.got, v.m, want)
+				}
+			}
+			if got := KernelEpsilon(c.a, d, cfg); got == plain {
+				t.Errorf("%dD %s: float32 ε %v equals the float64 ε; the case does not show the rounding", d, c.name, got)
+			}
+		}
+	}
+}
+
+// maxGram returns max |A·Aᵀ| over the d×d factors a.
+func maxGram[T Float](a []T, d int) float64 {
+	var m [9]T
+	mx := 0.0
+	for i := 0; i+d*d <= len(a); i += d * d {
+		gram(d, a[i:i+d*d], m[:d*d])
+		for _, v := range m[:d*d] {
+			mx = math.Max(mx, math.Abs(float64(v)))
+		}
+	}
+	return mx
 }
 
 func TestWeightDecayBackward(t *testing.T) {

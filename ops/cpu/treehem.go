@@ -134,9 +134,10 @@ func newDecisions(l mixture.Layout, np int, o device.TreeHEMOptions) *Decisions 
 //     that node's children to exactly the missing count. With
 //     o.UnderFill the reference's loop (n < np − T) is used instead.
 //  5. Write the selected caches scaled back by √s and s, pad with
-//     {w = 0, μ = 0, Σ = I}.
+//     {w = 0, μ = 0, Σ = I}; with o.UnderFill with {0, 0, s·I}, the
+//     reference's identity of the pre-scaled space scaled back.
 //
-// Mixtures with N ≤ np pass through unchanged and are padded.
+// Mixtures with N ≤ np pass through unchanged and are padded the same way.
 func TreeHEMSaving[T Float](y, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) (*Decisions, error) {
 	if err := checkTreeHEMData(len(y), len(x), l, np, o); err != nil {
 		return nil, err
@@ -160,7 +161,8 @@ func TreeHEM[T Float](y, x []T, l mixture.Layout, np int, o device.TreeHEMOption
 // TreeHEMBackwardSaved writes ∂L/∂x into dx given g = ∂L/∂y, differentiating
 // TreeHEM at x with the decisions dec held fixed: exact reverse mode through
 // the scaling (s included), every EM step and the copies, with no gradient
-// through clips where they are active.
+// through clips where they are active; with UnderFill also through the
+// padding s·I, whose s depends on every input covariance.
 //
 // A mixture of x that equals (==, value by value) the input TreeHEMSaving made dec
 // for, as in a training step whose backward follows its forward, starts from
@@ -226,13 +228,21 @@ func runTreeHEM[T Float](mode hemMode, y, dx, x, g []T, dec *Decisions) error {
 			}
 			if mode&hemBackward != 0 {
 				out := mixture.Mixture(dx, l, m)
-				copy(out, g[m*outLen:m*outLen+len(in)])
+				gm := g[m*outLen : (m+1)*outLen]
+				copy(out, gm[:len(in)])
+				if dec.o.UnderFill {
+					addTraceGrad(out, l.D, traceSum(gm[len(in):], l.D))
+				}
 				errs[m] = finiteResult("gradient", out, l, m)
 				return
 			}
 			out := y[m*outLen : (m+1)*outLen]
 			copy(out, in)
-			padIdentity(l.D, out[len(in):])
+			v := T(1)
+			if dec.o.UnderFill {
+				v = hemScale(in, l.D)
+			}
+			padDiag(l.D, out[len(in):], v)
 		})
 	} else {
 		kept, _ := dec.kept.(*hemKept[T])
@@ -279,12 +289,46 @@ func finiteResult[T Float](what string, out []T, l mixture.Layout, m int) error 
 }
 
 // padIdentity fills the packed slots in out with {w = 0, μ = 0, Σ = I}.
-func padIdentity[T Float](d int, out []T) {
+func padIdentity[T Float](d int, out []T) { padDiag(d, out, 1) }
+
+// padDiag fills the packed slots in out with {w = 0, μ = 0, Σ = v·I}.
+func padDiag[T Float](d int, out []T, v T) {
 	clear(out)
 	s := 1 + d + d*d
 	for k := 0; k < len(out); k += s {
 		for c := range d {
-			out[k+1+d+c*d+c] = 1
+			out[k+1+d+c*d+c] = v
+		}
+	}
+}
+
+// traceSum returns Σ_k tr(Σ_k) over the packed slots x. Of an output
+// gradient it is ∂L/∂v of padding {0, 0, v·I} in those slots.
+func traceSum[T Float](x []T, d int) T {
+	var tr T
+	s := 1 + d + d*d
+	for k := 1 + d; k < len(x); k += s {
+		for c := 0; c < d*d; c += d + 1 {
+			tr += x[k+c]
+		}
+	}
+	return tr
+}
+
+// hemScale returns s = mean_k tr(Σ_k)/D of the packed mixture mix, TreeHEM's
+// pre-scaling factor.
+func hemScale[T Float](mix []T, d int) T {
+	return traceSum(mix, d) / T(len(mix)/(1+d+d*d)*d)
+}
+
+// addTraceGrad adds gs·∂s/∂Σ_k to the gradient dx of the packed mixture the
+// hemScale s was taken of: gs/(N·D) on every diagonal covariance entry.
+func addTraceGrad[T Float](dx []T, d int, gs T) {
+	s := 1 + d + d*d
+	gtr := gs / T(len(dx)/s*d)
+	for k := 1 + d; k < len(dx); k += s {
+		for c := 0; c < d*d; c += d + 1 {
+			dx[k+c] += gtr
 		}
 	}
 }
@@ -549,13 +593,7 @@ func (w *hemWorker[T]) run(mode hemMode, m int, y, dx, x, g []T, dec *Decisions,
 // positions divided by √s and covariances by s into xs.
 func (w *hemWorker[T]) prescale(mix []T) {
 	s, d := w.s, w.d
-	var tr T
-	for k := 1 + d; k < len(mix); k += s {
-		for c := 0; c < d*d; c += d + 1 {
-			tr += mix[k+c]
-		}
-	}
-	sc := tr / T(w.n*d)
+	sc := hemScale(mix, d)
 	sq := T(math.Sqrt(float64(sc)))
 	w.scale, w.sqrt = sc, sq
 	xs := w.xs[:len(mix)]
@@ -717,7 +755,9 @@ func (w *hemWorker[T]) selected(i int, dm *hemMixture) (vals, grads []T) {
 	return w.entries(dm.sel[i], dm)
 }
 
-// write scales the selected entries back (μ·√s, Σ·s) into out and pads.
+// write scales the selected entries back (μ·√s, Σ·s) into out and pads:
+// with {0, 0, I}, or with UnderFill as the reference, whose padding is the
+// identity of the pre-scaled space, scaled back like the entries to s·I.
 func (w *hemWorker[T]) write(out []T, dm *hemMixture) {
 	d, o := w.d, 0
 	for i := range dm.sel {
@@ -734,7 +774,11 @@ func (w *hemWorker[T]) write(out []T, dm *hemMixture) {
 			o += w.s
 		}
 	}
-	padIdentity(d, out[o:])
+	v := T(1)
+	if w.under {
+		v = w.scale
+	}
+	padDiag(d, out[o:], v)
 }
 
 // backward propagates g (∂L/∂output) to dx, given the node caches and the
@@ -745,7 +789,8 @@ func (w *hemWorker[T]) write(out []T, dm *hemMixture) {
 //
 // With μ' = μ/√s and Σ' = Σ/s on input and μ = √s μ', Σ = s Σ' on output:
 // ∂L/∂s = Σ_out [gμ·μ'/(2√s) + ⟨gΣ, Σ'⟩] − Σ_in [gμ'·μ/(2 s√s) + ⟨gΣ', Σ⟩/s²],
-// and ∂s/∂Σ_k,cc = 1/(N·D).
+// and ∂s/∂Σ_k,cc = 1/(N·D). With UnderFill the padding s·I is an output
+// with Σ' = I and adds the trace of its gradient to ∂L/∂s.
 func (w *hemWorker[T]) backward(mix, g, dx []T, dm *hemMixture) {
 	d, s := w.d, w.s
 	clear(w.gxs)
@@ -778,6 +823,9 @@ func (w *hemWorker[T]) backward(mix, g, dx []T, dm *hemMixture) {
 		if x := dm.sel[i]; int(x) < w.n-1 && i != dm.refit {
 			w.active[x] = true
 		}
+	}
+	if w.under {
+		gs += traceSum(g[o:], d)
 	}
 	if dm.refit >= 0 {
 		k := dm.refitK
@@ -813,10 +861,5 @@ func (w *hemWorker[T]) backward(mix, g, dx []T, dm *hemMixture) {
 		}
 		gs -= pm*isc2sq + pc*isc2
 	}
-	gtr := gs / T(w.n*d)
-	for k := 1 + d; k < len(dx); k += s {
-		for c := 0; c < d*d; c += d + 1 {
-			dx[k+c] += gtr
-		}
-	}
+	addTraceGrad(dx, d, gs)
 }

@@ -114,16 +114,17 @@ func TestTreeHEMGradient(t *testing.T) {
 
 // TestTreeHEMBackwardKept checks TreeHEMBackwardSaved with the decisions of
 // TreeHEMSaving, which keep the forward's node caches, against TreeHEMBackward, which
-// recomputes everything: the results must be identical. For an input other
-// than the forward's the backward must replay the forward instead (identical
-// to decisions that kept nothing), and invalid input must give an error.
+// recomputes everything: the results must be identical, also with UnderFill,
+// whose padding gradient both take from the output gradient. For an input
+// other than the forward's the backward must replay the forward instead
+// (identical to decisions that kept nothing), and invalid input must give an
+// error.
 func TestTreeHEMBackwardKept(t *testing.T) {
 	for _, d := range []int{2, 3} {
-		for _, tt := range []int{2, 4} {
+		for _, o := range []device.TreeHEMOptions{{Reduction: 2}, {Reduction: 4}, {Reduction: 2, UnderFill: true}} {
 			l := mixture.Layout{B: 3, C: 2, N: 150, D: d}
-			x := treehemMixtureIn(rand.New(rand.NewPCG(17, uint64(d*tt))), l, 0.1, 1)
-			o := device.TreeHEMOptions{Reduction: tt}
-			name := fmt.Sprintf("%dD_T%d", d, tt)
+			x := treehemMixtureIn(rand.New(rand.NewPCG(17, uint64(d*o.Reduction))), l, 0.1, 1)
+			name := fmt.Sprintf("%dD_T%d_under%v", d, o.Reduction, o.UnderFill)
 			t.Run(name+"/float64", func(t *testing.T) { treehemBackwardKept(t, x, l, 13, o) })
 			x32 := gmtest.To32(x)
 			t.Run(name+"/float32", func(t *testing.T) { treehemBackwardKept(t, x32, l, 13, o) })
@@ -301,6 +302,97 @@ func TestTreeHEMPassThrough(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestTreeHEMUnderFillPadding checks the padding of UnderFill, the
+// reference's identity of the pre-scaled space scaled back: every empty slot
+// is {0, 0, s·I} with s = mean_k tr(Σ_k)/D of the input mixture, in float64
+// and float32, through the tree and the N ≤ Np pass-through. Its gradient
+// reaches every input covariance through s: the finite-difference check of a
+// loss on the padding alone (decisions frozen) fails without that term, whose
+// absence would leave the analytic gradient zero.
+func TestTreeHEMUnderFillPadding(t *testing.T) {
+	for i, c := range []struct{ d, n, t, np int }{
+		{2, 13, 2, 6}, {3, 12, 2, 6}, {2, 17, 4, 8}, {3, 17, 4, 8}, // reduced
+		{2, 5, 2, 8}, {3, 3, 4, 6}, // passed through
+	} {
+		t.Run(fmt.Sprintf("%dD_N%d_T%d_Np%d", c.d, c.n, c.t, c.np), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(31, uint64(i)))
+			l := mixture.Layout{B: 2, C: 2, N: c.n, D: c.d}
+			o := device.TreeHEMOptions{Reduction: c.t, UnderFill: true}
+			x := treehemMixtureIn(rng, l, 0.5, 0.5)
+			y := treehemOut(l, c.np)
+			dec, err := TreeHEMSaving(y, x, l, c.np, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pad := treehemPadding(t, y, x, l, c.np, 1e-15)
+			x32 := gmtest.To32(x)
+			y32 := make([]float32, len(y))
+			if err := TreeHEM(y32, x32, l, c.np, o); err != nil {
+				t.Fatal(err)
+			}
+			treehemPadding(t, y32, x32, l, c.np, 1e-6)
+
+			// r weighs the padding's covariances only.
+			r := make([]float64, len(y))
+			s := l.Stride()
+			for m, p := range pad {
+				for k := c.np - p; k < c.np; k++ {
+					copy(r[(m*c.np+k)*s+1+c.d:(m*c.np+k+1)*s], gmtest.Normal(rng, c.d*c.d))
+				}
+			}
+			yf := treehemOut(l, c.np)
+			loss := func() float64 {
+				if err := TreeHEMFrozen(yf, x, dec); err != nil {
+					t.Fatal(err)
+				}
+				return gmtest.Dot(yf, r)
+			}
+			dx := make([]float64, len(x))
+			if err := TreeHEMBackwardSaved(dx, x, r, dec); err != nil {
+				t.Fatal(err)
+			}
+			gmtest.WantGrad(t, "padding loss", dx, x, loss)
+		})
+	}
+}
+
+// treehemPadding checks that the trailing zero-weight slots of every mixture
+// of y (np components, reduced from x of layout l) are {0, 0, s·I}, s the
+// mean covariance trace per dimension of the mixture of x, within relative
+// tolerance tol, and returns their count per mixture; there must be at least
+// one.
+func treehemPadding[T Float](t *testing.T, y, x []T, l mixture.Layout, np int, tol float64) []int {
+	t.Helper()
+	s, d := l.Stride(), l.D
+	counts := make([]int, l.Mixtures())
+	for m := range counts {
+		xm, ym := mixture.Mixture(x, l, m), y[m*np*s:(m+1)*np*s]
+		var tr float64
+		for k := 0; k < len(xm); k += s {
+			for c := range d {
+				tr += float64(xm[k+1+d+c*(d+1)])
+			}
+		}
+		sc := tr / float64(l.N*d)
+		for k := np - 1; k >= 0 && ym[k*s] == 0; k-- {
+			counts[m]++
+			for j, v := range ym[k*s : (k+1)*s] {
+				want := 0.0
+				if c := j - 1 - d; c >= 0 && c%(d+1) == 0 {
+					want = sc
+				}
+				if math.Abs(float64(v)-want) > tol*sc {
+					t.Fatalf("mixture %d slot %d: padding %v, want {0, 0, %g·I}", m, k, ym[k*s:(k+1)*s], sc)
+				}
+			}
+		}
+		if counts[m] == 0 {
+			t.Fatalf("mixture %d has no padding; the case does not test it", m)
+		}
+	}
+	return counts
 }
 
 // TestTreeHEMDegenerate covers zero weights, duplicate positions and all

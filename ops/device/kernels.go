@@ -90,8 +90,9 @@ type Kernels[T Float] interface {
 	// a function of x (per-sample CovScaleNorm).
 	CovScaleBackward(dx, g, x []T, l mixture.Layout, s []T, tau []float64) error
 
-	// KernelEpsilon returns ε = cfg.CovEpsilon·max(1, max |A·Aᵀ|) over the
-	// d×d factors a; the ops treat it as a constant.
+	// KernelEpsilon returns ε = cfg.Epsilon(max |A·Aᵀ|) over the d×d factors
+	// a, that is CovEpsilon·max(1, max |A·Aᵀ|); the ops treat it as a
+	// constant.
 	KernelEpsilon(a []T, d int, cfg KernelConfig) (float64, error)
 	// AssembleKernel writes the packed kernel [F_o, F_i, N_k, ·] (layout l)
 	// from raw weights w, raw positions p and factors a.

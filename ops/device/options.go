@@ -128,7 +128,11 @@ type TreeHEMOptions struct {
 	Reduction int
 	// UnderFill reproduces the reference's selection loop, which stops while
 	// fewer than Np − T slots are filled and so leaves 1…T zero-weight padding
-	// slots in every reduced mixture. By default all Np slots are filled.
+	// slots in every reduced mixture, and its padding {0, 0, s·I} with
+	// s = mean_k tr(Σ_k)/D of the input mixture, also where N ≤ Np: the
+	// reference pads with the identity in the space it pre-scaled by 1/s,
+	// and the padding's covariance enters the next CovScaleNorm's statistic.
+	// By default all Np slots are filled and padding, if any, is {0, 0, I}.
 	UnderFill bool
 }
 
@@ -161,12 +165,47 @@ type KernelConfig struct {
 	WeightSD, WeightMean float64
 	// CovEpsilon is the relative regulariser of the covariances.
 	CovEpsilon float64
+	// Float32Epsilon computes ε as the reference does, in float32 whatever
+	// the model's dtype: fl32(fl32(CovEpsilon)·fl32(max(1, max|A·Aᵀ|))).
+	// The reference builds the regulariser on a float32 identity matrix, so
+	// even its float64 models add a float32 ε, and its float32 models round
+	// CovEpsilon to float32 before the product. By default ε is computed in
+	// float64, which differs from it by about one float32 rounding; use the
+	// option only for parity with the reference.
+	Float32Epsilon bool
 }
 
 // DefaultKernelConfig returns the reference model's constants for radius r:
 // weight sd 1, weight mean 0.1 and covariance epsilon 0.05.
 func DefaultKernelConfig(r float64) KernelConfig {
 	return KernelConfig{Radius: r, WeightSD: 1, WeightMean: 0.1, CovEpsilon: 0.05}
+}
+
+// Check returns a descriptive error unless every constant of c is usable:
+// a positive finite radius and regulariser (a zero ε would let A·Aᵀ be
+// singular) and finite weight constants.
+func (c KernelConfig) Check() error {
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	switch {
+	case !(c.Radius > 0) || !finite(c.Radius):
+		return errors.Errorf("radius must be positive and finite, got %g", c.Radius)
+	case !(c.CovEpsilon > 0) || !finite(c.CovEpsilon):
+		return errors.Errorf("covariance epsilon must be positive and finite, got %g", c.CovEpsilon)
+	case !finite(c.WeightSD) || !finite(c.WeightMean):
+		return errors.Errorf("weight sd %g and mean %g must be finite", c.WeightSD, c.WeightMean)
+	}
+	return nil
+}
+
+// Epsilon returns the covariance regulariser ε = CovEpsilon·max(1, m) for
+// m = max|A·Aᵀ| over the layer's factors, rounded as Float32Epsilon asks.
+// It is the one place where the rule is applied, for every device.
+func (c KernelConfig) Epsilon(m float64) float64 {
+	m = math.Max(1, m)
+	if c.Float32Epsilon {
+		return float64(float32(c.CovEpsilon) * float32(m))
+	}
+	return c.CovEpsilon * m
 }
 
 // CovRange returns (r/3)², the covariance scale of the reference's pos2cov:
