@@ -56,7 +56,7 @@ func (k reluFitKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand
 	if err != nil {
 		return err
 	}
-	return dev.ReLUFit(out.data, in[0].data, l, k.opts)
+	return dev.ReLUFit(out.data, in[0].data, nil, l, k.opts)
 }
 
 func (k reluFitKernel[T]) doSaving(dev device.Kernels[T], out operand[T], in []operand[T]) (device.Saved, error) {
@@ -64,7 +64,7 @@ func (k reluFitKernel[T]) doSaving(dev device.Kernels[T], out operand[T], in []o
 	if err != nil {
 		return nil, err
 	}
-	return dev.ReLUFitSaving(out.data, in[0].data, l, k.opts)
+	return dev.ReLUFitSaving(out.data, in[0].data, nil, l, k.opts)
 }
 
 // reluFitGradKernel computes ∂L/∂mixture from (mixture, output, grad). The
@@ -85,5 +85,5 @@ func (k reluFitGradKernel[T]) doSaved(dev device.Kernels[T], out operand[T], in 
 	if err != nil {
 		return err
 	}
-	return dev.ReLUFitBackward(out.data, in[0].data, in[2].data, l, k.opts, saved)
+	return dev.ReLUFitBackward(out.data, nil, in[0].data, nil, in[2].data, l, k.opts, saved)
 }
