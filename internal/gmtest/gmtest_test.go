@@ -12,6 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 )
 
 // TestMixtures checks every field of a large draw against its Spec: weight
@@ -178,6 +181,19 @@ func TestCentral(t *testing.T) {
 	if got := Dot([]float64{1, 2, 3}, []float64{4, -5, 6}); got != 12 {
 		t.Errorf("Dot = %g, want 12", got)
 	}
+}
+
+// TestGraphGrad checks a graph of Gorgonia's own ops, y = a⊙b + a, whose
+// gradients Gorgonia computes, with respect to both inputs.
+func TestGraphGrad(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	in := []*tensor.Dense{
+		tensor.New(tensor.WithShape(2, 3), tensor.WithBacking(Normal(rng, 6))),
+		tensor.New(tensor.WithShape(2, 3), tensor.WithBacking(Normal(rng, 6))),
+	}
+	GraphGrad(t, rng, in, func(n []*G.Node) (*G.Node, error) {
+		return G.Add(G.Must(G.HadamardProd(n[0], n[1])), n[0])
+	}, 0, 1)
 }
 
 func TestWantGrad(t *testing.T) {
