@@ -181,8 +181,13 @@ func reluArgs(opts device.ReLUFitOptions) (paper int, coarse, floor, off float64
 }
 
 // ReLUFit is device.Kernels.ReLUFit on the GPU. Like the CPU kernel it reports a
-// non-finite output weight, which only extreme covariances can produce.
-func (c Kernels[T]) ReLUFit(y, x []T, l mixture.Layout, opts device.ReLUFitOptions) error {
+// non-finite output weight, which only extreme covariances can produce. The
+// GPU kernels fit mixtures without a constant: a fit with constants kappa
+// runs on the fallback, as its backward does.
+func (c Kernels[T]) ReLUFit(y, x, kappa []T, l mixture.Layout, opts device.ReLUFitOptions) error {
+	if kappa != nil {
+		return c.cpu.ReLUFit(y, x, kappa, l, opts)
+	}
 	paper, coarse, floor, off, err := reluArgs(opts)
 	if err != nil {
 		return err
@@ -205,15 +210,25 @@ func (c Kernels[T]) ReLUFit(y, x []T, l mixture.Layout, opts device.ReLUFitOptio
 
 // ReLUFitSaving is ReLUFit: the GPU kernels keep nothing between the passes,
 // since the backward recomputes the sums at the price of one more launch.
-func (c Kernels[T]) ReLUFitSaving(y, x []T, l mixture.Layout, opts device.ReLUFitOptions) (device.Saved, error) {
-	return nil, c.ReLUFit(y, x, l, opts)
+// With constants the fallback's saving forward runs, for the fallback's
+// backward.
+func (c Kernels[T]) ReLUFitSaving(y, x, kappa []T, l mixture.Layout, opts device.ReLUFitOptions) (device.Saved, error) {
+	if kappa != nil {
+		return c.cpu.ReLUFitSaving(y, x, kappa, l, opts)
+	}
+	return nil, c.ReLUFit(y, x, nil, l, opts)
 }
 
 // ReLUFitBackward is device.Kernels.ReLUFitBackward on the GPU: a pass over the
 // centroids computes ∂L/∂t, ∂L/∂e and the direct ∂L/∂x into device scratch,
 // which a pass over the components then reads; the scratch never leaves
-// the device. ReLUFitSaving saves nothing, so saved is always nil.
-func (c Kernels[T]) ReLUFitBackward(dx, x, g []T, l mixture.Layout, opts device.ReLUFitOptions, _ device.Saved) error {
+// the device. ReLUFitSaving saves nothing without constants, so saved is
+// then nil; with constants, or for ∂L/∂κ, the fallback computes the gradient
+// (with its own saved state).
+func (c Kernels[T]) ReLUFitBackward(dx, dkappa, x, kappa, g []T, l mixture.Layout, opts device.ReLUFitOptions, saved device.Saved) error {
+	if kappa != nil || dkappa != nil {
+		return c.cpu.ReLUFitBackward(dx, dkappa, x, kappa, g, l, opts, saved)
+	}
 	paper, coarse, floor, off, err := reluArgs(opts)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package gmnode
 
 import (
 	"github.com/gmcn-go/gmcn/ops"
+	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
 )
 
@@ -11,6 +12,38 @@ import (
 // component with multiplied weights and summed positions and covariances.
 func Conv(x, kernels *G.Node) (*G.Node, error) {
 	return G.ApplyOp(ops.NewConv(), x, kernels)
+}
+
+// ConvConstant returns the constants of Conv's output mixtures from the
+// constants kappa [B, Fi] of its input mixtures and the kernels
+// [Fo, Fi, Nk, ·], as a [B, Fo] node: a constant convolved with a kernel is
+// the constant times the kernel's integral, so
+//
+//	κ_out[b,o] = Σ_c κ[b,c]·Σ_k w[o,c,k],
+//
+// the matrix product of kappa with the transposed kernel integrals
+// (Integrate). Gradients flow into kappa and into the kernels' weights. The
+// same holds for ConvFit's output, which stands for Conv's.
+func ConvConstant(kappa, kernels *G.Node) (*G.Node, error) {
+	ks, cs := kernels.Shape(), kappa.Shape()
+	switch {
+	case kappa.Dtype() != kernels.Dtype():
+		return nil, errors.Errorf("gm.ConvConstant: input \"constant\" is %v but input \"kernels\" is %v; both must share one dtype", kappa.Dtype(), kernels.Dtype())
+	case len(ks) != 4:
+		return nil, errors.Errorf("gm.ConvConstant: input \"kernels\" must be [Fo, Fi, Nk, 1+D+D·D] (rank 4), got shape %v", ks)
+	case len(cs) != 2 || cs[1] != ks[1]:
+		return nil, errors.Errorf("gm.ConvConstant: input \"constant\" must be [B, Fi] with Fi = %d (the kernels' input channels), got shape %v", ks[1], cs)
+	}
+	integral, err := Integrate(kernels)
+	if err != nil {
+		return nil, errors.Wrap(err, "gm.ConvConstant")
+	}
+	t, err := G.Transpose(integral)
+	if err != nil {
+		return nil, errors.Wrap(err, "gm.ConvConstant")
+	}
+	y, err := G.Mul(kappa, t)
+	return y, errors.Wrap(err, "gm.ConvConstant")
 }
 
 // ScaleWeights returns x with every component weight multiplied by s;

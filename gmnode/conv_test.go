@@ -1,10 +1,12 @@
 package gmnode
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -87,5 +89,69 @@ func TestConvFitIntegral(t *testing.T) {
 				t.Errorf("case %d integral %d: %g, want Conv's %g", i, j, v, want[j])
 			}
 		}
+	}
+}
+
+// TestConvConstant checks ConvConstant against κ_out[b,o] = Σ_c κ[b,c]·Σ_k
+// w[o,c,k] computed from the kernel values, for sizes with every dimension
+// distinct and for sizes of 1 (one sample, one input or output channel),
+// and its shape and dtype errors.
+func TestConvConstant(t *testing.T) {
+	for _, c := range []struct{ b, fi, fo, nk int }{{3, 2, 4, 5}, {1, 1, 1, 1}, {1, 3, 1, 2}, {2, 1, 3, 2}} {
+		rng := rand.New(rand.NewPCG(uint64(c.b), uint64(c.fi)))
+		lk := mixture.Layout{B: c.fo, C: c.fi, N: c.nk, D: 2}
+		kd := gmtest.Mixtures[float64](rng, gmtest.StandardSpec(), c.fo, c.fi, c.nk, 2)
+		kappa := gmtest.Uniform[float64](rng, c.b*c.fi, -1, 1)
+		gr := G.NewGraph()
+		k := G.NewTensor(gr, tensor.Float64, 4, G.WithName("k"), G.WithValue(tensor.New(tensor.WithShape(lk.Shape()...), tensor.WithBacking(kd))))
+		kn := G.NewMatrix(gr, tensor.Float64, G.WithName("kappa"), G.WithValue(tensor.New(tensor.WithShape(c.b, c.fi), tensor.WithBacking(kappa))))
+		y, err := ConvConstant(kn, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runGraph(t, gr)
+		if s := y.Shape(); !s.Eq(tensor.Shape{c.b, c.fo}) {
+			t.Fatalf("%+v: shape %v, want (%d, %d)", c, s, c.b, c.fo)
+		}
+		want := make([]float64, c.b*c.fo)
+		for b := range c.b {
+			for o := range c.fo {
+				for i := range c.fi {
+					for j := range c.nk {
+						want[b*c.fo+o] += kappa[b*c.fi+i] * kd[lk.Offset(o, i, j)]
+					}
+				}
+			}
+		}
+		gmtest.WantClose(t, fmt.Sprintf("%+v", c), y.Value().Data().([]float64), want, 1e-14)
+	}
+
+	gr := G.NewGraph()
+	k := G.NewTensor(gr, tensor.Float64, 4, G.WithName("k"), G.WithShape(4, 3, 2, 7))
+	for _, c := range []struct {
+		name     string
+		kappa, k *G.Node
+		want     []string
+	}{
+		{"channels", G.NewMatrix(gr, tensor.Float64, G.WithShape(2, 4)), k, []string{"gm.ConvConstant", `"constant"`, "Fi = 3", "(2, 4)"}},
+		{"rank 1", G.NewVector(gr, tensor.Float64, G.WithShape(3)), k, []string{"gm.ConvConstant", `"constant"`, "[B, Fi]", "(3)"}},
+		{"kernel rank", G.NewMatrix(gr, tensor.Float64, G.WithShape(2, 3)), G.NewMatrix(gr, tensor.Float64, G.WithShape(4, 3)), []string{"gm.ConvConstant", `"kernels"`, "rank 4", "(4, 3)"}},
+		{"dtype", G.NewMatrix(gr, tensor.Float32, G.WithShape(2, 3)), k, []string{"gm.ConvConstant", `"constant" is float32`, `"kernels" is float64`}},
+	} {
+		_, err := ConvConstant(c.kappa, c.k)
+		gmtest.WantErr(t, err, c.want...)
+	}
+}
+
+// TestConvConstantGraphGrad checks ∂L/∂κ and ∂L/∂kernels of ConvConstant
+// against central differences in a graph, 2D and 3D.
+func TestConvConstantGraphGrad(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		rng := rand.New(rand.NewPCG(15, uint64(d)))
+		k := tensor.New(tensor.WithShape(2, 3, 2, 1+d+d*d), tensor.WithBacking(gmtest.Mixtures[float64](rng, gmtest.StandardSpec(), 2, 3, 2, d)))
+		kappa := tensor.New(tensor.WithShape(4, 3), tensor.WithBacking(gmtest.Uniform[float64](rng, 12, -1, 1)))
+		gmtest.GraphGrad(t, rng, []*tensor.Dense{kappa, k}, func(in []*G.Node) (*G.Node, error) {
+			return ConvConstant(in[0], in[1])
+		}, 0, 1)
 	}
 }

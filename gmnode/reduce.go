@@ -66,8 +66,10 @@ func UseTreeHEM(t int, opts ...TreeHEMOption) Reduction {
 type ReduceOption func(*reduceConfig)
 
 type reduceConfig struct {
-	relu  []ops.ReLUFitOptions
-	dense **G.Node
+	relu     []ops.ReLUFitOptions
+	dense    **G.Node
+	kappa    *G.Node
+	kappaOut **G.Node
 }
 
 // WithReLUFitOptions passes o to the dense ReLU fit (default: the reference
@@ -82,8 +84,17 @@ func KeepDense(dense **G.Node) ReduceOption {
 	return func(c *reduceConfig) { c.dense = dense }
 }
 
+// WithConstant fits the mixtures with their constants kappa [B, C]
+// (ReLUFitConstant instead of ReLUFit) and stores the new constants κ⁺ in
+// *kappaOut unless kappaOut is nil. A reduction keeps a mixture's constant,
+// so κ⁺ is the constant of the reduced mixtures too.
+func WithConstant(kappa *G.Node, kappaOut **G.Node) ReduceOption {
+	return func(c *reduceConfig) { c.kappa, c.kappaOut = kappa, kappaOut }
+}
+
 // ReLUFitReduce is the activation block of a GMCN layer: the dense ReLU fit
-// of x [B, C, N, ·] (ReLUFit) followed by the reduction of every mixture to
+// of x [B, C, N, ·] (ReLUFit, or ReLUFitConstant with the option
+// WithConstant) followed by the reduction of every mixture to
 // np components with method, [B, C, np, ·]. np < 0 means no reduction (the
 // last layer) and returns the dense fit [B, C, N, ·]; np = 0 is an error.
 func ReLUFitReduce(x *G.Node, np int, method Reduction, opts ...ReduceOption) (*G.Node, error) {
@@ -97,9 +108,18 @@ func ReLUFitReduce(x *G.Node, np int, method Reduction, opts ...ReduceOption) (*
 	if np == 0 {
 		return nil, errors.New("gm.ReLUFitReduce: np = 0 output components; use np ≥ 1, or np < 0 for no reduction")
 	}
-	dense, err := ReLUFit(x, c.relu...)
+	var dense, kappaOut *G.Node
+	var err error
+	if c.kappa != nil {
+		dense, kappaOut, err = ReLUFitConstant(x, c.kappa, c.relu...)
+	} else {
+		dense, err = ReLUFit(x, c.relu...)
+	}
 	if err != nil {
 		return nil, err
+	}
+	if c.kappaOut != nil {
+		*c.kappaOut = kappaOut
 	}
 	if c.dense != nil {
 		*c.dense = dense

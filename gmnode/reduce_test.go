@@ -3,6 +3,7 @@ package gmnode
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,7 +95,7 @@ func TestReLUFitReduce(t *testing.T) {
 				}
 				runGraph(t, g)
 				wantDense := make([]float64, l.Len())
-				if err := cpu.ReLUFit(wantDense, xd, l, device.ReLUFitOptions{}); err != nil {
+				if err := cpu.ReLUFit(wantDense, xd, nil, l, device.ReLUFitOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				want := make([]float64, lo.Len())
@@ -111,7 +112,7 @@ func TestReLUFitReduce(t *testing.T) {
 				if err := c.back(dDense, wantDense, rd, l); err != nil {
 					t.Fatal(err)
 				}
-				if err := cpu.ReLUFitBackward(wantGrad, xd, dDense, l, device.ReLUFitOptions{}); err != nil {
+				if err := cpu.ReLUFitBackward(wantGrad, nil, xd, nil, dDense, l, device.ReLUFitOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				if e := gmtest.MaxAbsDiff(grads[0].Value().Data().([]float64), wantGrad); e > 1e-12*(1+gmtest.MaxAbs(wantGrad)) {
@@ -119,6 +120,36 @@ func TestReLUFitReduce(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestReLUFitReduceWithConstant checks that WithConstant fits with the
+// constants (the kept dense node is cpu.ReLUFit's with them), stores the new
+// constants max(κ, 0), and may discard them.
+func TestReLUFitReduceWithConstant(t *testing.T) {
+	l := mixture.Layout{B: 2, C: 2, N: 12, D: 2}
+	xd := reduceInput(rand.New(rand.NewPCG(2, 2)), l)
+	kd := []float64{0.4, -0.3, 0, 1.2}
+	g := G.NewGraph()
+	x := G.NewTensor(g, tensor.Float64, 4, G.WithName("x"), G.WithValue(tensor.New(tensor.WithShape(l.Shape()...), tensor.WithBacking(xd))))
+	kappa := G.NewMatrix(g, tensor.Float64, G.WithName("kappa"), G.WithValue(tensor.New(tensor.WithShape(2, 2), tensor.WithBacking(kd))))
+	var dense, kappaOut *G.Node
+	if _, err := ReLUFitReduce(x, 4, UseMEM(), WithConstant(kappa, &kappaOut), KeepDense(&dense)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReLUFitReduce(x, 4, UseMEM(), WithConstant(kappa, nil)); err != nil {
+		t.Fatal(err)
+	}
+	runGraph(t, g)
+	want := make([]float64, l.Len())
+	if err := cpu.ReLUFit(want, xd, kd, l, device.ReLUFitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(dense.Value().Data().([]float64), want) {
+		t.Error("the dense fit differs from cpu.ReLUFit with the constants")
+	}
+	if got := kappaOut.Value().Data().([]float64); !slices.Equal(got, []float64{0.4, 0, 0, 1.2}) {
+		t.Errorf("new constants %v, want max(κ, 0) = [0.4 0 0 1.2]", got)
 	}
 }
 

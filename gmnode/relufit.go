@@ -4,6 +4,7 @@ import (
 	"github.com/gmcn-go/gmcn/ops"
 	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 )
 
 // ReLUFit returns the dense ReLU fit of every mixture of x [B, C, N, ·]: a
@@ -12,15 +13,63 @@ import (
 // the reference code's formulas and constants, whose weights are all
 // positive (the paper's variant gives weights ≥ 0); at most one
 // ops.ReLUFitOptions may be given. The fit assumes a zero mixture constant,
-// as the model uses it.
+// as the model uses it by default; ReLUFitConstant fits mixtures with
+// constants.
 func ReLUFit(x *G.Node, opts ...ops.ReLUFitOptions) (*G.Node, error) {
-	var o ops.ReLUFitOptions
-	switch len(opts) {
-	case 0:
-	case 1:
-		o = opts[0]
-	default:
-		return nil, errors.Errorf("gm.ReLUFit: at most one ReLUFitOptions, got %d", len(opts))
+	o, err := reluFitOptions("gm.ReLUFit", opts)
+	if err != nil {
+		return nil, err
 	}
 	return G.ApplyOp(ops.NewReLUFit(o), x)
+}
+
+// ReLUFitConstant is ReLUFit for mixtures with constants: kappa [B, C]
+// holds the value κ of every mixture of x at infinity (the reference's
+// "bias"), and the fit approximates max(f + κ, 0) by fit + κ⁺ (see
+// ops.NewReLUFitConstant). It returns the fitted mixtures [B, C, N, ·] and
+// their new constants κ⁺ = max(κ, 0) [B, C]. With κ = 0 the fit is
+// ReLUFit's, bit for bit. Where κ > 0 a fitted weight may be negative: the
+// fitted function max(f + κ, 0) − κ⁺ is f itself where 0 < f + κ < κ.
+//
+// Gradients flow into x and kappa. The derivative of κ⁺ at κ = 0 is taken as
+// 0, as the fit takes it for its own use of κ⁺ (Gorgonia's Rectify would
+// take 1), so the gradient at κ = 0 is the one-sided derivative from below.
+func ReLUFitConstant(x, kappa *G.Node, opts ...ops.ReLUFitOptions) (fit, kappaOut *G.Node, err error) {
+	o, err := reluFitOptions("gm.ReLUFitConstant", opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if fit, err = G.ApplyOp(ops.NewReLUFitConstant(o), x, kappa); err != nil {
+		return nil, nil, err
+	}
+	if kappaOut, err = positivePart(kappa); err != nil {
+		return nil, nil, errors.Wrap(err, "gm.ReLUFitConstant: the new constant max(κ, 0)")
+	}
+	return fit, kappaOut, nil
+}
+
+// reluFitOptions returns the one ReLUFitOptions of opts, or the zero value
+// for none; fn names the caller in the error for more than one.
+func reluFitOptions(fn string, opts []ops.ReLUFitOptions) (ops.ReLUFitOptions, error) {
+	switch len(opts) {
+	case 0:
+		return ops.ReLUFitOptions{}, nil
+	case 1:
+		return opts[0], nil
+	}
+	return ops.ReLUFitOptions{}, errors.Errorf("%s: at most one ReLUFitOptions, got %d", fn, len(opts))
+}
+
+// positivePart returns max(x, 0) elementwise as x·[x > 0], whose derivative
+// [x > 0] is 0 at x = 0.
+func positivePart(x *G.Node) (*G.Node, error) {
+	var zero any = float64(0)
+	if x.Dtype() == tensor.Float32 {
+		zero = float32(0)
+	}
+	mask, err := G.Gt(x, G.NewConstant(zero), true)
+	if err != nil {
+		return nil, err
+	}
+	return G.HadamardProd(x, mask)
 }

@@ -8,7 +8,9 @@
 // Conv → ÷F_i → dense ReLU fitting → reduction (TreeHEM T=2 by default, none
 // in the last block) → CovScaleNorm (running average), then Integrate →
 // BatchNorm → LogSoftMax → NLL. Optionally a dense head (fully connected
-// layer) follows the integration, mixing GM and dense layers in one graph.
+// layer) follows the integration, mixing GM and dense layers in one graph,
+// and learnable biases enter the mixtures' constants before every ReLU fit
+// (Config.Bias, BiasType).
 //
 // The model owns its training mode and BatchNorm's running statistics
 // (SetTraining, SetState, SetBNStats) and applies them at the start of every

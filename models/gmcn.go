@@ -38,6 +38,10 @@ type Config struct {
 	// and the reduction then work on n instead of Fi·Ni·N_k Gaussians.
 	// 0 keeps the reference's path.
 	Fused int
+	// Bias selects learnable biases in the mixtures' constants before every
+	// ReLU fit (see BiasType); the zero value BiasNone is the reference's
+	// default model, without constants.
+	Bias  BiasType
 	Dtype tensor.Dtype // tensor.Float32 if nil
 	Seed  uint64
 }
@@ -69,6 +73,9 @@ type Model struct {
 	// CovNorms are the blocks' running-average CovScaleNorm ops, in block
 	// order.
 	CovNorms []*ops.CovScaleNorm
+	// Biases are the blocks' [1, F_o] biases of the constants, in block
+	// order; empty with BiasNone.
+	Biases G.Nodes
 
 	logProb  G.Value
 	integral G.Value
@@ -107,6 +114,10 @@ func Build(cfg Config) (*Model, error) {
 		return nil, errors.Wrap(err, "input normalisation")
 	}
 	fi := l.InputChannels
+	var kappa *G.Node // the mixtures' constants [B, C], nil with BiasNone
+	if cfg.Bias != BiasNone {
+		kappa = zeroConstants(cfg.Dtype, cfg.Batch, fi)
+	}
 	for i, b := range l.Blocks {
 		name := fmt.Sprintf("conv%d", i+1)
 		k, err := gmnode.NewKernel(g, b.Channels, fi, cfg.KernelGaussians, cfg.D, b.Radius, rng, cfg.Dtype, name, cfg.Kernel...)
@@ -129,7 +140,17 @@ func Build(cfg Config) (*Model, error) {
 			return nil, errors.Wrap(err, name)
 		}
 		m.row(name+stage, x)
-		if x, err = gmnode.ReLUFitReduce(x, b.Gaussians, cfg.Reduction); err != nil {
+		var fit []gmnode.ReduceOption
+		if kappa != nil {
+			if kappa, err = m.constant(kappa, k.Node(), fi, b.Channels, name); err != nil {
+				return nil, errors.Wrap(err, name)
+			}
+			m.row(name+" constant (÷ Fi, bias)", kappa)
+			// The fit replaces kappa by its new constants κ⁺, which the
+			// reduction and CovScaleNorm keep.
+			fit = append(fit, gmnode.WithConstant(kappa, &kappa))
+		}
+		if x, err = gmnode.ReLUFitReduce(x, b.Gaussians, cfg.Reduction, fit...); err != nil {
 			return nil, errors.Wrapf(err, "block %d fitting", i+1)
 		}
 		var cn *ops.CovScaleNorm
@@ -197,6 +218,8 @@ func (cfg *Config) normalise() error {
 		return errors.Errorf("model: dense head size must be ≥ 0, got %d", cfg.DenseHead)
 	case cfg.Fused < 0:
 		return errors.Errorf("model: the fused factor must be ≥ 0 (0: unfused), got %d", cfg.Fused)
+	case cfg.Bias < BiasNone || cfg.Bias > BiasNegativeSoftplus:
+		return errors.Errorf("model: unknown bias type %v", cfg.Bias)
 	}
 	return nil
 }
@@ -228,7 +251,7 @@ func (m *Model) batchNorm(y *G.Node) (*G.Node, error) {
 	// PyTorch's initial statistics, which BatchNormOp also resets to.
 	m.bnMean = tensor.New(tensor.WithShape(c), tensor.Of(m.Config.Dtype))
 	m.bnVar = tensor.New(tensor.WithShape(c), tensor.Of(m.Config.Dtype))
-	if err := m.bnVar.Memset(oneOf(m.Config.Dtype)); err != nil {
+	if err := m.bnVar.Memset(scalar(m.Config.Dtype, 1)); err != nil {
 		return nil, errors.Wrap(err, "batch norm statistics")
 	}
 	if err := m.addStatsHook(out); err != nil {
@@ -236,6 +259,17 @@ func (m *Model) batchNorm(y *G.Node) (*G.Node, error) {
 	}
 	m.row("batch norm", out)
 	return out, nil
+}
+
+// constant adds block name's bias [1, fo] to the model and returns the
+// constants its ReLU fit sees, from the carried constants kappa and the
+// block's kernels (blockConstant).
+func (m *Model) constant(kappa, kernels *G.Node, fi, fo int, name string) (*G.Node, error) {
+	dt := m.Config.Dtype
+	bias := G.NewTensor(m.Graph, dt, 2, G.WithShape(1, fo), G.WithName(name+"_bias"),
+		G.WithInit(G.ValuesOf(scalar(dt, m.Config.Bias.initial()))))
+	m.Biases = append(m.Biases, bias)
+	return blockConstant(kappa, kernels, bias, fi, m.Config.Bias)
 }
 
 // denseHead adds Linear(C → H) → ReLU → Linear(H → classes).
@@ -280,7 +314,9 @@ func heInit(rng *rand.Rand, dt tensor.Dtype, in, out int) *tensor.Dense {
 }
 
 // Learnables returns every trained parameter: kernel raws, the input gain,
-// the BatchNorm affine parameters and the dense head.
+// the BatchNorm affine parameters, the dense head and the biases of the
+// constants. The biases come last, so a model without them has the
+// parameters, and the checkpoints, of a model built before they existed.
 func (m *Model) Learnables() G.Nodes {
 	var ns G.Nodes
 	for _, k := range m.Kernels {
@@ -290,7 +326,7 @@ func (m *Model) Learnables() G.Nodes {
 	for i := range m.DenseW {
 		ns = append(ns, m.DenseW[i], m.DenseB[i])
 	}
-	return ns
+	return append(ns, m.Biases...)
 }
 
 // ParamCount returns the number of GM parameters as the paper counts them
@@ -330,7 +366,11 @@ func (m *Model) Table() string {
 	if m.Config.Fused > 0 {
 		fused = fmt.Sprintf("fused ×%d", m.Config.Fused)
 	}
-	fmt.Fprintf(&sb, "GMCN %s  (D=%d, N_k=%d, %s, %s, batch %d, %v)\n", m.Config.Layout, m.Config.D, m.Config.KernelGaussians, fused, m.Config.Reduction, m.Config.Batch, m.Config.Dtype)
+	bias := ""
+	if m.Config.Bias != BiasNone {
+		bias = ", bias " + m.Config.Bias.String()
+	}
+	fmt.Fprintf(&sb, "GMCN %s  (D=%d, N_k=%d, %s, %s%s, batch %d, %v)\n", m.Config.Layout, m.Config.D, m.Config.KernelGaussians, fused, m.Config.Reduction, bias, m.Config.Batch, m.Config.Dtype)
 	for _, r := range m.rows {
 		sb.WriteString("  " + r + "\n")
 	}
@@ -357,10 +397,10 @@ func (m *Model) SetBNStats(mean, variance []float64) error {
 	return m.applyMode()
 }
 
-// oneOf returns 1 in the dtype dt (float32 or float64).
-func oneOf(dt tensor.Dtype) any {
+// scalar returns v in the dtype dt (float32 or float64).
+func scalar(dt tensor.Dtype, v float64) any {
 	if dt == tensor.Float64 {
-		return float64(1)
+		return v
 	}
-	return float32(1)
+	return float32(v)
 }

@@ -60,6 +60,9 @@ var deviceCases = []deviceCase{
 		return []*tensor.Dense{randomMixture(rng, 2, 3, 4, d), evalPoints(rng, 1, 3, 5, d)}
 	}},
 	{"ReLUFit", opOnly(func() G.Op { return NewReLUFit(ReLUFitOptions{}) }), oneMixture(2, 2, 6)},
+	{"ReLUFitConstant", opOnly(func() G.Op { return NewReLUFitConstant(ReLUFitOptions{}) }), func(rng *rand.Rand, d int) []*tensor.Dense {
+		return []*tensor.Dense{randomMixture(rng, 2, 2, 6, d), tensor.New(tensor.WithShape(2, 2), tensor.WithBacking([]float64{0.3, -0.2, 0, 0.6}))}
+	}},
 	{"TreeHEM", opOnly(func() G.Op { return NewTreeHEM(4, TreeHEMOptions{Reduction: 2}) }), func(rng *rand.Rand, d int) []*tensor.Dense {
 		// TreeHEM is meant for the positive output of the ReLU fit; weights
 		// of both signs can make its normalisation explode (docs/treehem.md).

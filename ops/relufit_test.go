@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,10 +17,12 @@ import (
 )
 
 // relufitStableMixture returns a random float64 batch whose weights are at
-// least 0.2 away from 0 and whose target t_k = Σ_j a_j N(μ_k; μ_j, Σ_j) is
-// at least 1e-3 away from 0 at every centroid, so the masks a > 0 and t > 0
-// cannot flip under the finite-difference steps.
-func relufitStableMixture(t *testing.T, rng *rand.Rand, b, c, n, d int) *tensor.Dense {
+// least 0.2 away from 0 and whose decisions with the constants kappa (one
+// per mixture, nil for none) are at least 1e-3 away from flipping: the
+// target t_k = Σ_j a_j N(μ_k; μ_j, Σ_j) + κ at every centroid and a_j + κ
+// for every weight. The masks of the fit then cannot flip under the
+// finite-difference steps.
+func relufitStableMixture(t *testing.T, rng *rand.Rand, b, c, n, d int, kappa []float64) *tensor.Dense {
 	t.Helper()
 	l := mixture.Layout{B: b, C: c, N: n, D: d}
 	st := l.Stride()
@@ -32,10 +35,14 @@ outer:
 			data[i] = math.Copysign(0.2+0.8*math.Abs(data[i]), data[i])
 		}
 		for m := range l.Mixtures() {
+			var k float64
+			if kappa != nil {
+				k = kappa[m]
+			}
 			mx := mixture.Mixture(data, l, m)
 			cpu.PrepareMixture(d, mx, ps)
-			for k := range n {
-				if math.Abs(cpu.EvalMixture(d, ps, mx[k*st+1:k*st+1+d])) < 1e-3 {
+			for j := range n {
+				if math.Abs(cpu.EvalMixture(d, ps, mx[j*st+1:j*st+1+d])+k) < 1e-3 || math.Abs(mx[j*st]+k) < 1e-3 {
 					continue outer
 				}
 			}
@@ -54,7 +61,7 @@ func TestReLUFitGraphGrad(t *testing.T) {
 		for _, d := range []int{2, 3} {
 			t.Run(fmt.Sprintf("variant%d_%dD", opts.Variant, d), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(3, uint64(d)))
-				x := relufitStableMixture(t, rng, 2, 2, 5, d)
+				x := relufitStableMixture(t, rng, 2, 2, 5, d, nil)
 				checkGraphGrad(t, rng, []*tensor.Dense{x}, func(in []*G.Node) (*G.Node, error) {
 					return G.ApplyOp(NewReLUFit(opts), in[0])
 				}, 0)
@@ -63,27 +70,106 @@ func TestReLUFitGraphGrad(t *testing.T) {
 	}
 }
 
-// TestReLUFitOpFloat32 runs the op in both precisions and compares.
+// TestReLUFitConstantGraphGrad checks both gradients of the fit with
+// constants, ∂L/∂mixture and ∂L/∂constant, in a Gorgonia graph against
+// central differences: 2D and 3D, both variants, constants all positive,
+// all negative and of mixed signs (with one exactly 0, a kink of the fit,
+// whose ∂L/∂κ the kernel tests check against one-sided differences; here
+// ∂L/∂mixture is checked for it).
+func TestReLUFitConstantGraphGrad(t *testing.T) {
+	for _, opts := range []ReLUFitOptions{{}, {Variant: device.ReLUFitPaper}} {
+		for _, d := range []int{2, 3} {
+			for _, c := range []struct {
+				name  string
+				kappa []float64
+			}{
+				{"positive", []float64{0.35, 0.6, 0.25, 0.5}},
+				{"negative", []float64{-0.35, -0.6, -0.25, -0.5}},
+				{"mixed", []float64{0.45, -0.3, 0.3, -0.5}},
+				{"zero", []float64{0, 0.4, 0, -0.4}},
+			} {
+				t.Run(fmt.Sprintf("variant%d_%dD_%s", opts.Variant, d, c.name), func(t *testing.T) {
+					rng := rand.New(rand.NewPCG(3, uint64(d)))
+					x := relufitStableMixture(t, rng, 2, 2, 5, d, c.kappa)
+					kappa := tensor.New(tensor.WithShape(2, 2), tensor.WithBacking(slices.Clone(c.kappa)))
+					wrt := []int{0, 1}
+					if slices.Contains(c.kappa, 0) {
+						wrt = wrt[:1]
+					}
+					checkGraphGrad(t, rng, []*tensor.Dense{x, kappa}, func(in []*G.Node) (*G.Node, error) {
+						return G.ApplyOp(NewReLUFitConstant(opts), in[0], in[1])
+					}, wrt...)
+				})
+			}
+		}
+	}
+}
+
+// TestReLUFitConstantZeroOp checks that the op with constants 0 returns
+// NewReLUFit's output and ∂L/∂mixture bit for bit.
+func TestReLUFitConstantZeroOp(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		rng := rand.New(rand.NewPCG(9, uint64(d)))
+		x := randomMixture(rng, 2, 3, 11, d)
+		zero := tensor.New(tensor.WithShape(2, 3), tensor.Of(tensor.Float64))
+		g := randomMixture(rng, 2, 3, 11, d)
+		plain, withZero := NewReLUFit(ReLUFitOptions{}), NewReLUFitConstant(ReLUFitOptions{})
+		y0, err0 := plain.Do(x)
+		y1, err1 := withZero.Do(x, zero)
+		dx0, err2 := gradOf(plain, 0).Do(x, y0, g)
+		dx1, err3 := gradOf(withZero, 0).Do(x, zero, y1, g)
+		for _, err := range []error{err0, err1, err2, err3} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !slices.Equal(y0.Data().([]float64), y1.Data().([]float64)) || !slices.Equal(dx0.Data().([]float64), dx1.Data().([]float64)) {
+			t.Errorf("D=%d: the fit with κ = 0 differs from the fit without a constant", d)
+		}
+	}
+}
+
+// TestReLUFitOpFloat32 runs the op, without and with constants, in both
+// precisions and compares the outputs and, with constants, ∂L/∂constant.
 func TestReLUFitOpFloat32(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		rng := rand.New(rand.NewPCG(4, uint64(d)))
 		x := randomMixture(rng, 2, 3, 17, d)
-		x64 := x.Data().([]float64)
-		x32 := gmtest.To32(x64)
-		op := NewReLUFit(ReLUFitOptions{})
-		y64, err := op.Do(x)
-		if err != nil {
-			t.Fatal(err)
-		}
-		y32, err := op.Do(tensor.New(tensor.WithShape(x.Shape()...), tensor.WithBacking(x32)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, b := y32.Data().([]float32), y64.Data().([]float64)
-		for i := range a {
-			if math.Abs(float64(a[i])-b[i]) > 1e-5*math.Max(1, math.Abs(b[i])) {
-				t.Fatalf("D=%d: y[%d] float32 %v, float64 %v", d, i, a[i], b[i])
+		kappa := tensor.New(tensor.WithShape(2, 3), tensor.WithBacking(gmtest.Uniform[float64](rng, 6, -0.5, 0.5)))
+		g := randomMixture(rng, 2, 3, 17, d)
+		for _, c := range []struct {
+			op G.Op
+			in []*tensor.Dense
+		}{
+			{NewReLUFit(ReLUFitOptions{}), []*tensor.Dense{x}},
+			{NewReLUFitConstant(ReLUFitOptions{}), []*tensor.Dense{x, kappa}},
+		} {
+			in64, in32 := values(c.in), make([]G.Value, len(c.in))
+			for i, v := range c.in {
+				in32[i] = as32(v)
 			}
+			y64, err := c.op.Do(in64...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			y32, err := c.op.Do(in32...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := fmt.Sprintf("D=%d, %d inputs", d, len(c.in))
+			gmtest.WantClose(t, name+" output", y32.Data().([]float32), y64.Data().([]float64), 1e-5)
+			if len(c.in) == 1 {
+				continue
+			}
+			dk64, err := gradOf(c.op, 1).Do(append(in64, y64, g)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dk32, err := gradOf(c.op, 1).Do(append(in32, y32, as32(g))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gmtest.WantClose(t, name+" ∂L/∂constant", dk32.Data().([]float32), dk64.Data().([]float64), 1e-4)
 		}
 	}
 }
@@ -134,6 +220,58 @@ func TestReLUFitOpErrors(t *testing.T) {
 			gmtest.WantErr(t, errDo, c.want...)
 		})
 	}
+}
+
+// TestReLUFitConstantOpErrors checks the op's checks of the input
+// "constant": its shape against the mixture's [B, C], its values, and its
+// dtype against the mixture's; every error names the op and the input, and
+// the shape errors what was expected and found.
+func TestReLUFitConstantOpErrors(t *testing.T) {
+	x := randomMixture(rand.New(rand.NewPCG(5, 5)), 2, 3, 4, 2)
+	kappa := func(shape ...int) *tensor.Dense {
+		return tensor.New(tensor.WithShape(shape...), tensor.Of(tensor.Float64))
+	}
+	edit := func(f func(k []float64)) *tensor.Dense {
+		k := kappa(2, 3)
+		f(k.Data().([]float64))
+		return k
+	}
+	for _, c := range []struct {
+		name     string
+		x, kappa *tensor.Dense
+		want     []string
+	}{
+		{"rank 1", x, kappa(6), []string{"gm.ReLUFit", `"constant"`, "rank 2", "(6)"}},
+		{"rank 3", x, kappa(2, 3, 1), []string{"gm.ReLUFit", `"constant"`, "rank 2", "(2, 3, 1)"}},
+		{"one channel too many", x, kappa(2, 4), []string{"gm.ReLUFit", `"constant"`, "shape (2, 3)", "got (2, 4)"}},
+		{"batch and channels swapped", x, kappa(3, 2), []string{"gm.ReLUFit", `"constant"`, "shape (2, 3)", "got (3, 2)"}},
+		{"NaN", x, edit(func(k []float64) { k[4] = math.NaN() }), []string{"gm.ReLUFit", `"constant"`, "non-finite", "NaN", "index 4"}},
+		{"Inf", x, edit(func(k []float64) { k[0] = math.Inf(-1) }), []string{"gm.ReLUFit", `"constant"`, "non-finite", "-Inf", "index 0"}},
+		{"float32 constant", x, as32(kappa(2, 3)), []string{"gm.ReLUFit", `"constant"`, "float32", `"mixture"`, "float64"}},
+		{"float32 mixture", as32(x), kappa(2, 3), []string{"gm.ReLUFit", `"constant"`, "float64", `"mixture"`, "float32"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			op := NewReLUFitConstant(ReLUFitOptions{})
+			_, errShape := op.InferShape(c.x.Shape(), c.kappa.Shape())
+			_, errDo := op.Do(c.x, c.kappa)
+			if errShape != nil { // value and dtype errors only show when the op runs
+				gmtest.WantErr(t, errShape, c.want...)
+			}
+			gmtest.WantErr(t, errDo, c.want...)
+			// The grad ops check their inputs the same way.
+			y := randomMixture(rand.New(rand.NewPCG(6, 6)), 2, 3, 4, 2)
+			for i := range 2 {
+				_, err := gradOf(op, i).Do(c.x, c.kappa, y, y)
+				gmtest.WantErr(t, err, c.want[1:]...)
+			}
+		})
+	}
+	// A graph rejects a wrong shape when the op is applied.
+	g := G.NewGraph()
+	xn := G.NewTensor(g, tensor.Float64, 4, G.WithShape(2, 3, 4, 7), G.WithName("x"))
+	kn := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 2), G.WithName("kappa"))
+	_, err := G.ApplyOp(NewReLUFitConstant(ReLUFitOptions{}), xn, kn)
+	gmtest.WantErr(t, err, "gm.ReLUFit", `"constant"`, "shape (2, 3)", "got (3, 2)")
 }
 
 // TestReLUFitGradOpErrors checks the gradient op's own checks.

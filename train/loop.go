@@ -146,6 +146,10 @@ func newTrainer(cfg models.Config, trainSet, testSet *dataset.Inputs, opt Option
 		// keys of the checkpoints written before shards existed.
 		key += fmt.Sprintf("|shards%d", t.shards)
 	}
+	if t.cfg.Bias != models.BiasNone {
+		// Likewise, a model without biases keeps the keys of before.
+		key += "|bias " + t.cfg.Bias.String()
+	}
 	t.pcg = rand.NewPCG(opt.Seed, 0xda3e39cb94b95bdb)
 	if t.comm.Size() > 1 {
 		if err := t.startFromRoot(key); err != nil {

@@ -31,6 +31,7 @@ type RunConfig struct {
 	Reduction  string    `json:"reduction"`       // "treehem2", "treehem4", "treehem8", "mem" or "max"
 	Fused      int       `json:"fused,omitempty"` // > 0: fused convolution-fitting to Fused·N_p Gaussians (models.Config.Fused)
 	DenseHead  int       `json:"dense_head"`
+	Bias       string    `json:"bias,omitempty"` // biases of the constants: "none" or "", "normal", "negative-softplus" (models.Config.Bias)
 	Batch      int       `json:"batch"`
 	// Accumulate is the number of batches each rank computes per step, their
 	// gradients averaged (train.Options.Accumulate); 0 means 1.

@@ -28,7 +28,7 @@ type Setup struct {
 	// the dimension from the data set.
 	Fit dataset.FitConfig
 	// Model is the model: the parsed layer string with the radii, the
-	// reduction, the dense head and the fused factor.
+	// reduction, the dense head, the fused factor and the bias type.
 	Model models.Config
 	// CacheDir is the folder of the input caches ("cache" if Run leaves
 	// it empty).
@@ -121,8 +121,12 @@ func Resolve(c RunConfig) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
+	bias, err := models.ParseBiasType(c.Bias)
+	if err != nil {
+		return nil, err
+	}
 	s.Model = models.Config{Layout: l, D: src.dim, Classes: src.classes, Batch: c.Batch, KernelGaussians: c.Kernel,
-		Reduction: red, DenseHead: c.DenseHead, Fused: c.Fused, Seed: c.Seed}
+		Reduction: red, DenseHead: c.DenseHead, Fused: c.Fused, Bias: bias, Seed: c.Seed}
 	if s.Fit, err = fitConfig(c, src.dim, l.InputGaussians); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gmcn-go/gmcn/dataset"
+	"github.com/gmcn-go/gmcn/models"
 )
 
 // TestResolvePresets checks that every preset resolves, with the model's
@@ -58,6 +59,22 @@ func TestResolveFit(t *testing.T) {
 	}
 }
 
+// TestResolveBias checks that run.json's bias names the model's bias type,
+// none when it is left out, as in the files written before it existed.
+func TestResolveBias(t *testing.T) {
+	for name, want := range map[string]models.BiasType{"": models.BiasNone, "none": models.BiasNone,
+		"normal": models.BiasNormal, "negative-softplus": models.BiasNegativeSoftplus} {
+		c := Presets["demo"]
+		c.Bias = name
+		s, err := Resolve(c)
+		if err != nil {
+			t.Errorf("bias %q: %v", name, err)
+		} else if s.Model.Bias != want {
+			t.Errorf("bias %q: model bias %v, want %v", name, s.Model.Bias, want)
+		}
+	}
+}
+
 func TestResolveErrors(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -79,6 +96,7 @@ func TestResolveErrors(t *testing.T) {
 		{"kernel", func(c *RunConfig) { c.Kernel = -1 }, "kernel_gaussians is -1"},
 		{"classes 3D", func(c *RunConfig) { c.Dataset, c.FitInit = "modelnet40", "fps" }, "end in 10 channels but modelnet40 has 40 classes"},
 		{"reduction", func(c *RunConfig) { c.Reduction = "median" }, `unknown reduction "median"`},
+		{"bias", func(c *RunConfig) { c.Bias = "positive" }, `unknown bias type "positive" (want none, normal or negative-softplus)`},
 		{"fit init", func(c *RunConfig) { c.FitInit = "fps" }, "method fps fits 3D data, the data is 2D"},
 		{"fit name", func(c *RunConfig) { c.FitInit = "em" }, `fit method "em"`},
 	} {

@@ -110,7 +110,7 @@ func run(w *os.File, b, samples int, seed uint64, np1, np2 int, r1, r2 float64) 
 				conv, lc = convolve(in, layer.k, lin, layer.lk)
 			}
 			dense := make([]float64, len(conv))
-			if err := cpu.ReLUFit(dense, conv, lc, device.ReLUFitOptions{}); err != nil {
+			if err := cpu.ReLUFit(dense, conv, nil, lc, device.ReLUFitOptions{}); err != nil {
 				return fmt.Errorf("%s layer %d ReLU fit: %w", m.name, li+1, err)
 			}
 			lr := lc

@@ -139,6 +139,7 @@ func TestBadCommandLines(t *testing.T) {
 		{"train --radii 1,2", 2, "2 radii for 3 blocks"},
 		{"train --radii 1,NaN,2", 2, `"NaN" is not a finite number`},
 		{"train --reduction nope", 2, `unknown reduction "nope"`},
+		{"train --bias nope", 2, `unknown bias type "nope"`},
 		{"train --fit-init fps", 2, "fps"},
 		{"train --device tpu", 2, `--device "tpu": this build has`},
 		{"train --root a --data b", 2, "disagree"},

@@ -27,6 +27,7 @@ func TestParseTrain(t *testing.T) {
 		{"--radii 1,2,3 --reduction mem --dense 4", func(c *train.RunConfig) { c.Radii, c.Reduction, c.DenseHead = []float64{1, 2, 3}, "mem", 4 }, "runs/demo", 10 * time.Minute},
 		{"--root d --data d --cache c --out o --checkpoint-every 0", func(c *train.RunConfig) { c.DataDir, c.CacheDir = "d", "c" }, "o", 0},
 		{"--preset paper --fused 2", func(c *train.RunConfig) { *c = train.Presets["paper"]; c.Fused = 2 }, "runs/paper", 10 * time.Minute},
+		{"--bias normal --reduction mem", func(c *train.RunConfig) { c.Bias, c.Reduction = "normal", "mem" }, "runs/demo", 10 * time.Minute},
 	} {
 		r, err := parse("train", strings.Fields(c.args))
 		if err != nil {
@@ -79,6 +80,7 @@ func FuzzParse(f *testing.F) {
 		"fit-inputs --preset paper --fit-em 2", "eval --run x --test-limit 5", "render --inputs 3 --size 32",
 		"gen-shapes --train 2 --test 1 --out d", "presets", "version", "nope --x",
 		"train --layers 1/4->2/2->10 --dataset fashion-mnist --dense 3", "train --fused 4 --reduction max",
+		"train --bias negative-softplus",
 	} {
 		name, args, _ := strings.Cut(s, " ")
 		f.Add(name, strings.ReplaceAll(args, " ", "\x00"))

@@ -80,6 +80,7 @@ func (r *runFlags) modelFlags(f *flagSet) {
 	r.stringField(f, "reduction", func(c *train.RunConfig) *string { return &c.Reduction }, "`METHOD`: treehem2, treehem4, treehem8, mem or max (keep the largest weights)")
 	r.intField(f, "fused", func(c *train.RunConfig) *int { return &c.Fused }, 0, 64, "fused convolution-fitting to `F` × N_p Gaussians per block; 0 = the unfused path")
 	r.intField(f, "dense", func(c *train.RunConfig) *int { return &c.DenseHead }, 0, 1e5, "`N` hidden units of a dense head after integration; 0 = none")
+	r.stringField(f, "bias", func(c *train.RunConfig) *string { return &c.Bias }, "`TYPE` of learnable bias in the mixtures' constants before every ReLU fit: none, normal or\nnegative-softplus; normal's positive constants can give negative weights, which TreeHEM may fail\non (then use --reduction mem or max)")
 }
 
 // optimFlags registers the optimisation's settings.

@@ -1,8 +1,11 @@
 package gmtest
 
 // Convert returns x converted element by element to T (rounded to nearest
-// when T is float32).
+// when T is float32); nil stays nil, as an optional input.
 func Convert[T, S Float](x []S) []T {
+	if x == nil {
+		return nil
+	}
 	y := make([]T, len(x))
 	for i, v := range x {
 		y[i] = T(v)

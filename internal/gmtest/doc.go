@@ -1,6 +1,7 @@
 // Package gmtest holds the helpers the tests of gmcn share: random packed
 // mixtures and SPD matrices, float32↔float64 converters, difference
-// measures, finite differences and error-message checks.
+// measures, finite differences, gradient checks of kernels and of Gorgonia
+// graphs (GraphGrad) and error-message checks.
 //
 // Only _test.go files may import it (TestOnlyImportedByTests enforces this),
 // so nothing here is part of any built program.

@@ -12,6 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 )
 
 // TestMixtures checks every field of a large draw against its Spec: weight
@@ -142,6 +145,9 @@ func TestConvert(t *testing.T) {
 	if got := To64(x32); got[1] != float64(float32(-0.1)) || got[0] != 1 {
 		t.Errorf("To64(%v) = %v", x32, got)
 	}
+	if To32(nil) != nil || To32([]float64{}) == nil {
+		t.Error("To32 does not keep nil and empty apart")
+	}
 }
 
 func TestDifferences(t *testing.T) {
@@ -174,9 +180,36 @@ func TestCentral(t *testing.T) {
 	if x[0] != 0.7 || x[1] != -1.3 {
 		t.Errorf("Central left x at %v", x)
 	}
+	// At the kink of y·|x| at x = 0 the left difference is the left
+	// derivative, −y; off the kink it agrees with the central one.
+	x[0] = 0
+	kink := func() float64 { return x[1] * math.Abs(x[0]) }
+	if got := Left(kink, x, Step); math.Abs(got[0]-1.3) > 1e-9 || math.Abs(got[1]) > 1e-9 {
+		t.Errorf("Left of y·|x| at (0, −1.3) = %v, want [1.3 0]", got)
+	}
+	x[0] = 0.7
+	if got := Left(f, x, Step); RelErr(got, want) > 1e-9 {
+		t.Errorf("Left = %v, want %v", got, want)
+	}
+	if x[0] != 0.7 || x[1] != -1.3 {
+		t.Errorf("Left left x at %v", x)
+	}
 	if got := Dot([]float64{1, 2, 3}, []float64{4, -5, 6}); got != 12 {
 		t.Errorf("Dot = %g, want 12", got)
 	}
+}
+
+// TestGraphGrad checks a graph of Gorgonia's own ops, y = a⊙b + a, whose
+// gradients Gorgonia computes, with respect to both inputs.
+func TestGraphGrad(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	in := []*tensor.Dense{
+		tensor.New(tensor.WithShape(2, 3), tensor.WithBacking(Normal(rng, 6))),
+		tensor.New(tensor.WithShape(2, 3), tensor.WithBacking(Normal(rng, 6))),
+	}
+	GraphGrad(t, rng, in, func(n []*G.Node) (*G.Node, error) {
+		return G.Add(G.Must(G.HadamardProd(n[0], n[1])), n[0])
+	}, 0, 1)
 }
 
 func TestWantGrad(t *testing.T) {

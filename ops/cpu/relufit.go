@@ -10,25 +10,31 @@ import (
 )
 
 // ReLUFit fits the positive part of every mixture of the packed batch x
-// (layout l) and writes the result into y (same layout). Positions and
-// covariances are copied; the weights are recomputed from the values at the
-// centroids μ_k with E_kj = N(μ_k; μ_j, Σ_j):
+// (layout l) plus its constant κ = kappa[m] (kappa nil: κ = 0) and writes
+// the result into y (same layout): the mixture part of
+// max(f + κ, 0) ≈ fit + κ⁺, κ⁺ = max(κ, 0) being the new constant, which the
+// caller computes. Positions and covariances are copied; the weights are
+// recomputed from the values at the centroids μ_k with
+// E_kj = N(μ_k; μ_j, Σ_j):
 //
-//	t_k = Σ_j a_j E_kj              (the target)
-//	e_k = Σ_j x_j E_kj              (the coarse approximation, x from the options)
-//	a″_k = x_k·(max(t_k, 0) + off)/(e_k + off)
+//	t_k = Σ_j a_j E_kj + κ          (the target)
+//	b_k = max(t_k, 0) − κ⁺          (its positive part less the new constant)
+//	e_k = Σ_j x_j E_kj              (the coarse approximation, x = device.CoarseWeight)
+//	a″_k = x_k·(b_k + off)/(e_k + off)
 //
-// Both sums share every E_kj and run in one O(N²) pass per mixture. x must
-// hold finite values and positive-definite covariances (the ops check this);
-// a non-finite result, which only extreme covariances can produce, is
-// reported as an error naming the component.
-func ReLUFit[T Float](y, x []T, l mixture.Layout, opts device.ReLUFitOptions) error {
-	return reluFit(y, x, l, opts, nil)
+// Both sums share every E_kj and run in one O(N²) pass per mixture; κ enters
+// only the coarse weights and the finishing per centroid, and with κ = 0 the
+// result is bit for bit that of the formulas without it. x must hold finite
+// values and positive-definite covariances and kappa finite values (the ops
+// check this); a non-finite result, which only extreme covariances can
+// produce, is reported as an error naming the component.
+func ReLUFit[T Float](y, x, kappa []T, l mixture.Layout, opts device.ReLUFitOptions) error {
+	return reluFit(y, x, kappa, l, opts, nil)
 }
 
-// ReLUFitSums holds the target t_k and the approximation e_k at every
-// centroid of one ReLUFit call, which ReLUFitBackward needs and the output
-// does not determine: 2·B·C·N values.
+// ReLUFitSums holds the target t_k (κ included) and the approximation e_k at
+// every centroid of one ReLUFit call, which ReLUFitBackward needs and the
+// output does not determine: 2·B·C·N values.
 type ReLUFitSums[T Float] struct {
 	l    mixture.Layout
 	t, e []T
@@ -36,10 +42,10 @@ type ReLUFitSums[T Float] struct {
 
 // ReLUFitSaving is ReLUFit that also returns the sums, so that
 // ReLUFitBackwardSaved can skip the O(N²) forward pass.
-func ReLUFitSaving[T Float](y, x []T, l mixture.Layout, opts device.ReLUFitOptions) (*ReLUFitSums[T], error) {
+func ReLUFitSaving[T Float](y, x, kappa []T, l mixture.Layout, opts device.ReLUFitOptions) (*ReLUFitSums[T], error) {
 	n := l.Mixtures() * l.N
 	s := &ReLUFitSums[T]{l: l, t: make([]T, n), e: make([]T, n)}
-	if err := reluFit(y, x, l, opts, s); err != nil {
+	if err := reluFit(y, x, kappa, l, opts, s); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -55,17 +61,18 @@ func (s *ReLUFitSums[T]) mixture(m int) (t, e []T) {
 }
 
 // reluFit is ReLUFit, saving the sums into sums unless it is nil.
-func reluFit[T Float](y, x []T, l mixture.Layout, opts device.ReLUFitOptions, sums *ReLUFitSums[T]) error {
+func reluFit[T Float](y, x, kappa []T, l mixture.Layout, opts device.ReLUFitOptions, sums *ReLUFitSums[T]) error {
 	p, err := opts.Resolve()
 	if err != nil {
 		return err
 	}
 	copy(y, x)
 	off := T(p.Off)
-	err = reluEach(x, l, p, false, sums, func(s *reluWork[T], m int) {
+	err = reluEach(x, kappa, l, p, false, sums, func(s *reluWork[T], m int) {
 		out := mixture.Mixture(y, l, m)
+		kp := max(s.kappa, 0)
 		for k := range l.N {
-			out[k*l.Stride()] = s.x[k] * (max(s.t[k], 0) + off) / (s.e[k] + off)
+			out[k*l.Stride()] = s.x[k] * (max(s.t[k], 0) - kp + off) / (s.e[k] + off)
 		}
 	})
 	if err != nil {
@@ -74,14 +81,18 @@ func reluFit[T Float](y, x []T, l mixture.Layout, opts device.ReLUFitOptions, su
 	return checkFiniteResult(y, l, "output weight", true)
 }
 
-// ReLUFitBackward writes ∂L/∂x for ReLUFit into dx, given the input x and the
-// incoming gradient g = ∂L/∂y (both of layout l). With κ = 0, r_k =
-// (b_k+off)/(e_k+off) and b_k = max(t_k, 0):
+// ReLUFitBackward writes ∂L/∂x for ReLUFit into dx and ∂L/∂κ into dkappa
+// (one value per mixture), given the input x, the constants kappa (nil:
+// κ = 0) and the incoming gradient g = ∂L/∂y (of layout l); a nil dx or
+// dkappa is not written, but ∂L/∂κ needs the whole pass either way. With
+// r_k = (b_k+off)/(e_k+off) and the slopes ∂x_j/∂a_j, ∂x_j/∂κ of
+// device.CoarseSlopes (±1 where a_j + κ > 0, and 1 for κ > 0 where it is not):
 //
-//	∂L/∂x_k (direct) = g_k r_k
-//	∂L/∂t_k = g_k x_k/(e_k+off)·[t_k > 0]
+//	∂L/∂b_k = g_k x_k/(e_k+off),   ∂L/∂t_k = ∂L/∂b_k·[t_k > 0]
 //	∂L/∂e_k = −g_k x_k r_k/(e_k+off)
-//	∂L/∂a_j = Σ_k ∂L/∂t_k E_kj + [a_j > 0]·(∂L/∂x_j (direct) + Σ_k ∂L/∂e_k E_kj)
+//	∂L/∂x_j = g_j r_j + Σ_k ∂L/∂e_k E_kj
+//	∂L/∂a_j = Σ_k ∂L/∂t_k E_kj + ∂x_j/∂a_j·∂L/∂x_j
+//	∂L/∂κ   = Σ_k (∂L/∂t_k − [κ > 0]·∂L/∂b_k) + Σ_j ∂x_j/∂κ·∂L/∂x_j
 //
 // and, with G_kj = ∂L/∂t_k a_j + ∂L/∂e_k x_j, w_kj = G_kj E_kj, A_j = Σ_j⁻¹
 // and u_kj = A_j (μ_k − μ_j),
@@ -90,17 +101,17 @@ func reluFit[T Float](y, x []T, l mixture.Layout, opts device.ReLUFitOptions, su
 //	∂L/∂Σ_j = g_Σj + ½ (Σ_k w_kj u_kj u_kjᵀ − (Σ_k w_kj) A_j)
 //
 // where g_μ, g_Σ are the pass-through gradients of the copied positions and
-// covariances. The derivative of max at t_k = 0 and of the coarse rule at
-// a_j = 0 is taken as 0.
-func ReLUFitBackward[T Float](dx, x, g []T, l mixture.Layout, opts device.ReLUFitOptions) error {
-	return ReLUFitBackwardSaved(dx, x, g, l, opts, nil)
+// covariances. The derivative of max at t_k = 0 or κ = 0 and of the coarse
+// rule at its kinks (device.CoarseSlopes) is taken as 0.
+func ReLUFitBackward[T Float](dx, dkappa, x, kappa, g []T, l mixture.Layout, opts device.ReLUFitOptions) error {
+	return ReLUFitBackwardSaved(dx, dkappa, x, kappa, g, l, opts, nil)
 }
 
 // ReLUFitBackwardSaved is ReLUFitBackward reading the forward sums from
-// sums, which ReLUFitSaving returned for this x, l and opts, instead of
-// recomputing them; with sums nil it recomputes them. It reports sums saved
-// for another layout as an error.
-func ReLUFitBackwardSaved[T Float](dx, x, g []T, l mixture.Layout, opts device.ReLUFitOptions, sums *ReLUFitSums[T]) error {
+// sums, which ReLUFitSaving returned for this x, kappa, l and opts, instead
+// of recomputing them; with sums nil it recomputes them. It reports sums
+// saved for another layout as an error.
+func ReLUFitBackwardSaved[T Float](dx, dkappa, x, kappa, g []T, l mixture.Layout, opts device.ReLUFitOptions, sums *ReLUFitSums[T]) error {
 	p, err := opts.Resolve()
 	if err != nil {
 		return err
@@ -108,22 +119,32 @@ func ReLUFitBackwardSaved[T Float](dx, x, g []T, l mixture.Layout, opts device.R
 	if sums != nil && sums.l != l {
 		return errors.Errorf("ReLU fit sums saved for layout %v, used for %v", sums.l.Shape(), l.Shape())
 	}
+	if dx == nil {
+		dx = make([]T, len(g))
+	}
 	copy(dx, g)
-	err = reluEach(x, l, p, true, sums, func(s *reluWork[T], m int) {
-		s.backward(mixture.Mixture(dx, l, m), p)
+	err = reluEach(x, kappa, l, p, true, sums, func(s *reluWork[T], m int) {
+		dk := s.backward(mixture.Mixture(dx, l, m), p)
+		if dkappa != nil {
+			dkappa[m] = dk
+		}
 	})
 	if err != nil {
 		return err
 	}
-	return checkFiniteResult(dx, l, "gradient", false)
+	if err := checkFiniteResult(dx, l, "gradient", false); err != nil {
+		return err
+	}
+	return errors.Wrap(mixture.CheckFinite(dkappa), "gradient of the constant")
 }
 
-// reluEach loads every mixture of x into a per-worker reluWork (with the
-// backward buffers if backward is set) and hands the work to f with the
-// forward sums in place; it returns the first load error. The sums come from
-// sums in the backward pass and are computed, and stored into sums, in the
-// forward pass or when sums is nil.
-func reluEach[T Float](x []T, l mixture.Layout, p device.ReLUFitParams, backward bool, sums *ReLUFitSums[T], f func(s *reluWork[T], m int)) error {
+// reluEach loads every mixture of x with its constant (kappa[m], or 0 for a
+// nil kappa) into a per-worker reluWork (with the backward buffers if
+// backward is set) and hands the work to f with the forward sums in place;
+// it returns the first load error. The sums come from sums in the backward
+// pass and are computed, and stored into sums, in the forward pass or when
+// sums is nil.
+func reluEach[T Float](x, kappa []T, l mixture.Layout, p device.ReLUFitParams, backward bool, sums *ReLUFitSums[T], f func(s *reluWork[T], m int)) error {
 	ws := make([]*reluWork[T], parallel.Workers(l.Mixtures()))
 	for i := range ws {
 		ws[i] = newReLUWork[T](l.N, l.D, backward)
@@ -131,7 +152,11 @@ func reluEach[T Float](x []T, l mixture.Layout, p device.ReLUFitParams, backward
 	errs := make([]error, len(ws))
 	parallel.ForWorker(l.Mixtures(), func(w, m int) {
 		s := ws[w]
-		if err := s.load(mixture.Mixture(x, l, m), p); err != nil {
+		var k T
+		if kappa != nil {
+			k = kappa[m]
+		}
+		if err := s.load(mixture.Mixture(x, l, m), k, p); err != nil {
 			errs[w] = cmp.Or(errs[w], mixtureError(err, l, m))
 			return
 		}

@@ -28,7 +28,7 @@ func BenchmarkReLUFitForward(b *testing.B) {
 		y := make([]float32, len(x))
 		b.Run(relufitBenchName(l), func(b *testing.B) {
 			for b.Loop() {
-				if err := ReLUFit(y, x, l, device.ReLUFitOptions{}); err != nil {
+				if err := ReLUFit(y, x, nil, l, device.ReLUFitOptions{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -44,7 +44,7 @@ func BenchmarkReLUFitBackward(b *testing.B) {
 		dx := make([]float32, len(x))
 		b.Run(relufitBenchName(l), func(b *testing.B) {
 			for b.Loop() {
-				if err := ReLUFitBackward(dx, x, g, l, device.ReLUFitOptions{}); err != nil {
+				if err := ReLUFitBackward(dx, nil, x, nil, g, l, device.ReLUFitOptions{}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -34,12 +34,14 @@ type reluWork[T Float] struct {
 	an   []T       // a_j·nrm_j
 	xn   []T       // x_j·nrm_j
 	a, x []T       // input and coarse weights
-	t, e []T       // target and approximation at the centroids
+	t, e []T       // target (κ included) and approximation at the centroids
 	row  []T       // scratch: one row of exponents, then of their exponentials
 	rowU [3][]T    // scratch: one row of u = A_j δ (backward)
 	vec  []float32 // scratch of the vectorised float32 loops (relufit_simd.go)
 	// consts holds the broadcast per-Gaussian constants of those loops.
 	consts []float32
+	// kappa is the mixture's constant κ.
+	kappa T
 
 	// Backward state: per centroid k the sensitivities gt = ∂L/∂t_k,
 	// ge = ∂L/∂e_k, the direct ∂L/∂x_k and kq = Σ_j w_kj u_kj; per Gaussian j
@@ -101,16 +103,18 @@ func newReLUWork[T Float](n, d int, backward bool) *reluWork[T] {
 	return s
 }
 
-// load fills the arrays from the packed mixture mx, computing each inverse
-// and determinant once. It fails for a covariance whose determinant or
-// inverse is not positive and finite in T (only possible for matrices that
-// are singular at this precision): the vectorised exponential clamps its
-// argument, so a NaN there would not survive as a NaN to be caught later.
-func (s *reluWork[T]) load(mx []T, p device.ReLUFitParams) error {
+// load fills the arrays from the packed mixture mx with constant kappa,
+// computing each inverse and determinant once. It fails for a covariance
+// whose determinant or inverse is not positive and finite in T (only
+// possible for matrices that are singular at this precision): the vectorised
+// exponential clamps its argument, so a NaN there would not survive as a NaN
+// to be caught later.
+func (s *reluWork[T]) load(mx []T, kappa T, p device.ReLUFitParams) error {
 	d := s.d
 	st := mixture.PackedLen(d)
 	norm := math.Pow(2*math.Pi, -float64(d)/2)
 	var inv [9]T
+	s.kappa = kappa
 	for j := range s.n {
 		g := mx[j*st : (j+1)*st]
 		det := invDet(d, g[1+d:], inv[:d*d])
@@ -119,7 +123,7 @@ func (s *reluWork[T]) load(mx []T, p device.ReLUFitParams) error {
 			return errors.Errorf("component %d: covariance %v is singular in %T (det %v)", j, g[1+d:], det, det)
 		}
 		s.a[j] = g[0]
-		s.x[j] = device.CoarseWeight(p, g[0])
+		s.x[j] = device.CoarseWeight(p, g[0], kappa)
 		s.nrm[j], s.an[j], s.xn[j] = nrm, s.a[j]*nrm, s.x[j]*nrm
 		for r := range d {
 			s.mu[r][j] = g[1+r]
@@ -151,10 +155,16 @@ func allFinite[T Float](v []T) bool {
 	return true
 }
 
-// forward computes t_k and e_k for every centroid.
+// forward computes t_k and e_k for every centroid: the O(N²) sums, then κ
+// added to the target.
 func (s *reluWork[T]) forward() {
 	if !reluForwardFast(s) {
 		s.forwardSums()
+	}
+	if s.kappa != 0 {
+		for k := range s.n {
+			s.t[k] += s.kappa
+		}
 	}
 }
 
@@ -168,36 +178,45 @@ func (s *reluWork[T]) forwardSums() {
 }
 
 // backward adds ∂L/∂x of one mixture to dx, which holds the pass-through
-// gradient g on entry (see ReLUFitBackward for the formulas).
-func (s *reluWork[T]) backward(dx []T, p device.ReLUFitParams) {
-	s.sensitivities(dx, p)
+// gradient g on entry, and returns ∂L/∂κ (see ReLUFitBackward for the
+// formulas).
+func (s *reluWork[T]) backward(dx []T, p device.ReLUFitParams) T {
+	dk := s.sensitivities(dx, p)
 	if !reluBackwardFast(s) {
 		s.backwardSums()
 	}
-	s.gather(dx)
+	return dk + s.gather(dx)
 }
 
 // sensitivities computes ∂L/∂t_k, ∂L/∂e_k and the direct ∂L/∂x_k from the
-// incoming weight gradients in dx.
-func (s *reluWork[T]) sensitivities(dx []T, p device.ReLUFitParams) {
+// incoming weight gradients in dx, and returns the part of ∂L/∂κ that
+// reaches κ through the targets and κ⁺: Σ_k ∂L/∂t_k − [κ > 0]·∂L/∂b_k.
+func (s *reluWork[T]) sensitivities(dx []T, p device.ReLUFitParams) (dkappa T) {
 	d, n := s.d, s.n
 	st := mixture.PackedLen(d)
 	off := T(p.Off)
+	kp := max(s.kappa, 0)
 	for k := range n {
 		g := dx[k*st]
 		den := s.e[k] + off
-		r := (max(s.t[k], 0) + off) / den
+		r := (max(s.t[k], 0) - kp + off) / den
+		gb := g * s.x[k] / den
 		s.gxd[k] = g * r
 		s.gt[k] = 0
 		if s.t[k] > 0 {
-			s.gt[k] = g * s.x[k] / den
+			s.gt[k] = gb
 		}
 		s.ge[k] = -g * s.x[k] * r / den
+		dkappa += s.gt[k]
+		if kp > 0 {
+			dkappa -= gb
+		}
 	}
 	// Padding centroids must contribute nothing to the vectorised sums.
 	for k := n; k < len(s.gt); k++ {
 		s.gt[k], s.ge[k] = 0, 0
 	}
+	return dkappa
 }
 
 // backwardSums runs the scalar O(N²) backward loop.
@@ -210,16 +229,20 @@ func (s *reluWork[T]) backwardSums() {
 }
 
 // gather turns the backward sums into ∂L/∂x of one mixture, adding to the
-// pass-through gradient in dx.
-func (s *reluWork[T]) gather(dx []T) {
+// pass-through gradient in dx, and returns the part of ∂L/∂κ that reaches κ
+// through the coarse weights.
+func (s *reluWork[T]) gather(dx []T) (dkappa T) {
 	d, n := s.d, s.n
 	st := mixture.PackedLen(d)
 	idx := symIndex[d-2]
 	for j := range n {
 		g := dx[j*st : (j+1)*st]
 		g[0] = s.ga[j]
-		if s.a[j] > 0 {
-			g[0] += s.gxd[j] + s.gx[j]
+		switch da, dk := device.CoarseSlopes(s.a[j], s.kappa); {
+		case da != 0:
+			g[0] += da * (s.gxd[j] + s.gx[j])
+		case dk != 0:
+			dkappa += s.gxd[j] + s.gx[j]
 		}
 		for r := range d {
 			g[1+r] += s.u[r][j] - s.kq[r][j]
@@ -235,6 +258,7 @@ func (s *reluWork[T]) gather(dx []T) {
 			}
 		}
 	}
+	return dkappa
 }
 
 // checkFiniteResult reports the first non-finite value of a result (only

@@ -39,17 +39,44 @@ func TestReLUFitOptionsResolve(t *testing.T) {
 	}
 }
 
+// TestCoarseWeight checks the coarse rule and its slopes on every branch:
+// a + κ above or below 0, a of either sign or 0, κ of either sign or 0.
 func TestCoarseWeight(t *testing.T) {
 	ref, _ := ReLUFitOptions{}.Resolve()
 	paper, _ := ReLUFitOptions{Variant: ReLUFitPaper}.Resolve()
 	for _, c := range []struct {
-		p       ReLUFitParams
-		a, want float64
+		p                  ReLUFitParams
+		a, kappa, want     float64
+		wantDa, wantDkappa float64
 	}{
-		{ref, -2, 0.1}, {ref, 0.5, 0.6}, {paper, -2, 1e-3}, {paper, 0, 1e-3}, {paper, 0.5, 0.5},
+		{ref, -2, 0, 0.1, 0, 0}, {ref, 0, 0, 0.1, 0, 0}, {ref, 0.5, 0, 0.6, 1, 0},
+		{paper, -2, 0, 1e-3, 0, 0}, {paper, 0, 0, 1e-3, 0, 0}, {paper, 0.5, 0, 0.5, 1, 0},
+		// κ > 0: a kept where a + κ > 0 (|a| for a < 0), κ where it is not.
+		{ref, 0.5, 0.3, 0.6, 1, 0}, {ref, -0.2, 0.3, 0.3, -1, 0}, {ref, -0.5, 0.3, 0.4, 0, 1}, {ref, 0, 0.3, 0.1, 0, 0},
+		{paper, -0.2, 0.3, 0.2, -1, 0}, {paper, -0.5, 0.3, 0.3, 0, 1}, {paper, 0, 0.3, 1e-3, 0, 0},
+		// κ < 0: a kept where a > −κ, else a_init = −κ⁺ = 0.
+		{ref, 0.5, -0.3, 0.6, 1, 0}, {ref, 0.2, -0.3, 0.1, 0, 0}, {paper, 0.2, -0.3, 1e-3, 0, 0},
+		// The kink a + κ = 0 belongs to the clamped side.
+		{ref, -0.3, 0.3, 0.4, 0, 1},
 	} {
-		if got := CoarseWeight(c.p, c.a); math.Abs(got-c.want) > 1e-15 {
-			t.Errorf("CoarseWeight(%+v, %g) = %g, want %g", c.p, c.a, got, c.want)
+		got := CoarseWeight(c.p, c.a, c.kappa)
+		da, dk := CoarseSlopes(c.a, c.kappa)
+		if math.Abs(got-c.want) > 1e-15 || da != c.wantDa || dk != c.wantDkappa {
+			t.Errorf("paper=%v a=%g κ=%g: CoarseWeight %g, slopes (%g, %g); want %g, (%g, %g)",
+				c.p.Paper, c.a, c.kappa, got, da, dk, c.want, c.wantDa, c.wantDkappa)
+		}
+	}
+	// κ = 0 is the rule without a constant bit for bit, −0 included.
+	for _, a := range []float32{-3, -1e-30, float32(math.Copysign(0, -1)), 0, 1e-30, 0.7} {
+		if got, want := CoarseWeight(ref, a, 0), max(a, 0)+float32(ref.Coarse); math.Float32bits(got) != math.Float32bits(want) {
+			t.Errorf("reference a=%g κ=0: %g, want max(a, 0) + coarse = %g", a, got, want)
+		}
+		want := float32(paper.Floor)
+		if a > 0 {
+			want = a
+		}
+		if got := CoarseWeight(paper, a, 0); math.Float32bits(got) != math.Float32bits(want) {
+			t.Errorf("paper a=%g κ=0: %g, want %g", a, got, want)
 		}
 	}
 }

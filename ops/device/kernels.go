@@ -47,15 +47,18 @@ type Kernels[T Float] interface {
 	// EvaluateBackwardPoints writes ∂L/∂pts of Evaluate.
 	EvaluateBackwardPoints(dp, x, pts, g []T, l mixture.Layout, pb, pc, m int) error
 
-	// ReLUFit writes the dense fit of the positive part of every mixture of
-	// x into y (same layout). opts are resolved with ReLUFitOptions.Resolve.
-	ReLUFit(y, x []T, l mixture.Layout, opts ReLUFitOptions) error
+	// ReLUFit writes into y (same layout) the dense fit of every mixture m
+	// of x plus its constant kappa[m]: the mixture part of
+	// max(f + κ, 0) = fit + max(κ, 0). kappa holds one value per mixture, or
+	// is nil for κ = 0. opts are resolved with ReLUFitOptions.Resolve.
+	ReLUFit(y, x, kappa []T, l mixture.Layout, opts ReLUFitOptions) error
 	// ReLUFitSaving is ReLUFit that also returns what ReLUFitBackward can
-	// reuse for the same x (see Saved).
-	ReLUFitSaving(y, x []T, l mixture.Layout, opts ReLUFitOptions) (Saved, error)
-	// ReLUFitBackward writes ∂L/∂x of ReLUFit; saved is nil or what
-	// ReLUFitSaving returned for this x, l and opts.
-	ReLUFitBackward(dx, x, g []T, l mixture.Layout, opts ReLUFitOptions, saved Saved) error
+	// reuse for the same x and kappa (see Saved).
+	ReLUFitSaving(y, x, kappa []T, l mixture.Layout, opts ReLUFitOptions) (Saved, error)
+	// ReLUFitBackward writes ∂L/∂x and ∂L/∂κ of ReLUFit; a nil destination
+	// is not computed (kappa nil: κ = 0). saved is nil or what ReLUFitSaving
+	// returned for this x, kappa, l and opts.
+	ReLUFitBackward(dx, dkappa, x, kappa, g []T, l mixture.Layout, opts ReLUFitOptions, saved Saved) error
 
 	// TreeHEM reduces every mixture of x to np components into y (layout l
 	// with N = np); o has passed o.Check(l, np).

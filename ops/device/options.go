@@ -10,7 +10,9 @@ import (
 // Float is the element type of every computation: float32 or float64.
 type Float = mixture.Float
 
-// ReLUFitVariant selects the weight formulas of the dense ReLU fit.
+// ReLUFitVariant selects the weight formulas of the dense ReLU fit. The
+// formulas below are for a mixture with constant κ = 0 (see CoarseWeight
+// for κ ≠ 0).
 type ReLUFitVariant int
 
 const (
@@ -44,8 +46,8 @@ const (
 // would allow zero or undefined weights. Negative or non-finite constants are
 // rejected by Resolve.
 //
-// The fit has no constant (bias) input: the model resets the mixtures'
-// constant κ to zero before every ReLU, and the formulas are those for κ = 0.
+// The mixtures' constants κ are data, not options: the Kernels methods take
+// them beside the mixtures.
 type ReLUFitOptions struct {
 	// Variant selects the formulas; the zero value is ReLUFitReference.
 	Variant ReLUFitVariant
@@ -59,8 +61,9 @@ type ReLUFitOptions struct {
 }
 
 // ReLUFitParams are the resolved constants of a fit. Both variants share
-// a″_k = x_k·(max(t_k, 0) + Off)/(e_k + Off), with Off = 0 for the paper's;
-// they differ only in the coarse weight x (CoarseWeight).
+// a″_k = x_k·(max(t_k, 0) − κ⁺ + Off)/(e_k + Off), with Off = 0 for the
+// paper's, κ⁺ = max(κ, 0) and t_k the target including κ; they differ only
+// in the coarse weight x (CoarseWeight).
 type ReLUFitParams struct {
 	// Paper selects the paper's coarse rule.
 	Paper bool
@@ -102,15 +105,43 @@ func (o ReLUFitOptions) Resolve() (ReLUFitParams, error) {
 	return ReLUFitParams{}, errors.Errorf("ReLUFitOptions.Variant %d is neither ReLUFitReference nor ReLUFitPaper", o.Variant)
 }
 
-// CoarseWeight returns the coarse weight x of the fit for the input weight a.
-func CoarseWeight[T Float](p ReLUFitParams, a T) T {
+// CoarseWeight returns the coarse weight x of the fit for the input weight a
+// of a mixture with constant κ. Both variants start from the reference's
+// a_init = a if a + κ > 0, else −κ⁺ (κ⁺ = max(κ, 0): a component that does
+// not lift f + κ above 0 takes the part of the constant the fit removes);
+// the reference variant returns |a_init| + Coarse, the paper variant
+// |a_init|, or Floor where that is 0. With κ = 0 these are max(a, 0) + Coarse
+// and "a if a > 0 else Floor", bit for bit.
+func CoarseWeight[T Float](p ReLUFitParams, a, kappa T) T {
+	v := -max(kappa, 0)
+	if a+kappa > 0 {
+		v = a
+	}
+	if v < 0 {
+		v = -v
+	}
 	switch {
-	case p.Paper && a > 0:
-		return a
-	case p.Paper:
+	case !p.Paper:
+		return v + T(p.Coarse)
+	case v == 0:
 		return T(p.Floor)
 	}
-	return max(a, 0) + T(p.Coarse)
+	return v
+}
+
+// CoarseSlopes returns ∂x/∂a and ∂x/∂κ of x = CoarseWeight(p, a, κ), the
+// same for both variants: x follows |a| where a + κ > 0 and κ⁺ elsewhere.
+// The derivative at a kink (a + κ = 0, a = 0, κ = 0) is taken as 0.
+func CoarseSlopes[T Float](a, kappa T) (da, dkappa T) {
+	switch {
+	case a+kappa > 0 && a > 0:
+		return 1, 0
+	case a+kappa > 0 && a < 0:
+		return -1, 0
+	case !(a+kappa > 0) && kappa > 0:
+		return 0, 1
+	}
+	return 0, 0
 }
 
 // Limits of TreeHEM, as in the reference: 16-bit component ids in the Morton
