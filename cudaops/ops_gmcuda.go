@@ -181,8 +181,13 @@ func reluArgs(opts device.ReLUFitOptions) (paper int, coarse, floor, off float64
 }
 
 // ReLUFit is device.Kernels.ReLUFit on the GPU. Like the CPU kernel it reports a
-// non-finite output weight, which only extreme covariances can produce.
+// non-finite output weight, which only extreme covariances can produce. The
+// refined fit has no GPU kernel yet and runs on the fallback kernels; its
+// backward is the unrefined one, which the GPU computes.
 func (c Kernels[T]) ReLUFit(y, x []T, l mixture.Layout, opts device.ReLUFitOptions) error {
+	if opts.Refine {
+		return c.cpu.ReLUFit(y, x, l, opts)
+	}
 	paper, coarse, floor, off, err := reluArgs(opts)
 	if err != nil {
 		return err

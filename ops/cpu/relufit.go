@@ -62,11 +62,15 @@ func reluFit[T Float](y, x []T, l mixture.Layout, opts device.ReLUFitOptions, su
 	}
 	copy(y, x)
 	off := T(p.Off)
-	err = reluEach(x, l, p, false, sums, func(s *reluWork[T], m int) {
+	err = reluEach(x, l, p, false, sums, func(s *reluWork[T], m int) error {
 		out := mixture.Mixture(y, l, m)
 		for k := range l.N {
 			out[k*l.Stride()] = s.x[k] * (max(s.t[k], 0) + off) / (s.e[k] + off)
 		}
+		if p.Refine {
+			return s.refine(out, p)
+		}
+		return nil
 	})
 	if err != nil {
 		return err
@@ -109,8 +113,9 @@ func ReLUFitBackwardSaved[T Float](dx, x, g []T, l mixture.Layout, opts device.R
 		return errors.Errorf("ReLU fit sums saved for layout %v, used for %v", sums.l.Shape(), l.Shape())
 	}
 	copy(dx, g)
-	err = reluEach(x, l, p, true, sums, func(s *reluWork[T], m int) {
+	err = reluEach(x, l, p, true, sums, func(s *reluWork[T], m int) error {
 		s.backward(mixture.Mixture(dx, l, m), p)
+		return nil
 	})
 	if err != nil {
 		return err
@@ -120,10 +125,11 @@ func ReLUFitBackwardSaved[T Float](dx, x, g []T, l mixture.Layout, opts device.R
 
 // reluEach loads every mixture of x into a per-worker reluWork (with the
 // backward buffers if backward is set) and hands the work to f with the
-// forward sums in place; it returns the first load error. The sums come from
+// forward sums in place; it returns the first error of a load or of f. The
+// sums come from
 // sums in the backward pass and are computed, and stored into sums, in the
 // forward pass or when sums is nil.
-func reluEach[T Float](x []T, l mixture.Layout, p device.ReLUFitParams, backward bool, sums *ReLUFitSums[T], f func(s *reluWork[T], m int)) error {
+func reluEach[T Float](x []T, l mixture.Layout, p device.ReLUFitParams, backward bool, sums *ReLUFitSums[T], f func(s *reluWork[T], m int) error) error {
 	ws := make([]*reluWork[T], parallel.Workers(l.Mixtures()))
 	for i := range ws {
 		ws[i] = newReLUWork[T](l.N, l.D, backward)
@@ -144,7 +150,9 @@ func reluEach[T Float](x []T, l mixture.Layout, p device.ReLUFitParams, backward
 			copy(t, s.t)
 			copy(e, s.e)
 		}
-		f(s, m)
+		if err := f(s, m); err != nil {
+			errs[w] = cmp.Or(errs[w], mixtureError(err, l, m))
+		}
 	})
 	return cmp.Or(errs...)
 }
