@@ -10,6 +10,7 @@ import (
 
 	"github.com/gmcn-go/gmcn/dist"
 	"github.com/gmcn-go/gmcn/models"
+	"github.com/gmcn-go/gmcn/ops"
 	"github.com/gmcn-go/gmcn/train/checkpoint"
 	"github.com/gmcn-go/gmcn/train/optim"
 	"github.com/gmcn-go/gmcn/train/report"
@@ -145,6 +146,11 @@ func newTrainer(cfg models.Config, trainSet, testSet *dataset.Inputs, opt Option
 		// A step's batch is part of the configuration; one shard keeps the
 		// keys of the checkpoints written before shards existed.
 		key += fmt.Sprintf("|shards%d", t.shards)
+	}
+	if t.cfg.ReLUFit != (ops.ReLUFitOptions{}) {
+		// Likewise, the reference's fit keeps the keys written before the
+		// fit had options.
+		key += fmt.Sprintf("|relufit%+v", t.cfg.ReLUFit)
 	}
 	t.pcg = rand.NewPCG(opt.Seed, 0xda3e39cb94b95bdb)
 	if t.comm.Size() > 1 {
