@@ -34,24 +34,35 @@ const (
 // refineWork holds one worker's buffers of the refinement, allocated on
 // the first refined mixture and reused for the others.
 type refineWork[T Float] struct {
-	next   *reluWork[T] // the refitted mixture
-	wn     []T          // heuristic weights times normalisation
-	acc    []float64    // per component: mass, first moment (D), second moment (D·D)
-	w0     []float64    // start of the weight iterations
-	e      []T          // E'_kj of the refitted mixture, row-major
+	next *reluWork[T] // the refitted mixture
+	wn   []T          // heuristic weights times normalisation
+	// EM sums per component: mass W, first moments M about μ_j and second
+	// moments C about μ_j (unique entries, order as reluWork.sym).
+	w      []float64
+	m      [3][]float64
+	c      [6][]float64
+	w0     []float64 // start of the weight iterations
+	e      []T       // E'_kj of the refitted mixture, row-major
 	t, sum []float64
 }
 
 func newRefineWork[T Float](n, d int) *refineWork[T] {
-	return &refineWork[T]{
+	r := &refineWork[T]{
 		next: newReLUWork[T](n, d, false),
 		wn:   make([]T, (n+reluLanes-1)/reluLanes*reluLanes),
-		acc:  make([]float64, n*(1+d+d*d)),
+		w:    make([]float64, n),
 		w0:   make([]float64, n),
 		e:    make([]T, n*n),
 		t:    make([]float64, n),
 		sum:  make([]float64, n),
 	}
+	for i := range d {
+		r.m[i] = make([]float64, n)
+	}
+	for i := range symCount(d) {
+		r.c[i] = make([]float64, n)
+	}
+	return r
 }
 
 // refine improves the heuristic fit out (packed, same layout as the input
@@ -78,30 +89,28 @@ func (s *reluWork[T]) refine(out []T, p device.ReLUFitParams) error {
 	s.emStep(out, r)
 	meanVar := meanVariance(out, n, d)
 	var wmax float64
-	for j := range n {
-		wmax = max(wmax, r.acc[j*(1+d+d*d)])
+	for _, w := range r.w {
+		wmax = max(wmax, w)
 	}
-	for j := range n {
-		a := r.acc[j*(1+d+d*d):][:1+d+d*d]
+	for j, w := range r.w {
 		g := out[j*st:][:st]
 		r.w0[j] = float64(g[0])
-		if !(a[0] > refineDeadShare*wmax) {
+		if !(w > refineDeadShare*wmax) {
 			continue
 		}
-		r.w0[j] = a[0]
+		r.w0[j] = w
 		var m [3]float64
 		for i := range d {
-			m[i] = a[1+i] / a[0]
+			m[i] = r.m[i][j] / w
 			g[1+i] += T(m[i])
 		}
-		for i := range d {
-			for k := range d {
-				c := (a[1+d+i*d+k]+a[1+d+k*d+i])/(2*a[0]) - m[i]*m[k]
-				if i == k {
-					c += refineCovFloor * meanVar
-				}
-				g[1+d+i*d+k] = T(c)
+		for i, rc := range symIndex[d-2] {
+			c := r.c[i][j]/w - m[rc[0]]*m[rc[1]]
+			if symDiagonal[d-2][i] {
+				c += refineCovFloor * meanVar
 			}
+			g[1+d+rc[0]*d+rc[1]] = T(c)
+			g[1+d+rc[1]*d+rc[0]] = T(c)
 		}
 	}
 	if err := r.next.load(out, p); err != nil {
@@ -120,8 +129,13 @@ func (s *reluWork[T]) refine(out []T, p device.ReLUFitParams) error {
 func (s *reluWork[T]) emStep(out []T, r *refineWork[T]) {
 	n, d := s.n, s.d
 	st := mixture.PackedLen(d)
-	ns := 1 + d + d*d
-	clear(r.acc)
+	clear(r.w)
+	for i := range d {
+		clear(r.m[i])
+	}
+	for i := range symCount(d) {
+		clear(r.c[i])
+	}
 	alpha := 1 / float64(2*d+1)
 	spread := math.Sqrt(float64(2*d+1) / 2)
 	v := s.row[:n]
@@ -154,25 +168,60 @@ func (s *reluWork[T]) emStep(out []T, r *refineWork[T]) {
 				continue
 			}
 			scale := alpha * float64(f) / float64(q) / float64(gs)
-			for j := range v {
-				rj := float64(wn[j]*v[j]) * scale
-				if rj == 0 {
-					continue
-				}
-				a := r.acc[j*ns:][:ns]
-				a[0] += rj
-				var dl [3]float64
-				for k := range d {
-					dl[k] = float64(pt[k] - s.mu[k][j])
-					a[1+k] += rj * dl[k]
-				}
-				for k := range d {
-					for m := range d {
-						a[1+d+k*d+m] += rj * dl[k] * dl[m]
-					}
-				}
+			if d == 2 {
+				r.accumulate2(s, pt, scale)
+			} else {
+				r.accumulate3(s, pt, scale)
 			}
 		}
+	}
+}
+
+// accumulate2 adds the sample at p with weight scale·wn_j·v_j (v in s.row) to
+// every component's EM sums in 2D.
+func (r *refineWork[T]) accumulate2(s *reluWork[T], p [3]T, scale float64) {
+	n := s.n
+	v, wn := s.row[:n], r.wn[:n]
+	m0, m1 := s.mu[0][:n], s.mu[1][:n]
+	w, s0, s1 := r.w[:n], r.m[0][:n], r.m[1][:n]
+	c00, c01, c11 := r.c[0][:n], r.c[1][:n], r.c[2][:n]
+	p0, p1 := float64(p[0]), float64(p[1])
+	for j := range v {
+		rj := float64(wn[j]*v[j]) * scale
+		d0, d1 := p0-float64(m0[j]), p1-float64(m1[j])
+		r0, r1 := rj*d0, rj*d1
+		w[j] += rj
+		s0[j] += r0
+		s1[j] += r1
+		c00[j] += r0 * d0
+		c01[j] += r0 * d1
+		c11[j] += r1 * d1
+	}
+}
+
+// accumulate3 is accumulate2 in 3D.
+func (r *refineWork[T]) accumulate3(s *reluWork[T], p [3]T, scale float64) {
+	n := s.n
+	v, wn := s.row[:n], r.wn[:n]
+	m0, m1, m2 := s.mu[0][:n], s.mu[1][:n], s.mu[2][:n]
+	w, s0, s1, s2 := r.w[:n], r.m[0][:n], r.m[1][:n], r.m[2][:n]
+	c00, c01, c02 := r.c[0][:n], r.c[1][:n], r.c[2][:n]
+	c11, c12, c22 := r.c[3][:n], r.c[4][:n], r.c[5][:n]
+	p0, p1, p2 := float64(p[0]), float64(p[1]), float64(p[2])
+	for j := range v {
+		rj := float64(wn[j]*v[j]) * scale
+		d0, d1, d2 := p0-float64(m0[j]), p1-float64(m1[j]), p2-float64(m2[j])
+		r0, r1, r2 := rj*d0, rj*d1, rj*d2
+		w[j] += rj
+		s0[j] += r0
+		s1[j] += r1
+		s2[j] += r2
+		c00[j] += r0 * d0
+		c01[j] += r0 * d1
+		c02[j] += r0 * d2
+		c11[j] += r1 * d1
+		c12[j] += r1 * d2
+		c22[j] += r2 * d2
 	}
 }
 
@@ -196,10 +245,10 @@ func (s *reluWork[T]) refineWeights(out []T, r *refineWork[T], off T) {
 			t += s.an[j] * v[j]
 		}
 		r.t[k] = float64(max(t, 0) + off)
+		nx.rowAt(pt[:d], nx.row)
 		row := r.e[k*n : (k+1)*n]
-		nx.rowAt(pt[:d], row)
-		for j := range row {
-			row[j] *= nx.nrm[j]
+		for j, x := range nx.row[:n] {
+			row[j] = x * nx.nrm[j]
 		}
 	}
 	w := r.w0
@@ -221,7 +270,8 @@ func (s *reluWork[T]) refineWeights(out []T, r *refineWork[T], off T) {
 }
 
 // rowAt writes v_j = exp(−½ (p − μ_j)ᵀ Σ_j⁻¹ (p − μ_j)) for every Gaussian j
-// of s into v[:n].
+// of s into v[:n]; v is one of reluWork's rows, whose padding refineExp
+// overwrites.
 func (s *reluWork[T]) rowAt(p []T, v []T) {
 	n := s.n
 	v = v[:n]
@@ -241,7 +291,7 @@ func (s *reluWork[T]) rowAt(p []T, v []T) {
 			v[j] = d0*(q00[j]*d0+q01[j]*d1+q02[j]*d2) + d1*(q11[j]*d1+q12[j]*d2) + q22[j]*d2*d2
 		}
 	}
-	expRow(v)
+	refineExp(v)
 }
 
 // meanVariance returns the mean over the n components of mx of tr Σ / d.
