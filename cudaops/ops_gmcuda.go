@@ -182,10 +182,11 @@ func reluArgs(opts device.ReLUFitOptions) (paper int, coarse, floor, off float64
 
 // ReLUFit is device.Kernels.ReLUFit on the GPU. Like the CPU kernel it reports a
 // non-finite output weight, which only extreme covariances can produce. The
-// GPU kernels fit mixtures without a constant: a fit with constants kappa
-// runs on the fallback, as its backward does.
+// GPU kernels fit mixtures without a constant, and the refined fit has no
+// GPU kernel yet: both run on the fallback. The refined fit's backward is
+// the unrefined one, which the GPU computes.
 func (c Kernels[T]) ReLUFit(y, x, kappa []T, l mixture.Layout, opts device.ReLUFitOptions) error {
-	if kappa != nil {
+	if kappa != nil || opts.Refine {
 		return c.cpu.ReLUFit(y, x, kappa, l, opts)
 	}
 	paper, coarse, floor, off, err := reluArgs(opts)

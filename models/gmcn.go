@@ -25,6 +25,10 @@ type Config struct {
 	// Kernel adjusts every block's kernel assembly, e.g.
 	// gmnode.KernelFloat32Epsilon() for parity with the reference.
 	Kernel []gmnode.KernelOption
+	// ReLUFit configures every block's dense ReLU fit; the zero value is
+	// the reference's heuristic, ops.ReLUFitOptions{Refine: true} the
+	// refined fit (docs/fitting-error.md).
+	ReLUFit ops.ReLUFitOptions
 	// Reduction is the blocks' reduction; gmnode.UseTreeHEM with
 	// gmnode.TreeHEMReferenceUnderFill() reproduces the reference's.
 	Reduction gmnode.Reduction
@@ -140,7 +144,7 @@ func Build(cfg Config) (*Model, error) {
 			return nil, errors.Wrap(err, name)
 		}
 		m.row(name+stage, x)
-		var fit []gmnode.ReduceOption
+		fit := []gmnode.ReduceOption{gmnode.WithReLUFitOptions(cfg.ReLUFit)}
 		if kappa != nil {
 			if kappa, err = m.constant(kappa, k.Node(), fi, b.Channels, name); err != nil {
 				return nil, errors.Wrap(err, name)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gmcn-go/gmcn/dist"
 	"github.com/gmcn-go/gmcn/models"
+	"github.com/gmcn-go/gmcn/ops"
 	"github.com/gmcn-go/gmcn/train/checkpoint"
 	"github.com/gmcn-go/gmcn/train/optim"
 	"github.com/gmcn-go/gmcn/train/report"
@@ -149,6 +150,11 @@ func newTrainer(cfg models.Config, trainSet, testSet *dataset.Inputs, opt Option
 	if t.cfg.Bias != models.BiasNone {
 		// Likewise, a model without biases keeps the keys of before.
 		key += "|bias " + t.cfg.Bias.String()
+	}
+	if t.cfg.ReLUFit != (ops.ReLUFitOptions{}) {
+		// Likewise, the reference's fit keeps the keys written before the
+		// fit had options.
+		key += fmt.Sprintf("|relufit%+v", t.cfg.ReLUFit)
 	}
 	t.pcg = rand.NewPCG(opt.Seed, 0xda3e39cb94b95bdb)
 	if t.comm.Size() > 1 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gmcn-go/gmcn/gmnode"
 	"github.com/gmcn-go/gmcn/internal/atomicfile"
+	"github.com/gmcn-go/gmcn/ops"
 	"github.com/pkg/errors"
 )
 
@@ -32,7 +33,10 @@ type RunConfig struct {
 	Fused      int       `json:"fused,omitempty"` // > 0: fused convolution-fitting to Fused·N_p Gaussians (models.Config.Fused)
 	DenseHead  int       `json:"dense_head"`
 	Bias       string    `json:"bias,omitempty"` // biases of the constants: "none" or "", "normal", "negative-softplus" (models.Config.Bias)
-	Batch      int       `json:"batch"`
+	// ReLUFit is the dense ReLU fit: "" or "heuristic" for the reference's,
+	// "refined" for the refined fit (ops.ReLUFitOptions.Refine).
+	ReLUFit string `json:"relu_fit,omitempty"`
+	Batch   int    `json:"batch"`
 	// Accumulate is the number of batches each rank computes per step, their
 	// gradients averaged (train.Options.Accumulate); 0 means 1.
 	Accumulate int     `json:"accumulate,omitempty"`
@@ -98,6 +102,18 @@ func ParseReduction(s string) (gmnode.Reduction, error) {
 		return gmnode.UseKeepLargest(), nil
 	}
 	return gmnode.Reduction{}, errors.Errorf("unknown reduction %q (want treehem2, treehem4, treehem8, mem or max)", s)
+}
+
+// ParseReLUFit maps "heuristic" (or "") and "refined" to the options of the
+// dense ReLU fit.
+func ParseReLUFit(s string) (ops.ReLUFitOptions, error) {
+	switch strings.ToLower(s) {
+	case "heuristic", "":
+		return ops.ReLUFitOptions{}, nil
+	case "refined":
+		return ops.ReLUFitOptions{Refine: true}, nil
+	}
+	return ops.ReLUFitOptions{}, errors.Errorf("unknown ReLU fit %q (want heuristic or refined)", s)
 }
 
 // SaveRunConfig writes c as dir/run.json atomically, creating dir if

@@ -125,8 +125,12 @@ func Resolve(c RunConfig) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
+	fit, err := ParseReLUFit(c.ReLUFit)
+	if err != nil {
+		return nil, err
+	}
 	s.Model = models.Config{Layout: l, D: src.dim, Classes: src.classes, Batch: c.Batch, KernelGaussians: c.Kernel,
-		Reduction: red, DenseHead: c.DenseHead, Fused: c.Fused, Bias: bias, Seed: c.Seed}
+		Reduction: red, ReLUFit: fit, DenseHead: c.DenseHead, Fused: c.Fused, Bias: bias, Seed: c.Seed}
 	if s.Fit, err = fitConfig(c, src.dim, l.InputGaussians); err != nil {
 		return nil, err
 	}

@@ -34,6 +34,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/gmcn-go/gmcn/ops/cpu"
@@ -87,62 +88,96 @@ func treeHEM(t int) func(y, x []float64, l mixture.Layout, np int) error {
 	}
 }
 
+// layerResult is one layer of one pipeline: its errors, the ratio of
+// integrals and the wall time of its forward pass.
+type layerResult struct {
+	label   string
+	fe      cpu.FitErrors
+	mass    float64
+	elapsed time.Duration
+}
+
 func run(w *os.File, b, samples int, seed uint64, np1, np2 int, r1, r2 float64) error {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	x, lx := mnistLike(rng, b)
 	k1, lk1 := randomKernels(rng, 8, 1, r1)
 	k2, lk2 := randomKernels(rng, 16, 8, r2)
-	fmt.Fprintf(w, "| method | layer | N_o → N_p | ReLU RMSE (NRMSE) | reduction RMSE (NRMSE) | all RMSE (NRMSE) | ∫reduced / ∫dense | time |\n")
-	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|\n")
+	layers := []layer{{k1, lk1, np1}, {k2, lk2, np2}}
+	fmt.Fprintf(w, "| method | layer | N_o → N_p | ReLU RMSE (NRMSE) | refined ReLU RMSE (NRMSE) | reduction RMSE (NRMSE) | all RMSE (NRMSE) | refined all RMSE (NRMSE) | ∫reduced / ∫dense | time | refined time |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, m := range methods {
-		in, lin := x, lx
-		for li, layer := range []struct {
-			k  []float64
-			lk mixture.Layout
-			np int
-		}{{k1, lk1, np1}, {k2, lk2, np2}} {
-			start := time.Now()
-			var conv []float64
-			var lc mixture.Layout
-			if m.fused > 0 {
-				conv, lc = convolveFused(in, layer.k, lin, layer.lk, m.fused*layer.np)
-			} else {
-				conv, lc = convolve(in, layer.k, lin, layer.lk)
-			}
-			dense := make([]float64, len(conv))
-			if err := cpu.ReLUFit(dense, conv, nil, lc, device.ReLUFitOptions{}); err != nil {
-				return fmt.Errorf("%s layer %d ReLU fit: %w", m.name, li+1, err)
-			}
-			lr := lc
-			lr.N = layer.np
-			red := make([]float64, lr.Len())
-			if err := m.reduce(red, dense, lc, layer.np); err != nil {
-				return fmt.Errorf("%s layer %d reduction: %w", m.name, li+1, err)
-			}
-			elapsed := time.Since(start)
-			if err := mixture.Validate(red, lr); err != nil {
-				return fmt.Errorf("%s layer %d reduction output: %w", m.name, li+1, err)
-			}
-			fe, err := cpu.FitErrorsOf(conv, dense, red, lc, lr, samples, seed+uint64(li))
-			if err != nil {
-				return err
-			}
-			if m.fused > 0 {
-				// "all" against ReLU of the full convolution.
-				full, lf := convolve(in, layer.k, lin, layer.lk)
-				ff, err := cpu.FitErrorsOf(full, full, red, lf, lr, samples, seed+uint64(li))
-				if err != nil {
-					return err
-				}
-				fe.All = ff.All
-			}
-			fmt.Fprintf(w, "| %s | %d (%d→%d ch) | %d → %d | %s | %s | %s | %.4f | %.0f ms |\n", m.name, li+1, lin.C, lc.C, lc.N, lr.N,
-				cell(fe.ReLU), cell(fe.Reduction), cell(fe.All), weightSum(red, lr)/weightSum(dense, lc), float64(elapsed.Microseconds())/1000)
-			in, lin = batchCovScale(red, lr), lr
+		heur, err := pipeline(m, x, lx, layers, samples, seed, device.ReLUFitOptions{})
+		if err != nil {
+			return err
+		}
+		ref, err := pipeline(m, x, lx, layers, samples, seed, device.ReLUFitOptions{Refine: true})
+		if err != nil {
+			return err
+		}
+		for li, h := range heur {
+			r := ref[li]
+			fmt.Fprintf(w, "| %s | %d (%s) | %s | %s | %s | %s | %s | %s | %.4f | %s | %s |\n", m.name, li+1, h.label[:strings.Index(h.label, "|")], h.label[strings.Index(h.label, "|")+1:],
+				cell(h.fe.ReLU), cell(r.fe.ReLU), cell(h.fe.Reduction), cell(h.fe.All), cell(r.fe.All), h.mass, ms(h.elapsed), ms(r.elapsed))
 		}
 	}
 	return nil
 }
+
+// layer is one convolution layer: its kernels and reduced count.
+type layer struct {
+	k  []float64
+	lk mixture.Layout
+	np int
+}
+
+// pipeline runs method m with the ReLU fit options opts over the layers,
+// each layer on the previous one's output after CovScaleNorm.
+func pipeline(m method, x []float64, lx mixture.Layout, layers []layer, samples int, seed uint64, opts device.ReLUFitOptions) ([]layerResult, error) {
+	in, lin := x, lx
+	var res []layerResult
+	for li, layer := range layers {
+		start := time.Now()
+		var conv []float64
+		var lc mixture.Layout
+		if m.fused > 0 {
+			conv, lc = convolveFused(in, layer.k, lin, layer.lk, m.fused*layer.np)
+		} else {
+			conv, lc = convolve(in, layer.k, lin, layer.lk)
+		}
+		dense := make([]float64, len(conv))
+		if err := cpu.ReLUFit(dense, conv, nil, lc, opts); err != nil {
+			return nil, fmt.Errorf("%s layer %d ReLU fit: %w", m.name, li+1, err)
+		}
+		lr := lc
+		lr.N = layer.np
+		red := make([]float64, lr.Len())
+		if err := m.reduce(red, dense, lc, layer.np); err != nil {
+			return nil, fmt.Errorf("%s layer %d reduction: %w", m.name, li+1, err)
+		}
+		elapsed := time.Since(start)
+		if err := mixture.Validate(red, lr); err != nil {
+			return nil, fmt.Errorf("%s layer %d reduction output: %w", m.name, li+1, err)
+		}
+		fe, err := cpu.FitErrorsOf(conv, dense, red, lc, lr, samples, seed+uint64(li))
+		if err != nil {
+			return nil, err
+		}
+		if m.fused > 0 {
+			// "all" against ReLU of the full convolution.
+			full, lf := convolve(in, layer.k, lin, layer.lk)
+			ff, err := cpu.FitErrorsOf(full, full, red, lf, lr, samples, seed+uint64(li))
+			if err != nil {
+				return nil, err
+			}
+			fe.All = ff.All
+		}
+		res = append(res, layerResult{fmt.Sprintf("%d→%d ch|%d → %d", lin.C, lc.C, lc.N, lr.N), fe, weightSum(red, lr) / weightSum(dense, lc), elapsed})
+		in, lin = batchCovScale(red, lr), lr
+	}
+	return res, nil
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000) }
 
 // weightSum returns the total integral of the batch.
 func weightSum(x []float64, l mixture.Layout) float64 {

@@ -68,12 +68,16 @@ func reluFit[T Float](y, x, kappa []T, l mixture.Layout, opts device.ReLUFitOpti
 	}
 	copy(y, x)
 	off := T(p.Off)
-	err = reluEach(x, kappa, l, p, false, sums, func(s *reluWork[T], m int) {
+	err = reluEach(x, kappa, l, p, false, sums, func(s *reluWork[T], m int) error {
 		out := mixture.Mixture(y, l, m)
 		kp := max(s.kappa, 0)
 		for k := range l.N {
 			out[k*l.Stride()] = s.x[k] * (max(s.t[k], 0) - kp + off) / (s.e[k] + off)
 		}
+		if p.Refine {
+			return s.refine(out, p)
+		}
+		return nil
 	})
 	if err != nil {
 		return err
@@ -123,11 +127,12 @@ func ReLUFitBackwardSaved[T Float](dx, dkappa, x, kappa, g []T, l mixture.Layout
 		dx = make([]T, len(g))
 	}
 	copy(dx, g)
-	err = reluEach(x, kappa, l, p, true, sums, func(s *reluWork[T], m int) {
+	err = reluEach(x, kappa, l, p, true, sums, func(s *reluWork[T], m int) error {
 		dk := s.backward(mixture.Mixture(dx, l, m), p)
 		if dkappa != nil {
 			dkappa[m] = dk
 		}
+		return nil
 	})
 	if err != nil {
 		return err
@@ -141,10 +146,10 @@ func ReLUFitBackwardSaved[T Float](dx, dkappa, x, kappa, g []T, l mixture.Layout
 // reluEach loads every mixture of x with its constant (kappa[m], or 0 for a
 // nil kappa) into a per-worker reluWork (with the backward buffers if
 // backward is set) and hands the work to f with the forward sums in place;
-// it returns the first load error. The sums come from sums in the backward
-// pass and are computed, and stored into sums, in the forward pass or when
-// sums is nil.
-func reluEach[T Float](x, kappa []T, l mixture.Layout, p device.ReLUFitParams, backward bool, sums *ReLUFitSums[T], f func(s *reluWork[T], m int)) error {
+// it returns the first error of a load or of f. The sums come from sums in
+// the backward pass and are computed, and stored into sums, in the forward
+// pass or when sums is nil.
+func reluEach[T Float](x, kappa []T, l mixture.Layout, p device.ReLUFitParams, backward bool, sums *ReLUFitSums[T], f func(s *reluWork[T], m int) error) error {
 	ws := make([]*reluWork[T], parallel.Workers(l.Mixtures()))
 	for i := range ws {
 		ws[i] = newReLUWork[T](l.N, l.D, backward)
@@ -169,7 +174,9 @@ func reluEach[T Float](x, kappa []T, l mixture.Layout, p device.ReLUFitParams, b
 			copy(t, s.t)
 			copy(e, s.e)
 		}
-		f(s, m)
+		if err := f(s, m); err != nil {
+			errs[w] = cmp.Or(errs[w], mixtureError(err, l, m))
+		}
 	})
 	return cmp.Or(errs...)
 }

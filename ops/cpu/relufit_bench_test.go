@@ -22,13 +22,21 @@ func relufitBenchName(l mixture.Layout) string {
 	return fmt.Sprintf("%dD_B%d_C%d_N%d", l.D, l.B, l.C, l.N)
 }
 
-func BenchmarkReLUFitForward(b *testing.B) {
+func BenchmarkReLUFitForward(b *testing.B) { benchReLUFitForward(b, device.ReLUFitOptions{}) }
+
+// BenchmarkReLUFitRefined is the forward of the refined fit; its backward
+// is the unrefined one.
+func BenchmarkReLUFitRefined(b *testing.B) {
+	benchReLUFitForward(b, device.ReLUFitOptions{Refine: true})
+}
+
+func benchReLUFitForward(b *testing.B, opts device.ReLUFitOptions) {
 	for _, l := range relufitBenchLayouts() {
 		x := gmtest.To32(relufitRandom(rand.New(rand.NewPCG(1, 2)), l, 0, 4))
 		y := make([]float32, len(x))
 		b.Run(relufitBenchName(l), func(b *testing.B) {
 			for b.Loop() {
-				if err := ReLUFit(y, x, nil, l, device.ReLUFitOptions{}); err != nil {
+				if err := ReLUFit(y, x, nil, l, opts); err != nil {
 					b.Fatal(err)
 				}
 			}

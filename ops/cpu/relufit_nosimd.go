@@ -8,3 +8,6 @@ func reluForwardFast[T Float](*reluWork[T]) bool { return false }
 
 // reluBackwardFast reports false, as reluForwardFast.
 func reluBackwardFast[T Float](*reluWork[T]) bool { return false }
+
+// refineExp is expRow: this build has no vector exponential.
+func refineExp[T Float](v []T) { expRow(v) }

@@ -52,6 +52,10 @@ type reluWork[T Float] struct {
 	ga, gx      []T
 	u           [3][]T
 	uu          [6][]T
+
+	// ref holds the refinement's buffers once a refined fit has used this
+	// worker (relufit_refine.go).
+	ref *refineWork[T]
 }
 
 // symCount returns the number of unique entries of a symmetric d×d matrix.

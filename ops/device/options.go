@@ -58,6 +58,14 @@ type ReLUFitOptions struct {
 	Offset float64
 	// Epsilon replaces non-positive weights in the paper variant.
 	Epsilon float64
+	// Refine adds the refinement stage after either variant's weights: one
+	// EM step on the sigma points of the components moves every weight,
+	// position and covariance towards the positive part of the input, and
+	// weight iterations at the new centroids follow (docs/algorithms.md,
+	// "Refined ReLU fit"). The output's positions and covariances then
+	// differ from the input's. Its gradient is the unrefined fit's
+	// (straight-through): the refinement's change is treated as a constant.
+	Refine bool
 }
 
 // ReLUFitParams are the resolved constants of a fit. Both variants share
@@ -73,6 +81,8 @@ type ReLUFitParams struct {
 	Floor float64
 	// Off is the reference variant's offset in numerator and denominator.
 	Off float64
+	// Refine adds the refinement stage (ReLUFitOptions.Refine).
+	Refine bool
 }
 
 // Resolve checks the options and fills in the defaults. It is the one place
@@ -98,9 +108,10 @@ func (o ReLUFitOptions) Resolve() (ReLUFitParams, error) {
 		return ReLUFitParams{
 			Coarse: orDefault(o.CoarseOffset, DefaultReLUFitCoarseOffset),
 			Off:    orDefault(o.Offset, DefaultReLUFitOffset),
+			Refine: o.Refine,
 		}, nil
 	case ReLUFitPaper:
-		return ReLUFitParams{Paper: true, Floor: orDefault(o.Epsilon, DefaultReLUFitEpsilon)}, nil
+		return ReLUFitParams{Paper: true, Floor: orDefault(o.Epsilon, DefaultReLUFitEpsilon), Refine: o.Refine}, nil
 	}
 	return ReLUFitParams{}, errors.Errorf("ReLUFitOptions.Variant %d is neither ReLUFitReference nor ReLUFitPaper", o.Variant)
 }
