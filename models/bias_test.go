@@ -183,16 +183,7 @@ func TestBiasTrainingStep(t *testing.T) {
 		}
 		rng := rand.New(rand.NewPCG(1, 1))
 		x := gmtest.Mixtures[float32](rng, gmtest.StandardSpec(), 4, 1, 8, 2)
-		target := make([]float32, 12)
-		for i := range 4 {
-			target[3*i+i%3] = 1
-		}
-		if err := G.Let(m.Input, tensor.New(tensor.WithShape(4, 1, 8, 7), tensor.WithBacking(x))); err != nil {
-			t.Fatal(err)
-		}
-		if err := G.Let(m.Target, tensor.New(tensor.WithShape(4, 3), tensor.WithBacking(target))); err != nil {
-			t.Fatal(err)
-		}
+		letBiasBatch(t, m, x)
 		vm := G.NewTapeMachine(m.Graph)
 		if err := vm.RunAll(); err != nil {
 			t.Fatal(err)
@@ -236,16 +227,7 @@ func TestBiasModelGradient(t *testing.T) {
 			t.Fatal(err)
 		}
 		x := gmtest.Mixtures[float64](rand.New(rand.NewPCG(1, 0)), gmtest.StandardSpec(), 4, 1, 8, 2)
-		target := make([]float64, 12)
-		for i := range 4 {
-			target[3*i+i%3] = 1
-		}
-		if err := G.Let(m.Input, tensor.New(tensor.WithShape(4, 1, 8, 7), tensor.WithBacking(x))); err != nil {
-			t.Fatal(err)
-		}
-		if err := G.Let(m.Target, tensor.New(tensor.WithShape(4, 3), tensor.WithBacking(target))); err != nil {
-			t.Fatal(err)
-		}
+		letBiasBatch(t, m, x)
 		vm := G.NewTapeMachine(m.Graph)
 		defer vm.Close()
 		run := func() float64 {
@@ -272,5 +254,21 @@ func TestBiasModelGradient(t *testing.T) {
 			}
 			gmtest.WantGrad(t, fmt.Sprintf("%v: bias %d", b, i+1), analytic[i], v, loss)
 		}
+	}
+}
+
+// letBiasBatch binds the 2D batch x [4, 1, 8, 7] and one-hot targets of
+// the classes 0, 1, 2, 0 to m's input and target.
+func letBiasBatch[T float32 | float64](t *testing.T, m *Model, x []T) {
+	t.Helper()
+	target := make([]T, 12)
+	for i := range 4 {
+		target[3*i+i%3] = 1
+	}
+	if err := G.Let(m.Input, tensor.New(tensor.WithShape(4, 1, 8, 7), tensor.WithBacking(x))); err != nil {
+		t.Fatal(err)
+	}
+	if err := G.Let(m.Target, tensor.New(tensor.WithShape(4, 3), tensor.WithBacking(target))); err != nil {
+		t.Fatal(err)
 	}
 }

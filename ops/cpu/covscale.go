@@ -10,18 +10,23 @@ import (
 // the packed batch x into tau [B·C]. The sums run in float64 so that float32
 // batches of thousands of components keep their statistic accurate.
 func MeanTraces[T Float](tau []float64, x []T, l mixture.Layout) {
-	s, d := l.Stride(), l.D
 	parallel.For(l.Mixtures(), func(m int) {
-		mx := mixture.Mixture(x, l, m)
-		var sum float64
-		for k := 0; k < len(mx); k += s {
-			cov := mx[k+1+d:]
-			for j := range d {
-				sum += float64(cov[j*(d+1)])
-			}
-		}
-		tau[m] = sum / float64(l.N)
+		tau[m] = meanTrace(mixture.Mixture(x, l, m), l.D)
 	})
+}
+
+// meanTrace returns the mean trace of the covariances of the packed
+// mixture mx in dimension d.
+func meanTrace[T Float](mx []T, d int) float64 {
+	s := mixture.PackedLen(d)
+	var sum float64
+	for k := 0; k < len(mx); k += s {
+		cov := mx[k+1+d:]
+		for j := range d {
+			sum += float64(cov[j*(d+1)])
+		}
+	}
+	return sum / float64(len(mx)/s)
 }
 
 // ScaleMixtures writes the spatially scaled batch y: for mixture m and its

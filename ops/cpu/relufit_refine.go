@@ -93,7 +93,7 @@ func (s *reluWork[T]) refine(out []T, p device.ReLUFitParams) error {
 		r.wn[j] = out[j*st] * s.nrm[j]
 	}
 	s.emStep(out, r)
-	meanVar := meanVariance(out, n, d)
+	meanVar := meanTrace(out[:n*st], d) / float64(d)
 	var wmax float64
 	for _, w := range r.w {
 		wmax = max(wmax, w)
@@ -299,18 +299,6 @@ func (s *reluWork[T]) rowAt(p []T, v []T) {
 		}
 	}
 	refineExp(v)
-}
-
-// meanVariance returns the mean over the n components of mx of tr Σ / d.
-func meanVariance[T Float](mx []T, n, d int) float64 {
-	st := mixture.PackedLen(d)
-	var s float64
-	for k := range n {
-		for i := range d {
-			s += float64(mx[k*st+1+d+i*(d+1)])
-		}
-	}
-	return s / float64(n*d)
 }
 
 // cholesky writes the lower-triangular L with L·Lᵀ = a (d×d, row-major)
