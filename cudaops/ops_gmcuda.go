@@ -183,8 +183,7 @@ func reluArgs(opts device.ReLUFitOptions) (paper int, coarse, floor, off float64
 // ReLUFit is device.Kernels.ReLUFit on the GPU. Like the CPU kernel it reports a
 // non-finite output weight, which only extreme covariances can produce. The
 // GPU kernels fit mixtures without a constant, and the refined fit has no
-// GPU kernel yet: both run on the fallback. The refined fit's backward is
-// the unrefined one, which the GPU computes.
+// GPU kernel yet: both run on the fallback, forward and backward.
 func (c Kernels[T]) ReLUFit(y, x, kappa []T, l mixture.Layout, opts device.ReLUFitOptions) error {
 	if kappa != nil || opts.Refine {
 		return c.cpu.ReLUFit(y, x, kappa, l, opts)
@@ -224,10 +223,11 @@ func (c Kernels[T]) ReLUFitSaving(y, x, kappa []T, l mixture.Layout, opts device
 // centroids computes ∂L/∂t, ∂L/∂e and the direct ∂L/∂x into device scratch,
 // which a pass over the components then reads; the scratch never leaves
 // the device. ReLUFitSaving saves nothing without constants, so saved is
-// then nil; with constants, or for ∂L/∂κ, the fallback computes the gradient
+// then nil; with constants, for ∂L/∂κ or for the refined fit (whose
+// backward runs through the refinement) the fallback computes the gradient
 // (with its own saved state).
 func (c Kernels[T]) ReLUFitBackward(dx, dkappa, x, kappa, g []T, l mixture.Layout, opts device.ReLUFitOptions, saved device.Saved) error {
-	if kappa != nil || dkappa != nil {
+	if kappa != nil || dkappa != nil || opts.Refine {
 		return c.cpu.ReLUFitBackward(dx, dkappa, x, kappa, g, l, opts, saved)
 	}
 	paper, coarse, floor, off, err := reluArgs(opts)

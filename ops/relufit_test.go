@@ -55,11 +55,11 @@ outer:
 
 // TestReLUFitGraphGrad checks the op's symbolic gradient in a Gorgonia graph
 // against central differences, for weights, positions and covariances, in
-// 2D and 3D and for both variants.
+// 2D and 3D, for both variants and the refined fit.
 func TestReLUFitGraphGrad(t *testing.T) {
-	for _, opts := range []ReLUFitOptions{{}, {Variant: device.ReLUFitPaper}} {
+	for _, opts := range []ReLUFitOptions{{}, {Variant: device.ReLUFitPaper}, {Refine: true}} {
 		for _, d := range []int{2, 3} {
-			t.Run(fmt.Sprintf("variant%d_%dD", opts.Variant, d), func(t *testing.T) {
+			t.Run(fmt.Sprintf("variant%d_refine%v_%dD", opts.Variant, opts.Refine, d), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(3, uint64(d)))
 				x := relufitStableMixture(t, rng, 2, 2, 5, d, nil)
 				checkGraphGrad(t, rng, []*tensor.Dense{x}, func(in []*G.Node) (*G.Node, error) {
@@ -75,9 +75,10 @@ func TestReLUFitGraphGrad(t *testing.T) {
 // central differences: 2D and 3D, both variants, constants all positive,
 // all negative and of mixed signs (with one exactly 0, a kink of the fit,
 // whose ∂L/∂κ the kernel tests check against one-sided differences; here
-// ∂L/∂mixture is checked for it).
+// ∂L/∂mixture is checked for it), and the refined fit with the negative
+// constants it accepts.
 func TestReLUFitConstantGraphGrad(t *testing.T) {
-	for _, opts := range []ReLUFitOptions{{}, {Variant: device.ReLUFitPaper}} {
+	for _, opts := range []ReLUFitOptions{{}, {Variant: device.ReLUFitPaper}, {Refine: true}} {
 		for _, d := range []int{2, 3} {
 			for _, c := range []struct {
 				name  string
@@ -88,7 +89,10 @@ func TestReLUFitConstantGraphGrad(t *testing.T) {
 				{"mixed", []float64{0.45, -0.3, 0.3, -0.5}},
 				{"zero", []float64{0, 0.4, 0, -0.4}},
 			} {
-				t.Run(fmt.Sprintf("variant%d_%dD_%s", opts.Variant, d, c.name), func(t *testing.T) {
+				if opts.Refine && c.name != "negative" {
+					continue
+				}
+				t.Run(fmt.Sprintf("variant%d_refine%v_%dD_%s", opts.Variant, opts.Refine, d, c.name), func(t *testing.T) {
 					rng := rand.New(rand.NewPCG(3, uint64(d)))
 					x := relufitStableMixture(t, rng, 2, 2, 5, d, c.kappa)
 					kappa := tensor.New(tensor.WithShape(2, 2), tensor.WithBacking(slices.Clone(c.kappa)))

@@ -194,6 +194,17 @@ func TestCentral(t *testing.T) {
 	if x[0] != 0.7 || x[1] != -1.3 {
 		t.Errorf("Left left x at %v", x)
 	}
+	// On exp(8x), curved enough that Central's h² error at a coarse step
+	// is 1e-4 relative, Richardson's extrapolation is good to 1e-7.
+	x[0] = 0.3
+	steep := func() float64 { return math.Exp(8 * x[0]) }
+	dsteep := []float64{8 * math.Exp(8*0.3), 0}
+	if e := RelErr(Central(steep, x, 1e-2), dsteep); e < 1e-4 {
+		t.Errorf("Central of exp(8x) at step 1e-2: relative error %.3g, want the h² error ≥ 1e-4", e)
+	}
+	if e := RelErr(Richardson(steep, x, 1e-2), dsteep); e > 1e-7 {
+		t.Errorf("Richardson of exp(8x) at step 1e-2: relative error %.3g > 1e-7", e)
+	}
 	if got := Dot([]float64{1, 2, 3}, []float64{4, -5, 6}); got != 12 {
 		t.Errorf("Dot = %g, want 12", got)
 	}

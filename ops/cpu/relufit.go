@@ -70,10 +70,7 @@ func reluFit[T Float](y, x, kappa []T, l mixture.Layout, opts device.ReLUFitOpti
 	off := T(p.Off)
 	err = reluEach(x, kappa, l, p, false, sums, func(s *reluWork[T], m int) error {
 		out := mixture.Mixture(y, l, m)
-		kp := max(s.kappa, 0)
-		for k := range l.N {
-			out[k*l.Stride()] = s.x[k] * (max(s.t[k], 0) - kp + off) / (s.e[k] + off)
-		}
+		s.heuristicWeights(out, off)
 		if p.Refine {
 			return s.refine(out, p)
 		}
@@ -128,7 +125,15 @@ func ReLUFitBackwardSaved[T Float](dx, dkappa, x, kappa, g []T, l mixture.Layout
 	}
 	copy(dx, g)
 	err = reluEach(x, kappa, l, p, true, sums, func(s *reluWork[T], m int) error {
-		dk := s.backward(mixture.Mixture(dx, l, m), p)
+		var dk T
+		if p.Refine {
+			var err error
+			if dk, err = s.refineBackward(mixture.Mixture(dx, l, m), mixture.Mixture(x, l, m), p); err != nil {
+				return err
+			}
+		} else {
+			dk = s.backward(mixture.Mixture(dx, l, m), p)
+		}
 		if dkappa != nil {
 			dkappa[m] = dk
 		}

@@ -38,23 +38,37 @@ type refineWork[T Float] struct {
 	wn   []T          // heuristic weights times normalisation
 	// EM sums per component: mass W, first moments M about μ_j and second
 	// moments C about μ_j (unique entries, order as reluWork.sym).
-	w      []float64
-	m      [3][]float64
-	c      [6][]float64
-	w0     []float64 // start of the weight iterations
-	e      []T       // E'_kj of the refitted mixture, row-major
-	t, sum []float64
+	w  []float64
+	m  [3][]float64
+	c  [6][]float64
+	w0 []float64 // start of the weight iterations
+	e  []T       // E'_kj of the refitted mixture, row-major
+	t  []float64 // max(t'_k, 0) + off at the refitted centroids
+	// The tape the backward pass reads (relufit_refine_backward.go): the
+	// heuristic weights, the targets t'_k before the clamp, which
+	// components received EM mass, the input's mean variance and, per
+	// weight iteration, the weights it starts from and the sums
+	// Σ_j E'_kj w_j.
+	wh, tau  []float64
+	alive    []bool
+	meanVar  float64
+	wIt, sIt [refineIterations][]float64
 }
 
 func newRefineWork[T Float](n, d int) *refineWork[T] {
 	r := &refineWork[T]{
-		next: newReLUWork[T](n, d, false),
-		wn:   make([]T, (n+reluLanes-1)/reluLanes*reluLanes),
-		w:    make([]float64, n),
-		w0:   make([]float64, n),
-		e:    make([]T, n*n),
-		t:    make([]float64, n),
-		sum:  make([]float64, n),
+		next:  newReLUWork[T](n, d, false),
+		wn:    make([]T, (n+reluLanes-1)/reluLanes*reluLanes),
+		w:     make([]float64, n),
+		w0:    make([]float64, n),
+		e:     make([]T, n*n),
+		t:     make([]float64, n),
+		wh:    make([]float64, n),
+		tau:   make([]float64, n),
+		alive: make([]bool, n),
+	}
+	for i := range refineIterations {
+		r.wIt[i], r.sIt[i] = make([]float64, n), make([]float64, n)
 	}
 	for i := range d {
 		r.m[i] = make([]float64, n)
@@ -90,10 +104,12 @@ func (s *reluWork[T]) refine(out []T, p device.ReLUFitParams) error {
 	st := mixture.PackedLen(d)
 	clear(r.wn)
 	for j := range n {
+		r.wh[j] = float64(out[j*st])
 		r.wn[j] = out[j*st] * s.nrm[j]
 	}
 	s.emStep(out, r)
 	meanVar := meanTrace(out[:n*st], d) / float64(d)
+	r.meanVar = meanVar
 	var wmax float64
 	for _, w := range r.w {
 		wmax = max(wmax, w)
@@ -101,7 +117,8 @@ func (s *reluWork[T]) refine(out []T, p device.ReLUFitParams) error {
 	for j, w := range r.w {
 		g := out[j*st:][:st]
 		r.w0[j] = float64(g[0])
-		if !(w > refineDeadShare*wmax) {
+		r.alive[j] = w > refineDeadShare*wmax
+		if !r.alive[j] {
 			continue
 		}
 		r.w0[j] = w
@@ -251,6 +268,7 @@ func (s *reluWork[T]) refineWeights(out []T, r *refineWork[T], off T) {
 		for j := range v {
 			t += s.an[j] * v[j]
 		}
+		r.tau[k] = float64(t)
 		r.t[k] = float64(max(t, 0) + off)
 		nx.rowAt(pt[:d], nx.row)
 		row := r.e[k*n : (k+1)*n]
@@ -259,16 +277,22 @@ func (s *reluWork[T]) refineWeights(out []T, r *refineWork[T], off T) {
 		}
 	}
 	w := r.w0
-	for range refineIterations {
+	for i := range refineIterations {
+		copy(r.wIt[i], w)
 		for k := range n {
 			var e float64
 			for j, x := range r.e[k*n : (k+1)*n] {
 				e += float64(x) * w[j]
 			}
-			r.sum[k] = e
+			r.sIt[i][k] = e
 		}
 		for k := range n {
-			w[k] *= r.t[k] / (r.sum[k] + float64(off))
+			// A zero sum means a zero weight (E'_kk > 0, weights ≥ 0),
+			// which stays: the paper variant (off = 0) would divide 0 by
+			// 0 where the input is nowhere positive.
+			if den := r.sIt[i][k] + float64(off); den > 0 {
+				w[k] *= r.t[k] / den
+			}
 		}
 	}
 	for k := range n {
@@ -301,13 +325,15 @@ func (s *reluWork[T]) rowAt(p []T, v []T) {
 	refineExp(v)
 }
 
-// cholesky writes the lower-triangular L with L·Lᵀ = a (d×d, row-major)
-// into l; a non-positive pivot, which a covariance that passed the fit's
-// checks cannot have, gives a zero column.
+// cholesky writes the lower-triangular L with L·Lᵀ = (a + aᵀ)/2 (d×d,
+// row-major) into l; a non-positive pivot, which a covariance that passed
+// the fit's checks cannot have, gives a zero column. Reading the
+// symmetrised matrix changes nothing for a symmetric a and shares the
+// gradient of an off-diagonal entry equally between its two copies.
 func cholesky[T Float](d int, a []T, l []float64) {
 	for i := range d {
 		for j := 0; j <= i; j++ {
-			s := float64(a[i*d+j])
+			s := (float64(a[i*d+j]) + float64(a[j*d+i])) / 2
 			for k := range j {
 				s -= l[i*d+k] * l[j*d+k]
 			}

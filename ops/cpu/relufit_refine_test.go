@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -114,33 +116,97 @@ func TestReLUFitRefinedProperties(t *testing.T) {
 	gmtest.WantErr(t, ReLUFit(make([]float64, len(x)), x, nil, l, refined), "at most 4096 components", "got 4097", "mixture")
 }
 
-// TestReLUFitRefinedBackward checks the documented straight-through
-// gradient: the refined fit's backward is the heuristic's (whose finite
-// difference checks are in relufit_test.go), bit for bit, recomputed or
-// from saved sums.
-func TestReLUFitRefinedBackward(t *testing.T) {
-	for _, l := range []mixture.Layout{{B: 2, C: 2, N: 20, D: 2}, {B: 1, C: 2, N: 20, D: 3}} {
-		rng := rand.New(rand.NewPCG(3, uint64(l.D)))
-		x := relufitRandom(rng, l, 0.1, 2)
-		g := relufitRandom(rng, l, 0, 1)
-		want := make([]float64, len(x))
-		if err := ReLUFitBackward(want, nil, x, nil, g, l, device.ReLUFitOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		got := make([]float64, len(x))
-		if err := ReLUFitBackward(got, nil, x, nil, g, l, refined); err != nil {
-			t.Fatal(err)
-		}
-		sums, err := ReLUFitSaving(make([]float64, len(x)), x, nil, l, refined)
-		if err != nil {
-			t.Fatal(err)
-		}
-		saved := make([]float64, len(x))
-		if err := ReLUFitBackwardSaved(saved, nil, x, nil, g, l, refined, sums); err != nil {
-			t.Fatal(err)
-		}
-		if gmtest.MaxAbsDiff(got, want) != 0 || gmtest.MaxAbsDiff(saved, want) != 0 {
-			t.Errorf("%dD: refined backward differs from the heuristic's by %g (saved %g)", l.D, gmtest.MaxAbsDiff(got, want), gmtest.MaxAbsDiff(saved, want))
+// TestReLUFitRefinedGradient checks the refined fit's exact backward
+// against central differences of L = Σ r·ReLUFit(x, κ) for every input
+// value and constant (relufitCheckGrad, which also holds the refinement's
+// decisions fixed: refineDecisions), in 2D and 3D, for both variants and
+// the constants the refinement accepts, and that the saved-sums backward
+// gives the same gradient.
+func TestReLUFitRefinedGradient(t *testing.T) {
+	paper := device.ReLUFitOptions{Variant: device.ReLUFitPaper, Refine: true}
+	for _, c := range []struct {
+		opts device.ReLUFitOptions
+		kind string
+	}{{refined, "none"}, {refined, "negative"}, {paper, "none"}} {
+		for _, d := range []int{2, 3} {
+			for _, n := range []int{1, 5, 9} {
+				l := mixture.Layout{B: 1, C: 2, N: n, D: d}
+				x, kappa := relufitGradCase(t, uint64(10+n), l, c.opts, c.kind)
+				name := fmt.Sprintf("refined %+v κ %s D=%d N=%d", c.opts, c.kind, d, n)
+				relufitCheckGrad(t, name, x, kappa, l, c.opts)
+				g := relufitRandom(rand.New(rand.NewPCG(4, uint64(n))), l, 0, 1)
+				want := make([]float64, len(x))
+				if err := ReLUFitBackward(want, nil, x, kappa, g, l, c.opts); err != nil {
+					t.Fatal(err)
+				}
+				sums, err := ReLUFitSaving(make([]float64, len(x)), x, kappa, l, c.opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				saved := make([]float64, len(x))
+				if err := ReLUFitBackwardSaved(saved, nil, x, kappa, g, l, c.opts, sums); err != nil {
+					t.Fatal(err)
+				}
+				if diff := gmtest.MaxAbsDiff(saved, want); diff != 0 {
+					t.Errorf("%s: saved-sums backward differs by %g", name, diff)
+				}
+			}
 		}
 	}
+}
+
+// refineDecisions lists the refinement's discrete decisions for every
+// mixture of x: which sigma points count (f + κ > 0), which components
+// receive EM mass and the signs of the targets at the new centroids.
+func refineDecisions(x, kappa []float64, l mixture.Layout, opts device.ReLUFitOptions) []bool {
+	p, err := opts.Resolve()
+	if err != nil {
+		panic(err)
+	}
+	var dec []bool
+	y := make([]float64, len(x))
+	copy(y, x)
+	decs := make([][]bool, l.Mixtures())
+	err = reluEach(x, kappa, l, p, false, nil, func(s *reluWork[float64], m int) error {
+		out := mixture.Mixture(y, l, m)
+		s.heuristicWeights(out, p.Off)
+		var md []bool
+		st := l.Stride()
+		v := s.row[:l.N]
+		for c := range l.N {
+			var ch [9]float64
+			cholesky(l.D, out[c*st+1+l.D:], ch[:])
+			for i := range 2*l.D + 1 {
+				pt := make([]float64, l.D)
+				for a := range l.D {
+					pt[a] = out[c*st+1+a]
+					if i > 0 {
+						pt[a] += float64(1-2*(i%2)) * math.Sqrt(float64(2*l.D+1)/2) * ch[a*l.D+(i-1)/2]
+					}
+				}
+				s.rowAt(pt, v)
+				f := s.kappa
+				for j := range v {
+					f += s.an[j] * v[j]
+				}
+				md = append(md, f > 0)
+			}
+		}
+		if err := s.refine(out, p); err != nil {
+			return err
+		}
+		md = append(md, s.ref.alive...)
+		for _, tau := range s.ref.tau {
+			md = append(md, tau > 0)
+		}
+		decs[m] = md
+		return nil
+	})
+	if err != nil {
+		panic(err)
+	}
+	for _, md := range decs {
+		dec = append(dec, md...)
+	}
+	return dec
 }

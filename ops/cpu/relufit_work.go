@@ -56,6 +56,9 @@ type reluWork[T Float] struct {
 	// ref holds the refinement's buffers once a refined fit has used this
 	// worker (relufit_refine.go).
 	ref *refineWork[T]
+	// refGrad holds the refinement's backward buffers once a refined
+	// backward pass has used this worker (relufit_refine_backward.go).
+	refGrad *refineGrad[T]
 }
 
 // symCount returns the number of unique entries of a symmetric d×d matrix.
@@ -178,6 +181,17 @@ func (s *reluWork[T]) forwardSums() {
 		reluForward2(s)
 	} else {
 		reluForward3(s)
+	}
+}
+
+// heuristicWeights writes the heuristic's output weights
+// a″_k = x_k·(max(t_k, 0) − κ⁺ + off)/(e_k + off) into the packed mixture
+// out.
+func (s *reluWork[T]) heuristicWeights(out []T, off T) {
+	st := mixture.PackedLen(s.d)
+	kp := max(s.kappa, 0)
+	for k := range s.n {
+		out[k*st] = s.x[k] * (max(s.t[k], 0) - kp + off) / (s.e[k] + off)
 	}
 }
 

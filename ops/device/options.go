@@ -63,8 +63,8 @@ type ReLUFitOptions struct {
 	// position and covariance towards the positive part of the input, and
 	// weight iterations at the new centroids follow (docs/algorithms.md,
 	// "Refined ReLU fit"). The output's positions and covariances then
-	// differ from the input's. Its gradient is the unrefined fit's
-	// (straight-through): the refinement's change is treated as a constant.
+	// differ from the input's. Its gradient is exact: the backward pass
+	// runs through the refinement, with its discrete decisions held fixed.
 	Refine bool
 }
 
