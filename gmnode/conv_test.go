@@ -30,8 +30,8 @@ func TestConvScaleWeights(t *testing.T) {
 		t.Fatal(err)
 	}
 	gr := G.NewGraph()
-	x := G.NewTensor(gr, tensor.Float64, 4, G.WithName("x"), G.WithValue(tensor.New(tensor.WithShape(lx.Shape()...), tensor.WithBacking(xd))))
-	k := G.NewTensor(gr, tensor.Float64, 4, G.WithName("k"), G.WithValue(tensor.New(tensor.WithShape(lk.Shape()...), tensor.WithBacking(kd))))
+	x := valueNode(gr, "x", xd, lx.Shape()...)
+	k := valueNode(gr, "k", kd, lk.Shape()...)
 	y, err := Conv(x, k)
 	if err != nil {
 		t.Fatal(err)
@@ -103,8 +103,8 @@ func TestConvConstant(t *testing.T) {
 		kd := gmtest.Mixtures[float64](rng, gmtest.StandardSpec(), c.fo, c.fi, c.nk, 2)
 		kappa := gmtest.Uniform[float64](rng, c.b*c.fi, -1, 1)
 		gr := G.NewGraph()
-		k := G.NewTensor(gr, tensor.Float64, 4, G.WithName("k"), G.WithValue(tensor.New(tensor.WithShape(lk.Shape()...), tensor.WithBacking(kd))))
-		kn := G.NewMatrix(gr, tensor.Float64, G.WithName("kappa"), G.WithValue(tensor.New(tensor.WithShape(c.b, c.fi), tensor.WithBacking(kappa))))
+		k := valueNode(gr, "k", kd, lk.Shape()...)
+		kn := valueNode(gr, "kappa", kappa, c.b, c.fi)
 		y, err := ConvConstant(kn, k)
 		if err != nil {
 			t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	G "gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 )
 
 // TestEvaluate runs Evaluate in a graph with gradients and checks the value
@@ -13,10 +12,8 @@ import (
 // gradient at a point on the x axis: ∂y/∂p = −y·p.
 func TestEvaluate(t *testing.T) {
 	g := G.NewGraph()
-	x := G.NewTensor(g, tensor.Float64, 4, G.WithShape(1, 1, 1, 7), G.WithName("x"),
-		G.WithValue(tensor.New(tensor.WithShape(1, 1, 1, 7), tensor.WithBacking([]float64{2, 0, 0, 1, 0, 0, 1}))))
-	p := G.NewTensor(g, tensor.Float64, 4, G.WithShape(1, 1, 2, 2), G.WithName("p"),
-		G.WithValue(tensor.New(tensor.WithShape(1, 1, 2, 2), tensor.WithBacking([]float64{0, 0, 1, 0}))))
+	x := valueNode(g, "x", []float64{2, 0, 0, 1, 0, 0, 1}, 1, 1, 1, 7)
+	p := valueNode(g, "p", []float64{0, 0, 1, 0}, 1, 1, 2, 2)
 	y, err := Evaluate(x, p)
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	G "gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 )
 
 // TestFitErrorsNodes checks that FitErrors reads the nodes of a run and
@@ -19,7 +18,7 @@ func TestFitErrorsNodes(t *testing.T) {
 	l := mixture.Layout{B: 2, C: 3, N: 10, D: 2}
 	xd := reduceInput(rng, l)
 	g := G.NewGraph()
-	x := G.NewTensor(g, tensor.Float64, 4, G.WithName("x"), G.WithValue(tensor.New(tensor.WithShape(l.Shape()...), tensor.WithBacking(xd))))
+	x := valueNode(g, "x", xd, l.Shape()...)
 	var dense *G.Node
 	y, err := ReLUFitReduce(x, 3, UseMEM(), KeepDense(&dense))
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	G "gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 )
 
 // reduceInput returns a float64 batch with weights in [−0.7, 1.3), positions
@@ -81,13 +80,13 @@ func TestReLUFitReduce(t *testing.T) {
 				}
 				rd := gmtest.Normal(rng, lo.Len())
 				g := G.NewGraph()
-				x := G.NewTensor(g, tensor.Float64, 4, G.WithName("x"), G.WithValue(tensor.New(tensor.WithShape(l.Shape()...), tensor.WithBacking(append([]float64(nil), xd...)))))
+				x := valueNode(g, "x", append([]float64(nil), xd...), l.Shape()...)
 				var dense *G.Node
 				y, err := ReLUFitReduce(x, c.np, c.method, KeepDense(&dense))
 				if err != nil {
 					t.Fatal(err)
 				}
-				r := G.NewTensor(g, tensor.Float64, 4, G.WithName("r"), G.WithValue(tensor.New(tensor.WithShape(lo.Shape()...), tensor.WithBacking(rd))))
+				r := valueNode(g, "r", rd, lo.Shape()...)
 				cost := G.Must(G.Sum(G.Must(G.HadamardProd(y, r))))
 				grads, err := G.Grad(cost, x)
 				if err != nil {
@@ -131,8 +130,8 @@ func TestReLUFitReduceWithConstant(t *testing.T) {
 	xd := reduceInput(rand.New(rand.NewPCG(2, 2)), l)
 	kd := []float64{0.4, -0.3, 0, 1.2}
 	g := G.NewGraph()
-	x := G.NewTensor(g, tensor.Float64, 4, G.WithName("x"), G.WithValue(tensor.New(tensor.WithShape(l.Shape()...), tensor.WithBacking(xd))))
-	kappa := G.NewMatrix(g, tensor.Float64, G.WithName("kappa"), G.WithValue(tensor.New(tensor.WithShape(2, 2), tensor.WithBacking(kd))))
+	x := valueNode(g, "x", xd, l.Shape()...)
+	kappa := valueNode(g, "kappa", kd, 2, 2)
 	var dense, kappaOut *G.Node
 	if _, err := ReLUFitReduce(x, 4, UseMEM(), WithConstant(kappa, &kappaOut), KeepDense(&dense)); err != nil {
 		t.Fatal(err)
@@ -170,7 +169,7 @@ func TestReLUFitReduceBadInput(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			g := G.NewGraph()
 			l := mixture.Layout{B: 1, C: 1, N: 6, D: 2}
-			x := G.NewTensor(g, tensor.Float64, 4, G.WithName("x"), G.WithValue(tensor.New(tensor.WithShape(l.Shape()...), tensor.WithBacking(reduceInput(rand.New(rand.NewPCG(1, 2)), l)))))
+			x := valueNode(g, "x", reduceInput(rand.New(rand.NewPCG(1, 2)), l), l.Shape()...)
 			_, err := ReLUFitReduce(x, c.np, c.method)
 			if c.want == nil {
 				if err != nil {

@@ -29,7 +29,7 @@ func TestReLUFit(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := G.NewGraph()
-	x := G.NewTensor(g, tensor.Float64, 4, G.WithName("x"), G.WithValue(tensor.New(tensor.WithShape(l.Shape()...), tensor.WithBacking(xd))))
+	x := valueNode(g, "x", xd, l.Shape()...)
 	y, err := ReLUFit(x)
 	if err != nil {
 		t.Fatal(err)
@@ -71,8 +71,8 @@ func TestReLUFitConstant(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := G.NewGraph()
-	x := G.NewTensor(g, tensor.Float64, 4, G.WithName("x"), G.WithValue(tensor.New(tensor.WithShape(l.Shape()...), tensor.WithBacking(xd))))
-	kappa := G.NewMatrix(g, tensor.Float64, G.WithName("kappa"), G.WithValue(tensor.New(tensor.WithShape(2, 2), tensor.WithBacking(kappas))))
+	x := valueNode(g, "x", xd, l.Shape()...)
+	kappa := valueNode(g, "kappa", kappas, 2, 2)
 	y, kappaOut, err := ReLUFitConstant(x, kappa)
 	if err != nil {
 		t.Fatal(err)
@@ -110,9 +110,8 @@ func TestReLUFitConstant(t *testing.T) {
 func TestReLUFitConstantKink(t *testing.T) {
 	g := G.NewGraph()
 	unit := []float64{0.5, 0, 0, 1, 0, 0, 1} // w = 0.5, μ = 0, Σ = I
-	x := G.NewTensor(g, tensor.Float64, 4, G.WithName("x"), G.WithValue(tensor.New(tensor.WithShape(1, 4, 1, 7),
-		tensor.WithBacking(slices.Concat(unit, unit, unit, unit)))))
-	kappa := G.NewMatrix(g, tensor.Float64, G.WithName("kappa"), G.WithValue(tensor.New(tensor.WithShape(1, 4), tensor.WithBacking([]float64{0.3, 0, -0.2, 0}))))
+	x := valueNode(g, "x", slices.Concat(unit, unit, unit, unit), 1, 4, 1, 7)
+	kappa := valueNode(g, "kappa", []float64{0.3, 0, -0.2, 0}, 1, 4)
 	_, kappaOut, err := ReLUFitConstant(x, kappa)
 	if err != nil {
 		t.Fatal(err)

@@ -15,13 +15,11 @@ import (
 // ∂L/∂s_d = μ_d + Σ_j (Σ_dj + Σ_jd)·s_j and ∂L/∂x is (1, s, s_i·s_j).
 func TestScaleAxesNode(t *testing.T) {
 	g := G.NewGraph()
-	x := G.NewTensor(g, tensor.Float32, 4, G.WithShape(2, 1, 1, 7), G.WithName("x"),
-		G.WithValue(tensor.New(tensor.WithShape(2, 1, 1, 7), tensor.WithBacking([]float32{
-			1, 1, 2, 1, 0.5, 0.5, 2,
-			-0.5, -1, 0.5, 2, 0, 0, 1,
-		}))))
-	s := G.NewMatrix(g, tensor.Float32, G.WithShape(2, 2), G.WithName("s"),
-		G.WithValue(tensor.New(tensor.WithShape(2, 2), tensor.WithBacking([]float32{2, 0.5, -1, 3}))))
+	x := valueNode(g, "x", []float32{
+		1, 1, 2, 1, 0.5, 0.5, 2,
+		-0.5, -1, 0.5, 2, 0, 0, 1,
+	}, 2, 1, 1, 7)
+	s := valueNode(g, "s", []float32{2, 0.5, -1, 3}, 2, 2)
 	y, err := ScaleAxes(x, s)
 	if err != nil {
 		t.Fatal(err)

@@ -27,8 +27,7 @@ func TestTreeHEMNode(t *testing.T) {
 		lo, max int
 	}{{nil, np, np}, {[]TreeHEMOption{TreeHEMReferenceUnderFill()}, np - 2, np - 1}} {
 		g := G.NewGraph()
-		x := G.NewTensor(g, tensor.Float64, 4, G.WithShape(1, 1, n, 7), G.WithName("x"),
-			G.WithValue(tensor.New(tensor.WithShape(1, 1, n, 7), tensor.WithBacking(data))))
+		x := valueNode(g, "x", data, 1, 1, n, 7)
 		y, err := TreeHEM(x, np, 2, c.opts...)
 		if err != nil {
 			t.Fatal(err)

@@ -196,24 +196,9 @@ func TestCovScaleNormAlpha(t *testing.T) {
 // TestCovScaleFloat32Op checks that the float32 ops match float64.
 func TestCovScaleFloat32Op(t *testing.T) {
 	rng := rand.New(rand.NewPCG(34, 0))
-	x64 := randomMixture(rng, 3, 2, 20, 3)
-	x32 := as32(x64)
+	x := randomMixture(rng, 3, 2, 20, 3)
 	for _, mk := range []func() G.Op{NewCovScale, func() G.Op { op, _ := NewCovScaleNorm(2); op.SetRunning([]float64{3, 0.4}); return op }} {
-		op := mk()
-		y64, err := op.Do(x64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		y32, err := op.Do(x32)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, b := y32.Data().([]float32), y64.Data().([]float64)
-		for i := range a {
-			if math.Abs(float64(a[i])-b[i]) > 1e-6*math.Max(1, math.Abs(b[i])) {
-				t.Fatalf("%v: element %d float32 %g, float64 %g", op, i, a[i], b[i])
-			}
-		}
+		wantFloat32Op(t, mk(), x)
 	}
 }
 

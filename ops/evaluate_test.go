@@ -164,6 +164,27 @@ func TestEvaluateBadInput(t *testing.T) {
 		return randomMixture(rng, 2, 3, 4, 2), evalPoints(rng, 1, 3, 5, 2)
 	}
 	grad := func() *tensor.Dense { return tensor.New(tensor.WithShape(2, 3, 5), tensor.Of(tensor.Float64)) }
+	// badMixture and badPoints return the inputs of the forward op with the
+	// one input made by bad and the other one good; zeros and points make
+	// a zero tensor and random points.
+	badMixture := func(bad func() *tensor.Dense) func() []G.Value {
+		return func() []G.Value {
+			_, p := good()
+			return []G.Value{bad(), p}
+		}
+	}
+	badPoints := func(bad func() *tensor.Dense) func() []G.Value {
+		return func() []G.Value {
+			x, _ := good()
+			return []G.Value{x, bad()}
+		}
+	}
+	zeros := func(shape ...int) func() *tensor.Dense {
+		return func() *tensor.Dense { return tensor.New(tensor.WithShape(shape...), tensor.Of(tensor.Float64)) }
+	}
+	points := func(pb, pc, m, d int) func() *tensor.Dense {
+		return func() *tensor.Dense { return evalPoints(rng, pb, pc, m, d) }
+	}
 	type tc struct {
 		name string
 		// in returns the inputs of op.
@@ -172,38 +193,14 @@ func TestEvaluateBadInput(t *testing.T) {
 		want []string // substrings the error must contain
 	}
 	cases := []tc{
-		{"mixture rank 3", func() []G.Value {
-			_, p := good()
-			return []G.Value{tensor.New(tensor.WithShape(2, 3, 7), tensor.Of(tensor.Float64)), p}
-		}, NewEvaluate(), []string{"gm.Evaluate", `"mixture"`, "rank 4", "(2, 3, 7)"}},
-		{"points rank 3", func() []G.Value {
-			x, _ := good()
-			return []G.Value{x, tensor.New(tensor.WithShape(3, 5, 2), tensor.Of(tensor.Float64))}
-		}, NewEvaluate(), []string{"gm.Evaluate", `"points"`, "rank 4", "(3, 5, 2)"}},
-		{"packed length 8", func() []G.Value {
-			_, p := good()
-			return []G.Value{tensor.New(tensor.WithShape(2, 3, 4, 8), tensor.Of(tensor.Float64)), p}
-		}, NewEvaluate(), []string{"gm.Evaluate", `"mixture"`, "8", "7 (2D)", "13 (3D)"}},
-		{"D mismatch", func() []G.Value {
-			x, _ := good()
-			return []G.Value{x, evalPoints(rng, 1, 3, 5, 3)}
-		}, NewEvaluate(), []string{"gm.Evaluate", `"points"`, "must have 2 coordinates", "got 3"}},
-		{"pb not 1 or B", func() []G.Value {
-			x, _ := good()
-			return []G.Value{x, evalPoints(rng, 3, 3, 5, 2)}
-		}, NewEvaluate(), []string{"gm.Evaluate", `"points"`, "batch size must be 1 or", "2, got 3"}},
-		{"pc not 1 or C", func() []G.Value {
-			x, _ := good()
-			return []G.Value{x, evalPoints(rng, 2, 2, 5, 2)}
-		}, NewEvaluate(), []string{"gm.Evaluate", `"points"`, "channel size must be 1 or", "3, got 2"}},
-		{"no points", func() []G.Value {
-			x, _ := good()
-			return []G.Value{x, tensor.New(tensor.WithShape(1, 1, 0, 2), tensor.Of(tensor.Float64))}
-		}, NewEvaluate(), []string{"gm.Evaluate", `"points"`, "M = 0"}},
-		{"zero components", func() []G.Value {
-			_, p := good()
-			return []G.Value{tensor.New(tensor.WithShape(2, 3, 0, 7), tensor.Of(tensor.Float64)), p}
-		}, NewEvaluate(), []string{"gm.Evaluate", `"mixture"`, "N = 0"}},
+		{"mixture rank 3", badMixture(zeros(2, 3, 7)), NewEvaluate(), []string{"gm.Evaluate", `"mixture"`, "rank 4", "(2, 3, 7)"}},
+		{"points rank 3", badPoints(zeros(3, 5, 2)), NewEvaluate(), []string{"gm.Evaluate", `"points"`, "rank 4", "(3, 5, 2)"}},
+		{"packed length 8", badMixture(zeros(2, 3, 4, 8)), NewEvaluate(), []string{"gm.Evaluate", `"mixture"`, "8", "7 (2D)", "13 (3D)"}},
+		{"D mismatch", badPoints(points(1, 3, 5, 3)), NewEvaluate(), []string{"gm.Evaluate", `"points"`, "must have 2 coordinates", "got 3"}},
+		{"pb not 1 or B", badPoints(points(3, 3, 5, 2)), NewEvaluate(), []string{"gm.Evaluate", `"points"`, "batch size must be 1 or", "2, got 3"}},
+		{"pc not 1 or C", badPoints(points(2, 2, 5, 2)), NewEvaluate(), []string{"gm.Evaluate", `"points"`, "channel size must be 1 or", "3, got 2"}},
+		{"no points", badPoints(zeros(1, 1, 0, 2)), NewEvaluate(), []string{"gm.Evaluate", `"points"`, "M = 0"}},
+		{"zero components", badMixture(zeros(2, 3, 0, 7)), NewEvaluate(), []string{"gm.Evaluate", `"mixture"`, "N = 0"}},
 		{"NaN in points", func() []G.Value {
 			x, p := good()
 			p.Data().([]float64)[4] = math.NaN()

@@ -142,25 +142,7 @@ func TestKernelOpsFloat32(t *testing.T) {
 		{assembleOp(2), []*tensor.Dense{w, p, a}},
 		{NewWeightDecay(), []*tensor.Dense{w, a}},
 	} {
-		in32 := make([]G.Value, len(c.in))
-		in64 := make([]G.Value, len(c.in))
-		for i, x := range c.in {
-			in32[i], in64[i] = as32(x), x
-		}
-		y64, err := c.op.Do(in64...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		y32, err := c.op.Do(in32...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, b := y32.Data().([]float32), y64.Data().([]float64)
-		for i := range a {
-			if math.Abs(float64(a[i])-b[i]) > 1e-6*math.Max(1, math.Abs(b[i])) {
-				t.Fatalf("%v: element %d float32 %g, float64 %g", c.op, i, a[i], b[i])
-			}
-		}
+		wantFloat32Op(t, c.op, c.in...)
 	}
 }
 

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -36,6 +37,31 @@ func float64s(v G.Value) []float64 {
 		return append([]float64(nil), d...)
 	}
 	panic(fmt.Sprintf("float64s: want float32 or float64 data, got %T", v.Data()))
+}
+
+// wantFloat32Op fails t unless op gives for float32 copies of in what it
+// gives for in, every element within 1e-6 of the float64 value relative to
+// its magnitude (at least 1).
+func wantFloat32Op(t *testing.T, op G.Op, in ...*tensor.Dense) {
+	t.Helper()
+	in32 := make([]G.Value, len(in))
+	for i, x := range in {
+		in32[i] = as32(x)
+	}
+	y64, err := op.Do(values(in)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y32, err := op.Do(in32...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := y32.Data().([]float32), y64.Data().([]float64)
+	for i := range a {
+		if math.Abs(float64(a[i])-b[i]) > 1e-6*math.Max(1, math.Abs(b[i])) {
+			t.Fatalf("%v: element %d float32 %g, float64 %g", op, i, a[i], b[i])
+		}
+	}
 }
 
 // graphGrads runs L = Σ op(x, k)·r in a graph of x's dtype and returns the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"strings"
 	"testing"
@@ -245,21 +246,34 @@ func checkMesh(t *testing.T, m *Mesh) {
 	}
 }
 
+// readFailed reports whether a reader refused its input, failing t unless
+// the error names the file the input came from.
+func readFailed(t *testing.T, err error, file string) bool {
+	t.Helper()
+	if err != nil && !strings.Contains(err.Error(), file) {
+		t.Fatalf("error %v does not name the file", err)
+	}
+	return err != nil
+}
+
+// fuzzMeshReader fuzzes read, which must refuse an input with an error
+// naming the file or return a mesh that checkMesh accepts.
+func fuzzMeshReader(f *testing.F, file string, read func(r io.Reader, name string) (*Mesh, error)) {
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := read(bytes.NewReader(data), file)
+		if readFailed(t, err, file) {
+			return
+		}
+		checkMesh(t, m)
+	})
+}
+
 func FuzzReadOFF(f *testing.F) {
 	f.Add([]byte("OFF\n3 1 0\n0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n"))
 	f.Add([]byte("OFF3 1 0\n0 0 0\n1 0 0\n0 1 0\n4 0 1 2 0\n"))
 	f.Add([]byte("COFF\n3 1 0\n0 0 0 1 1 1 1\n1 0 0 1 1 1 1\n0 1 0 1 1 1 1\n3 0 1 2 1 1 1\n"))
 	f.Add([]byte("OFF\n1 0 0\nnan 0 0\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := ReadOFF(bytes.NewReader(data), "fuzz.off")
-		if err != nil {
-			if !strings.Contains(err.Error(), "fuzz.off") {
-				t.Fatalf("error %v does not name the file", err)
-			}
-			return
-		}
-		checkMesh(t, m)
-	})
+	fuzzMeshReader(f, "fuzz.off", ReadOFF)
 }
 
 func FuzzReadPLY(f *testing.F) {
@@ -267,16 +281,7 @@ func FuzzReadPLY(f *testing.F) {
 	f.Add(plyBinaryData(binary.LittleEndian, "binary_little_endian"))
 	f.Add(plyBinaryData(binary.BigEndian, "binary_big_endian"))
 	f.Add([]byte("ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\nproperty float y\nproperty float z\nend_header\n1 2 3\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := ReadPLY(bytes.NewReader(data), "fuzz.ply")
-		if err != nil {
-			if !strings.Contains(err.Error(), "fuzz.ply") {
-				t.Fatalf("error %v does not name the file", err)
-			}
-			return
-		}
-		checkMesh(t, m)
-	})
+	fuzzMeshReader(f, "fuzz.ply", ReadPLY)
 }
 
 func FuzzReadXYZ(f *testing.F) {
@@ -285,10 +290,7 @@ func FuzzReadXYZ(f *testing.F) {
 	f.Add([]byte("1,2\n"), 0)
 	f.Fuzz(func(t *testing.T, data []byte, limit int) {
 		pts, err := ReadXYZ(bytes.NewReader(data), "fuzz.xyz", limit)
-		if err != nil {
-			if !strings.Contains(err.Error(), "fuzz.xyz") {
-				t.Fatalf("error %v does not name the file", err)
-			}
+		if readFailed(t, err, "fuzz.xyz") {
 			return
 		}
 		if len(pts) == 0 || len(pts)%3 != 0 || (limit > 0 && len(pts) > 3*limit) {

@@ -20,10 +20,12 @@ func convInputs(rng *rand.Rand, d, b, fi, ni, fo, nk int) (lx, lk mixture.Layout
 	return lx, lk, x, k
 }
 
-func convRun(x, k []float64, lx, lk mixture.Layout) []float64 {
-	y := make([]float64, device.ConvLayout(lx, lk).Len())
+// convRun returns Conv's output for x and k and its layout.
+func convRun(x, k []float64, lx, lk mixture.Layout) ([]float64, mixture.Layout) {
+	ly := device.ConvLayout(lx, lk)
+	y := make([]float64, ly.Len())
 	Conv(y, x, k, lx, lk)
-	return y
+	return y, ly
 }
 
 // TestConvComponentOrder checks every output field against the reference
@@ -33,8 +35,7 @@ func TestConvComponentOrder(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		rng := rand.New(rand.NewPCG(11, uint64(d)))
 		lx, lk, x, k := convInputs(rng, d, 2, 3, 4, 5, 2)
-		y := convRun(x, k, lx, lk)
-		ly := device.ConvLayout(lx, lk)
+		y, ly := convRun(x, k, lx, lk)
 		if want := (mixture.Layout{B: 2, C: 5, N: 3 * 4 * 2, D: d}); ly != want {
 			t.Fatalf("%dD: layout %v, want %v", d, ly, want)
 		}
@@ -69,8 +70,7 @@ func TestConvIntegrals(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		rng := rand.New(rand.NewPCG(12, uint64(d)))
 		lx, lk, x, k := convInputs(rng, d, 3, 4, 5, 2, 3)
-		y := convRun(x, k, lx, lk)
-		ly := device.ConvLayout(lx, lk)
+		y, ly := convRun(x, k, lx, lk)
 		ix, ik, iy := make([]float64, lx.Mixtures()), make([]float64, lk.Mixtures()), make([]float64, ly.Mixtures())
 		Integrate(ix, x, lx)
 		Integrate(ik, k, lk)
@@ -120,8 +120,7 @@ func TestConvGrid(t *testing.T) {
 	)
 	rng := rand.New(rand.NewPCG(13, 2))
 	lx, lk, x, k := convInputs(rng, 2, 1, 2, 3, 2, 2)
-	ly := device.ConvLayout(lx, lk)
-	y := convRun(x, k, lx, lk)
+	y, ly := convRun(x, k, lx, lk)
 
 	sample := func(data []float64, l mixture.Layout, mi int) []float64 {
 		ps := make([]Prepared[float64], l.N)
@@ -191,7 +190,10 @@ func TestConvGradient(t *testing.T) {
 		rng := rand.New(rand.NewPCG(14, uint64(d)))
 		lx, lk, x, k := convInputs(rng, d, 2, 3, 4, 2, 3)
 		r := gmtest.Normal(rng, device.ConvLayout(lx, lk).Len())
-		loss := func() float64 { return gmtest.Dot(convRun(x, k, lx, lk), r) }
+		loss := func() float64 {
+			y, _ := convRun(x, k, lx, lk)
+			return gmtest.Dot(y, r)
+		}
 
 		dx := make([]float64, len(x))
 		ConvBackwardData(dx, r, k, lx, lk)

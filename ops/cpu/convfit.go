@@ -59,7 +59,6 @@ func ConvFitSaving[T Float](y, x, k []T, lx, lk mixture.Layout, n int) *ConvFitS
 // convFitInto is ConvFit, recording its selection into save unless it is nil.
 func convFitInto[T Float](y, x, k []T, lx, lk mixture.Layout, n int, save *ConvFitSelection) {
 	ly := device.ConvFitLayout(lx, lk, n)
-	s := ly.Stride()
 	work := make([]*convFit[T], parallel.Workers(ly.Mixtures()))
 	parallel.ForWorker(ly.Mixtures(), func(w, m int) {
 		if work[w] == nil {
@@ -72,13 +71,7 @@ func convFitInto[T Float](y, x, k []T, lx, lk mixture.Layout, n int, save *ConvF
 			copy(save.sel[m*n:], cf.sel)
 			save.nsel[m] = int32(len(cf.sel))
 		}
-		out := mixture.Mixture(y, ly, m)
-		for i, sp := range cf.sel {
-			var mm convFitMoments
-			cf.match(&mm, sp)
-			writeMoments(out[i*s:(i+1)*s], &mm, ly.D)
-		}
-		padIdentity(ly.D, out[len(cf.sel)*s:])
+		cf.write(mixture.Mixture(y, ly, m))
 	})
 }
 
@@ -369,6 +362,18 @@ func (cf *convFit[T]) match(mm *convFitMoments, sp span) {
 	for e := range d * d {
 		mm.cov[e] /= mm.a
 	}
+}
+
+// write writes the moment match of every selected node into its slot of
+// out, one output mixture, and pads the slots after them with {0, 0, I}.
+func (cf *convFit[T]) write(out []T) {
+	d, s := cf.lx.D, cf.lx.Stride()
+	for i, sp := range cf.sel {
+		var mm convFitMoments
+		cf.match(&mm, sp)
+		writeMoments(out[i*s:(i+1)*s], &mm, d)
+	}
+	padIdentity(d, out[len(cf.sel)*s:])
 }
 
 // weight returns a_v for a component of weight w.

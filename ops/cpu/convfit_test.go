@@ -25,10 +25,34 @@ var convFitCases = []struct {
 	{b: 3, fi: 2, ni: 7, fo: 2, nk: 5, n: []int{4, 32}},
 }
 
-func convFitRun(x, k []float64, lx, lk mixture.Layout, n int) []float64 {
-	y := make([]float64, device.ConvFitLayout(lx, lk, n).Len())
+// convFitCase is a case of convFitCases in 2D or 3D with its inputs.
+type convFitCase struct {
+	name   string     // "2D case 0", for messages
+	rng    *rand.Rand // drew the inputs; the test may draw more
+	lx, lk mixture.Layout
+	x, k   []float64
+	nv     int   // Fi·Ni·Nk, the components of each of Conv's output mixtures
+	n      []int // the fit sizes to test
+}
+
+// forConvFitCases calls f with every case of convFitCases in 2D and 3D,
+// its inputs drawn by a generator seeded from seed, D and the case.
+func forConvFitCases(seed uint64, f func(c convFitCase)) {
+	for _, d := range []int{2, 3} {
+		for ci, tc := range convFitCases {
+			rng := rand.New(rand.NewPCG(seed, uint64(10*d+ci)))
+			lx, lk, x, k := convInputs(rng, d, tc.b, tc.fi, tc.ni, tc.fo, tc.nk)
+			f(convFitCase{fmt.Sprintf("%dD case %d", d, ci), rng, lx, lk, x, k, tc.fi * tc.ni * tc.nk, tc.n})
+		}
+	}
+}
+
+// convFitRun returns ConvFit's output for x and k and its layout.
+func convFitRun(x, k []float64, lx, lk mixture.Layout, n int) ([]float64, mixture.Layout) {
+	ly := device.ConvFitLayout(lx, lk, n)
+	y := make([]float64, ly.Len())
 	ConvFit(y, x, k, lx, lk, n)
-	return y
+	return y, ly
 }
 
 // convFitFrozen is ConvFit of x and k with the order, tree and selection
@@ -36,19 +60,12 @@ func convFitRun(x, k []float64, lx, lk mixture.Layout, n int) []float64 {
 // ConvFitBackward computes, evaluated away from x0, k0 by the gradient check.
 func convFitFrozen(x, k, x0, k0 []float64, lx, lk mixture.Layout, n int) []float64 {
 	ly := device.ConvFitLayout(lx, lk, n)
-	s := ly.Stride()
 	y := make([]float64, ly.Len())
 	at, ref := newConvFit(x, k, lx, lk), newConvFit(x0, k0, lx, lk)
 	for m := range ly.Mixtures() {
 		ref.selectNodes(m, n)
 		at.replay(m, ref.perm, ref.sel)
-		out := mixture.Mixture(y, ly, m)
-		for i, sp := range at.sel {
-			var mm convFitMoments
-			at.match(&mm, sp)
-			writeMoments(out[i*s:(i+1)*s], &mm, ly.D)
-		}
-		padIdentity(ly.D, out[len(at.sel)*s:])
+		at.write(mixture.Mixture(y, ly, m))
 	}
 	return y
 }
@@ -57,58 +74,49 @@ func convFitFrozen(x, k, x0, k0 []float64, lx, lk mixture.Layout, n int) []float
 // L = Σ y·r with the decisions frozen at the unperturbed input, in float64,
 // 2D and 3D, for every n of the cases.
 func TestConvFitGradient(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		for ci, tc := range convFitCases {
-			rng := rand.New(rand.NewPCG(31, uint64(10*d+ci)))
-			lx, lk, x, k := convInputs(rng, d, tc.b, tc.fi, tc.ni, tc.fo, tc.nk)
-			x0, k0 := slices.Clone(x), slices.Clone(k)
-			for _, n := range tc.n {
-				r := gmtest.Normal(rng, device.ConvFitLayout(lx, lk, n).Len())
-				loss := func() float64 { return gmtest.Dot(convFitFrozen(x, k, x0, k0, lx, lk, n), r) }
-				dx, dk := make([]float64, len(x)), make([]float64, len(k))
-				ConvFitBackward(dx, dk, r, x, k, lx, lk, n)
-				gmtest.WantGrad(t, fmt.Sprintf("%dD case %d n=%d: data gradient", d, ci, n), dx, x, loss)
-				gmtest.WantGrad(t, fmt.Sprintf("%dD case %d n=%d: kernel gradient", d, ci, n), dk, k, loss)
-				// One destination alone gives the same values.
-				dx1 := make([]float64, len(x))
-				ConvFitBackward(dx1, nil, r, x, k, lx, lk, n)
-				if !slices.Equal(dx1, dx) {
-					t.Errorf("%dD case %d n=%d: data gradient without the kernel gradient differs", d, ci, n)
-				}
+	forConvFitCases(31, func(c convFitCase) {
+		x, k, lx, lk := c.x, c.k, c.lx, c.lk
+		x0, k0 := slices.Clone(x), slices.Clone(k)
+		for _, n := range c.n {
+			r := gmtest.Normal(c.rng, device.ConvFitLayout(lx, lk, n).Len())
+			loss := func() float64 { return gmtest.Dot(convFitFrozen(x, k, x0, k0, lx, lk, n), r) }
+			dx, dk := make([]float64, len(x)), make([]float64, len(k))
+			ConvFitBackward(dx, dk, r, x, k, lx, lk, n)
+			gmtest.WantGrad(t, fmt.Sprintf("%s n=%d: data gradient", c.name, n), dx, x, loss)
+			gmtest.WantGrad(t, fmt.Sprintf("%s n=%d: kernel gradient", c.name, n), dk, k, loss)
+			// One destination alone gives the same values.
+			dx1 := make([]float64, len(x))
+			ConvFitBackward(dx1, nil, r, x, k, lx, lk, n)
+			if !slices.Equal(dx1, dx) {
+				t.Errorf("%s n=%d: data gradient without the kernel gradient differs", c.name, n)
 			}
 		}
-	}
+	})
 }
 
 // TestConvFitAllLeaves checks that with n ≥ Nv the output is Conv's output
 // up to component order, followed by {0, 0, I} padding.
 func TestConvFitAllLeaves(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		for ci, tc := range convFitCases {
-			rng := rand.New(rand.NewPCG(32, uint64(10*d+ci)))
-			lx, lk, x, k := convInputs(rng, d, tc.b, tc.fi, tc.ni, tc.fo, tc.nk)
-			nv := tc.fi * tc.ni * tc.nk
-			conv := convRun(x, k, lx, lk)
-			ly := device.ConvLayout(lx, lk)
-			for _, n := range []int{nv, nv + 3} {
-				lf := device.ConvFitLayout(lx, lk, n)
-				y := convFitRun(x, k, lx, lk, n)
-				s := lf.Stride()
-				for m := range lf.Mixtures() {
-					got := mixture.Mixture(y, lf, m)
-					want := sortedGaussians(mixture.Mixture(conv, ly, m), s)
-					if g := sortedGaussians(got[:nv*s], s); !gaussiansClose(g, want, 1e-12) {
-						t.Fatalf("%dD case %d n=%d mixture %d: not Conv's components", d, ci, n, m)
-					}
-					pad := make([]float64, (n-nv)*s)
-					padIdentity(d, pad)
-					if !slices.Equal(got[nv*s:], pad) {
-						t.Fatalf("%dD case %d n=%d mixture %d: padding %v, want {0, 0, I}", d, ci, n, m, got[nv*s:])
-					}
+	forConvFitCases(32, func(c convFitCase) {
+		nv := c.nv
+		conv, ly := convRun(c.x, c.k, c.lx, c.lk)
+		for _, n := range []int{nv, nv + 3} {
+			y, lf := convFitRun(c.x, c.k, c.lx, c.lk, n)
+			s := lf.Stride()
+			for m := range lf.Mixtures() {
+				got := mixture.Mixture(y, lf, m)
+				want := sortedGaussians(mixture.Mixture(conv, ly, m), s)
+				if g := sortedGaussians(got[:nv*s], s); !gaussiansClose(g, want, 1e-12) {
+					t.Fatalf("%s n=%d mixture %d: not Conv's components", c.name, n, m)
+				}
+				pad := make([]float64, (n-nv)*s)
+				padIdentity(lf.D, pad)
+				if !slices.Equal(got[nv*s:], pad) {
+					t.Fatalf("%s n=%d mixture %d: padding %v, want {0, 0, I}", c.name, n, m, got[nv*s:])
 				}
 			}
 		}
-	}
+	})
 }
 
 // sortedGaussians returns the packed Gaussians of mx as a sorted list.
@@ -139,27 +147,22 @@ func gaussiansClose(a, b [][]float64, tol float64) bool {
 // single-signed, so the positive and the negative integral of Conv's output
 // are each preserved.
 func TestConvFitSignIntegrals(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		for ci, tc := range convFitCases {
-			rng := rand.New(rand.NewPCG(33, uint64(10*d+ci)))
-			lx, lk, x, k := convInputs(rng, d, tc.b, tc.fi, tc.ni, tc.fo, tc.nk)
-			conv, ly := convRun(x, k, lx, lk), device.ConvLayout(lx, lk)
-			for _, n := range tc.n {
-				if n < 2 {
-					continue
-				}
-				lf := device.ConvFitLayout(lx, lk, n)
-				y := convFitRun(x, k, lx, lk, n)
-				for m := range lf.Mixtures() {
-					wantPos, wantNeg := signSums(mixture.Mixture(conv, ly, m), ly.Stride())
-					gotPos, gotNeg := signSums(mixture.Mixture(y, lf, m), lf.Stride())
-					if math.Abs(gotPos-wantPos) > 1e-12*max(1, wantPos) || math.Abs(gotNeg-wantNeg) > 1e-12*max(1, -wantNeg) {
-						t.Errorf("%dD case %d n=%d mixture %d: sign integrals (%g, %g), want (%g, %g)", d, ci, n, m, gotPos, gotNeg, wantPos, wantNeg)
-					}
+	forConvFitCases(33, func(c convFitCase) {
+		conv, ly := convRun(c.x, c.k, c.lx, c.lk)
+		for _, n := range c.n {
+			if n < 2 {
+				continue
+			}
+			y, lf := convFitRun(c.x, c.k, c.lx, c.lk, n)
+			for m := range lf.Mixtures() {
+				wantPos, wantNeg := signSums(mixture.Mixture(conv, ly, m), ly.Stride())
+				gotPos, gotNeg := signSums(mixture.Mixture(y, lf, m), lf.Stride())
+				if math.Abs(gotPos-wantPos) > 1e-12*max(1, wantPos) || math.Abs(gotNeg-wantNeg) > 1e-12*max(1, -wantNeg) {
+					t.Errorf("%s n=%d mixture %d: sign integrals (%g, %g), want (%g, %g)", c.name, n, m, gotPos, gotNeg, wantPos, wantNeg)
 				}
 			}
 		}
-	}
+	})
 }
 
 func signSums(mx []float64, s int) (pos, neg float64) {
@@ -189,9 +192,8 @@ func TestConvFitSingleNode(t *testing.T) {
 					}
 				}
 			}
-			conv, ly := convRun(x, k, lx, lk), device.ConvLayout(lx, lk)
-			lf := device.ConvFitLayout(lx, lk, 1)
-			y := convFitRun(x, k, lx, lk, 1)
+			conv, ly := convRun(x, k, lx, lk)
+			y, lf := convFitRun(x, k, lx, lk, 1)
 			for m := range ly.Mixtures() {
 				want := momentMatch(mixture.Mixture(conv, ly, m), d, positive)
 				got := mixture.Mixture(y, lf, m)

@@ -41,6 +41,15 @@ func evalInputs(rng *rand.Rand, c evalCase) (x, pts []float64) {
 	return x, pts
 }
 
+// evalGradients returns ∂L/∂x and ∂L/∂pts from EvaluateBackwardMixture and
+// EvaluateBackwardPoints for case c and the incoming gradient g.
+func evalGradients[T Float](x, pts, g []T, c evalCase) (dx, dp []T) {
+	dx, dp = make([]T, len(x)), make([]T, len(pts))
+	EvaluateBackwardMixture(dx, x, pts, g, c.layout(), c.PB, c.PC, c.M)
+	EvaluateBackwardPoints(dp, x, pts, g, c.layout(), c.PB, c.PC, c.M)
+	return dx, dp
+}
+
 // TestEvaluateBackward compares EvaluateBackwardMixture and
 // EvaluateBackwardPoints with central differences of L = Σ y·r, r random, for
 // every broadcast variant, including the sums over broadcast dimensions.
@@ -132,13 +141,9 @@ func TestEvaluateFloat32(t *testing.T) {
 			check("Evaluate", y32, y)
 			evaluateGeneric(y32, x32, pts32, l, c.PB, c.PC, c.M)
 			check("evaluateGeneric", y32, y)
-			dx, dx32 := make([]float64, len(x)), make([]float32, len(x))
-			EvaluateBackwardMixture(dx, x, pts, g, l, c.PB, c.PC, c.M)
-			EvaluateBackwardMixture(dx32, x32, pts32, g32, l, c.PB, c.PC, c.M)
+			dx, dp := evalGradients(x, pts, g, c)
+			dx32, dp32 := evalGradients(x32, pts32, g32, c)
 			check("EvaluateBackwardMixture", dx32, dx)
-			dp, dp32 := make([]float64, len(pts)), make([]float32, len(pts))
-			EvaluateBackwardPoints(dp, x, pts, g, l, c.PB, c.PC, c.M)
-			EvaluateBackwardPoints(dp32, x32, pts32, g32, l, c.PB, c.PC, c.M)
 			check("EvaluateBackwardPoints", dp32, dp)
 		})
 	}
@@ -170,13 +175,11 @@ func checkEvalBackwardFast(t *testing.T) {
 						t.Helper()
 						gmtest.WantClose(t, what+" on the fast path", got, want, 1e-5)
 					}
-					dx, dxWant := make([]float32, len(x)), make([]float32, len(x))
-					EvaluateBackwardMixture(dx, x, pts, g, l, c.PB, c.PC, c.M)
+					dx, dp := evalGradients(x, pts, g, c)
+					dxWant, dpWant := make([]float32, len(x)), make([]float32, len(pts))
 					evaluateBackwardMixtureGeneric(dxWant, x, pts, g, l, c.PB, c.PC, c.M)
-					check("EvaluateBackwardMixture", dx, dxWant)
-					dp, dpWant := make([]float32, len(pts)), make([]float32, len(pts))
-					EvaluateBackwardPoints(dp, x, pts, g, l, c.PB, c.PC, c.M)
 					evaluateBackwardPointsGeneric(dpWant, x, pts, g, l, c.PB, c.PC, c.M)
+					check("EvaluateBackwardMixture", dx, dxWant)
 					check("EvaluateBackwardPoints", dp, dpWant)
 
 					clear(g)

@@ -21,17 +21,19 @@ func TreeHEMFrozen[T Float](y, x []T, dec *Decisions) error {
 	return runTreeHEM(hemReplay, y, nil, x, nil, dec)
 }
 
-// MEMDecisions computes the discrete and detached parts of MEM for every
-// mixture of x: sel [B·C·K] receives the initial selection (memSelect) and
-// lik [B·C·N·K] the likelihoods L_is, row i, column s. With them fixed,
+// MEMDecisions returns the discrete and detached parts of MEM for every
+// mixture of x: sel [B·C·K], the initial selection (memSelect), and lik
+// [B·C·N·K], the likelihoods L_is, row i, column s. With them fixed,
 // MEMFrozen and MEMBackwardSaved are a smooth function and its exact
 // gradient.
-func MEMDecisions[T Float](sel []int, lik, x []T, l mixture.Layout, np int) {
+func MEMDecisions[T Float](x []T, l mixture.Layout, np int) (sel []int, lik []T) {
 	k := memComponents(l.N, np)
+	sel, lik = make([]int, l.Mixtures()*k), make([]T, l.Mixtures()*l.N*k)
 	memEach(x, l, np, func(m int, _ []T, sc *memScratch[T]) {
 		copy(sel[m*k:(m+1)*k], sc.sel)
 		copy(lik[m*l.N*k:(m+1)*l.N*k], sc.lik)
 	})
+	return sel, lik
 }
 
 // MEMFrozen is MEM with the selection and likelihoods given (as returned by

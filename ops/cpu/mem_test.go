@@ -28,6 +28,14 @@ func withN(l mixture.Layout, n int) mixture.Layout {
 	return l
 }
 
+// memRun returns MEM's reduction of x to np components and its layout.
+func memRun(x []float64, l mixture.Layout, np int) ([]float64, mixture.Layout) {
+	lo := withN(l, np)
+	y := make([]float64, lo.Len())
+	MEM(y, x, l, np)
+	return y, lo
+}
+
 type memCase struct {
 	name     string
 	n, np    int
@@ -63,10 +71,7 @@ func TestMEMFrozenGrad(t *testing.T) {
 				l := mixture.Layout{B: 2, C: 2, N: tc.n, D: d}
 				lo := withN(l, tc.np)
 				x := memMixture(rng, l, tc.spread, tc.w, tc.cs, tc.positive)
-				k := memComponents(tc.n, tc.np)
-				sel := make([]int, l.Mixtures()*k)
-				lik := make([]float64, l.Mixtures()*l.N*k)
-				MEMDecisions(sel, lik, x, l, tc.np)
+				sel, lik := MEMDecisions(x, l, tc.np)
 				r := gmtest.Normal(rng, lo.Len())
 				y := make([]float64, lo.Len())
 				loss := func() float64 {
@@ -94,18 +99,13 @@ func TestMEMMatchesReference(t *testing.T) {
 			t.Run(fmt.Sprintf("%dD/%s", d, tc.name), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(10+d), uint64(ci)))
 				l := mixture.Layout{B: 2, C: 3, N: tc.n, D: d}
-				lo := withN(l, tc.np)
 				x := memMixture(rng, l, tc.spread, tc.w, tc.cs, tc.positive)
-				y := make([]float64, lo.Len())
-				MEM(y, x, l, tc.np)
+				y, lo := memRun(x, l, tc.np)
 				want := memReference(x, l, tc.np)
 				if e := gmtest.MaxAbsDiff(y, want); e > 1e-12*max(1, gmtest.MaxAbs(want)) {
 					t.Errorf("MEM differs from the reference transcription by %.3g\ngot  %v\nwant %v", e, y, want)
 				}
-				k := memComponents(tc.n, tc.np)
-				sel := make([]int, l.Mixtures()*k)
-				lik := make([]float64, l.Mixtures()*l.N*k)
-				MEMDecisions(sel, lik, x, l, tc.np)
+				sel, lik := MEMDecisions(x, l, tc.np)
 				yf := make([]float64, lo.Len())
 				MEMFrozen(yf, x, lik, sel, l, tc.np)
 				if e := gmtest.MaxAbsDiff(y, yf); e != 0 {
@@ -260,14 +260,10 @@ func TestMEMIntegral(t *testing.T) {
 			t.Run(fmt.Sprintf("%dD/%s", d, c.name), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(20+d), uint64(ci)))
 				l := mixture.Layout{B: 3, C: 2, N: c.tc.n, D: d}
-				lo := withN(l, c.tc.np)
 				x := memMixture(rng, l, c.tc.spread, c.tc.w, c.tc.cs, c.tc.positive)
-				y := make([]float64, lo.Len())
-				MEM(y, x, l, c.tc.np)
+				y, lo := memRun(x, l, c.tc.np)
 				k := memComponents(l.N, c.tc.np)
-				sel := make([]int, l.Mixtures()*k)
-				lik := make([]float64, l.Mixtures()*l.N*k)
-				MEMDecisions(sel, lik, x, l, c.tc.np)
+				sel, lik := MEMDecisions(x, l, c.tc.np)
 				in, out := memIntegrals(x, l), memIntegrals(y, lo)
 				var worst float64
 				for m := range in {
@@ -345,13 +341,11 @@ func TestMEMProperties(t *testing.T) {
 			t.Run(fmt.Sprintf("%dD/%s", d, c.name), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(30+d), uint64(ci)))
 				l := mixture.Layout{B: 2, C: 2, N: c.n, D: d}
-				lo := withN(l, c.np)
 				x := memMixture(rng, l, 2, 1, 1, true)
 				if c.prep != nil {
 					c.prep(x, l)
 				}
-				y := make([]float64, lo.Len())
-				MEM(y, x, l, c.np)
+				y, lo := memRun(x, l, c.np)
 				if err := mixture.Validate(y, lo); err != nil {
 					t.Fatalf("output is not a valid mixture: %v", err)
 				}

@@ -21,8 +21,9 @@ var scaleAxesForms = []struct {
 	{"per mixture [B, C, D]", true, true},
 }
 
-// scaleAxesRows returns sb and sc of a form for layout l.
-func scaleAxesRows(l mixture.Layout, perSample, perMixture bool) (sb, sc int) {
+// scaleAxesInputs returns a batch of layout l and factors of a form for it,
+// drawn from rng, and the factors' rows sb and sc.
+func scaleAxesInputs(rng *rand.Rand, l mixture.Layout, perSample, perMixture bool) (x, s []float64, sb, sc int) {
 	sb, sc = 1, 1
 	if perSample {
 		sb = l.B
@@ -30,7 +31,9 @@ func scaleAxesRows(l mixture.Layout, perSample, perMixture bool) (sb, sc int) {
 	if perMixture {
 		sc = l.C
 	}
-	return sb, sc
+	x = gmtest.Mixtures[float64](rng, gmtest.StandardSpec(), l.B, l.C, l.N, l.D)
+	s = gmtest.Scales[float64](rng, sb*sc*l.D)
+	return x, s, sb, sc
 }
 
 // forScaleAxesForms runs f as a subtest for every form in 2D and 3D with a
@@ -52,9 +55,7 @@ func forScaleAxesForms(t *testing.T, seed uint64, f func(t *testing.T, rng *rand
 func TestScaleAxesBackward(t *testing.T) {
 	forScaleAxesForms(t, 61, func(t *testing.T, rng *rand.Rand, d int, perSample, perMixture bool) {
 		l := mixture.Layout{B: 2, C: 3, N: 4, D: d}
-		sb, sc := scaleAxesRows(l, perSample, perMixture)
-		x := gmtest.Mixtures[float64](rng, gmtest.StandardSpec(), l.B, l.C, l.N, d)
-		s := gmtest.Scales[float64](rng, sb*sc*d)
+		x, s, sb, sc := scaleAxesInputs(rng, l, perSample, perMixture)
 		r := gmtest.Normal(rng, l.Len())
 		y := make([]float64, l.Len())
 		loss := func() float64 {
@@ -103,9 +104,7 @@ func TestScaleAxesHandMade(t *testing.T) {
 func TestScaleAxesProperties(t *testing.T) {
 	forScaleAxesForms(t, 62, func(t *testing.T, rng *rand.Rand, d int, perSample, perMixture bool) {
 		l := mixture.Layout{B: 3, C: 2, N: 5, D: d}
-		sb, sc := scaleAxesRows(l, perSample, perMixture)
-		x := gmtest.Mixtures[float64](rng, gmtest.StandardSpec(), l.B, l.C, l.N, d)
-		s := gmtest.Scales[float64](rng, sb*sc*d)
+		x, s, sb, sc := scaleAxesInputs(rng, l, perSample, perMixture)
 		y := make([]float64, l.Len())
 
 		ones := make([]float64, len(s))
@@ -195,9 +194,7 @@ func TestScaleAxesIsotropic(t *testing.T) {
 func TestScaleAxesFloat32(t *testing.T) {
 	forScaleAxesForms(t, 64, func(t *testing.T, rng *rand.Rand, d int, perSample, perMixture bool) {
 		l := mixture.Layout{B: 3, C: 4, N: 50, D: d}
-		sb, sc := scaleAxesRows(l, perSample, perMixture)
-		x64 := gmtest.Mixtures[float64](rng, gmtest.StandardSpec(), l.B, l.C, l.N, d)
-		s64 := gmtest.Scales[float64](rng, sb*sc*d)
+		x64, s64, sb, sc := scaleAxesInputs(rng, l, perSample, perMixture)
 		g64 := gmtest.Normal(rng, l.Len())
 		x32, s32, g32 := gmtest.To32(x64), gmtest.To32(s64), gmtest.To32(g64)
 		y64, y32 := make([]float64, l.Len()), make([]float32, l.Len())
