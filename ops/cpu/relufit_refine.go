@@ -159,46 +159,69 @@ func (s *reluWork[T]) emStep(out []T, r *refineWork[T]) {
 	for i := range symCount(d) {
 		clear(r.c[i])
 	}
-	alpha := 1 / float64(2*d+1)
-	spread := math.Sqrt(float64(2*d+1) / 2)
-	v := s.row[:n]
-	nrm, an, wn := s.nrm[:n], s.an[:n], r.wn[:n]
 	var pt [3]T
 	for c := range n {
 		g := out[c*st:][:st]
 		var l [9]float64
 		cholesky(d, g[1+d:], l[:])
 		for i := range 2*d + 1 {
-			sign, axis := 1.0, (i-1)/2
-			if i%2 == 0 {
-				sign = -1
-			}
-			for a := range d {
-				x := float64(g[1+a])
-				if i > 0 {
-					x += sign * spread * l[a*d+axis]
-				}
-				pt[a] = T(x)
-			}
-			s.rowAt(pt[:d], v)
-			var f, q, gs T
-			for j := range v {
-				f += an[j] * v[j]
-				q += nrm[j] * v[j]
-				gs += wn[j] * v[j]
-			}
-			f += s.kappa
-			if !(f > 0) || !(gs > 0) || !(q > 0) {
+			smp := s.sigmaPoint(&pt, g[1:1+d], l[:], i, r.wn)
+			if smp.scale == 0 {
 				continue
 			}
-			scale := alpha * float64(f) / float64(q) / float64(gs)
 			if d == 2 {
-				r.accumulate2(s, pt, scale)
+				r.accumulate2(s, pt, smp.scale)
 			} else {
-				r.accumulate3(s, pt, scale)
+				r.accumulate3(s, pt, smp.scale)
 			}
 		}
 	}
+}
+
+// sigmaSample describes one sigma point: its share α·f/(q·g) of the EM
+// sums (0 where f, q or g is not positive: the point then counts for
+// nothing), the sums f = Σ_j a_j nrm_j v_j + κ, q = Σ_j nrm_j v_j and
+// g = Σ_j wn_j v_j over the input's Gaussians v_j at the point (wn the
+// heuristic weights times nrm), and the offset's sign and axis.
+type sigmaSample struct {
+	scale, f, q, g, sign float64
+	axis                 int
+}
+
+// sigmaPoint writes sigma point i of a component with position mu and
+// Cholesky factor l into p: mu for i = 0, mu + sign·√((2D+1)/2)·L e_axis
+// for i = 2·axis + 1 (sign +1) and 2·axis + 2 (sign −1). It leaves the
+// input's Gaussians at p in s.row.
+func (s *reluWork[T]) sigmaPoint(p *[3]T, mu []T, l []float64, i int, wn []T) sigmaSample {
+	d := s.d
+	smp := sigmaSample{sign: 1, axis: (i - 1) / 2}
+	if i%2 == 0 {
+		smp.sign = -1
+	}
+	spread := math.Sqrt(float64(2*d+1) / 2)
+	for a := range d {
+		x := float64(mu[a])
+		if i > 0 {
+			x += smp.sign * spread * l[a*d+smp.axis]
+		}
+		p[a] = T(x)
+	}
+	v := s.row[:s.n]
+	s.rowAt(p[:d], v)
+	nrm, an, wn := s.nrm[:s.n], s.an[:s.n], wn[:s.n]
+	var f, q, gs T
+	for j := range v {
+		f += an[j] * v[j]
+		q += nrm[j] * v[j]
+		gs += wn[j] * v[j]
+	}
+	f += s.kappa
+	smp.f, smp.q, smp.g = float64(f), float64(q), float64(gs)
+	if f > 0 && gs > 0 && q > 0 {
+		alpha := 1 / float64(2*d+1)
+		smp.scale = alpha * smp.f / smp.q / smp.g
+	}
+	return smp
 }
 
 // accumulate2 adds the sample at p with weight scale·wn_j·v_j (v in s.row) to

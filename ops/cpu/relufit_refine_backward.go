@@ -296,7 +296,6 @@ func (s *reluWork[T]) emBackward(x []T) (dkappa float64) {
 	n, d, dd := s.n, s.d, s.d*s.d
 	st := mixture.PackedLen(d)
 	r, g := s.ref, s.refGrad
-	alpha := 1 / float64(2*d+1)
 	spread := math.Sqrt(float64(2*d+1) / 2)
 	v := s.row[:n]
 	nrm, an, wn := s.nrm[:n], s.an[:n], r.wn[:n]
@@ -307,29 +306,11 @@ func (s *reluWork[T]) emBackward(x []T) (dkappa float64) {
 		var l, lb [9]float64
 		cholesky(d, gc[1+d:], l[:])
 		for i := range 2*d + 1 {
-			sign, axis := 1.0, (i-1)/2
-			if i%2 == 0 {
-				sign = -1
-			}
-			for e := range d {
-				x := float64(gc[1+e])
-				if i > 0 {
-					x += sign * spread * l[e*d+axis]
-				}
-				pt[e] = T(x)
-			}
-			s.rowAt(pt[:d], v)
-			var f, q, gs T
-			for j := range v {
-				f += an[j] * v[j]
-				q += nrm[j] * v[j]
-				gs += wn[j] * v[j]
-			}
-			f += s.kappa
-			if !(f > 0) || !(gs > 0) || !(q > 0) {
+			smp := s.sigmaPoint(&pt, gc[1:1+d], l[:], i, wn)
+			scale := smp.scale
+			if scale == 0 {
 				continue
 			}
-			scale := alpha * float64(f) / float64(q) / float64(gs)
 			var scaleBar float64
 			for j := range v {
 				rj := float64(wn[j]*v[j]) * scale
@@ -353,9 +334,9 @@ func (s *reluWork[T]) emBackward(x []T) (dkappa float64) {
 				g.wn[j] += rb * float64(v[j]) * scale
 				scaleBar += rb * float64(wn[j]*v[j])
 			}
-			fb := scaleBar * scale / float64(f)
-			qb := -scaleBar * scale / float64(q)
-			gb := -scaleBar * scale / float64(gs)
+			fb := scaleBar * scale / smp.f
+			qb := -scaleBar * scale / smp.q
+			gb := -scaleBar * scale / smp.g
 			dkappa += fb
 			var pb [3]float64
 			for j := range v {
@@ -380,7 +361,7 @@ func (s *reluWork[T]) emBackward(x []T) (dkappa float64) {
 			for e := range d {
 				g.mu[e][c] += pb[e]
 				if i > 0 {
-					lb[e*d+axis] += sign * spread * pb[e]
+					lb[e*d+smp.axis] += smp.sign * spread * pb[e]
 				}
 			}
 		}
