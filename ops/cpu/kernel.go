@@ -8,17 +8,16 @@ import (
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
-// gram writes A·Aᵀ of the d×d row-major matrix a into out.
+// gram writes A·Aᵀ of the d×d row-major matrix a into out, which must not
+// alias a.
 func gram[T Float](d int, a, out []T) {
+	var at [9]T
 	for i := range d {
 		for j := range d {
-			var s T
-			for k := range d {
-				s += a[i*d+k] * a[j*d+k]
-			}
-			out[i*d+j] = s
+			at[j*d+i] = a[i*d+j]
 		}
 	}
+	matMul(d, a, at[:], out)
 }
 
 // KernelEpsilon returns ε = CovEpsilon · max(1, max |A·Aᵀ|), the maximum taken

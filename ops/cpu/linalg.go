@@ -46,3 +46,17 @@ func matVec[T Float](d int, a, t, out []T) {
 		out[r] = s
 	}
 }
+
+// matMul writes A·B into out for d×d row-major matrices; out must not
+// alias a or b.
+func matMul[T Float](d int, a, b, out []T) {
+	for r := range d {
+		for c := range d {
+			var s T
+			for k := range d {
+				s += a[r*d+k] * b[k*d+c]
+			}
+			out[r*d+c] = s
+		}
+	}
+}

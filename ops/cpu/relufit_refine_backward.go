@@ -391,24 +391,11 @@ func expBackward(d int, a []float64, dl [3]float64, c float64, xs [3][]float64, 
 // its inverse A (full, ab) and nb = ∂L/∂nrm·nrm for its normalisation
 // nrm ∝ det(Σ)^(−½): −A·ab·A − ½ nb·A.
 func inverseBackward(d int, a, ab []float64, nb float64, cb []float64) {
-	var t [9]float64
-	for r := range d {
-		for c := range d {
-			var v float64
-			for k := range d {
-				v += ab[r*d+k] * a[k*d+c]
-			}
-			t[r*d+c] = v
-		}
-	}
-	for r := range d {
-		for c := range d {
-			var v float64
-			for k := range d {
-				v += a[r*d+k] * t[k*d+c]
-			}
-			cb[r*d+c] -= v + nb/2*a[r*d+c]
-		}
+	var t, u [9]float64
+	matMul(d, ab, a, t[:])
+	matMul(d, a, t[:], u[:])
+	for e := range d * d {
+		cb[e] -= u[e] + nb/2*a[e]
 	}
 }
 
