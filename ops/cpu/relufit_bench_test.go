@@ -24,8 +24,7 @@ func relufitBenchName(l mixture.Layout) string {
 
 func BenchmarkReLUFitForward(b *testing.B) { benchReLUFitForward(b, device.ReLUFitOptions{}) }
 
-// BenchmarkReLUFitRefined is the forward of the refined fit; its backward
-// is the unrefined one.
+// BenchmarkReLUFitRefined is the forward of the refined fit.
 func BenchmarkReLUFitRefined(b *testing.B) {
 	benchReLUFitForward(b, device.ReLUFitOptions{Refine: true})
 }
@@ -44,7 +43,15 @@ func benchReLUFitForward(b *testing.B, opts device.ReLUFitOptions) {
 	}
 }
 
-func BenchmarkReLUFitBackward(b *testing.B) {
+func BenchmarkReLUFitBackward(b *testing.B) { benchReLUFitBackward(b, device.ReLUFitOptions{}) }
+
+// BenchmarkReLUFitRefinedBackward is the backward of the refined fit, which
+// refits every mixture to rebuild the refinement's tape.
+func BenchmarkReLUFitRefinedBackward(b *testing.B) {
+	benchReLUFitBackward(b, device.ReLUFitOptions{Refine: true})
+}
+
+func benchReLUFitBackward(b *testing.B, opts device.ReLUFitOptions) {
 	for _, l := range relufitBenchLayouts() {
 		rng := rand.New(rand.NewPCG(1, 2))
 		x := gmtest.To32(relufitRandom(rng, l, 0, 4))
@@ -52,7 +59,7 @@ func BenchmarkReLUFitBackward(b *testing.B) {
 		dx := make([]float32, len(x))
 		b.Run(relufitBenchName(l), func(b *testing.B) {
 			for b.Loop() {
-				if err := ReLUFitBackward(dx, nil, x, nil, g, l, device.ReLUFitOptions{}); err != nil {
+				if err := ReLUFitBackward(dx, nil, x, nil, g, l, opts); err != nil {
 					b.Fatal(err)
 				}
 			}
