@@ -78,7 +78,7 @@ func (r *runFlags) modelFlags(f *flagSet) {
 	f.StringVar(&r.radii, "radii", "", "`LIST` of kernel radii, one per block, comma-separated, e.g. 1.5,2,2.5 (default: the preset's;\n2.5 each with --layers)")
 	r.intField(f, "kernel-gaussians", func(c *train.RunConfig) *int { return &c.Kernel }, 1, 64, "`N_k`, the Gaussians of every convolution kernel")
 	r.stringField(f, "reduction", func(c *train.RunConfig) *string { return &c.Reduction }, "`METHOD`: treehem2, treehem4, treehem8, mem or max (keep the largest weights)")
-	r.stringField(f, "relu-fit", func(c *train.RunConfig) *string { return &c.ReLUFit }, "`METHOD` of the dense ReLU fit: heuristic (the reference's) or refined (one EM step and weight\niterations after it; several times slower, see docs/fitting-error.md)")
+	r.stringField(f, "relu-fit", func(c *train.RunConfig) *string { return &c.ReLUFit }, "`METHOD` of the dense ReLU fit: heuristic (the reference's) or refined (one EM step and weight\niterations after it: a lower fitting error, but no better training and up to 60× slower steps; see\ndocs/results.md)")
 	r.intField(f, "fused", func(c *train.RunConfig) *int { return &c.Fused }, 0, 64, "fused convolution-fitting to `F` × N_p Gaussians per block; 0 = the unfused path")
 	r.intField(f, "dense", func(c *train.RunConfig) *int { return &c.DenseHead }, 0, 1e5, "`N` hidden units of a dense head after integration; 0 = none")
 	r.stringField(f, "bias", func(c *train.RunConfig) *string { return &c.Bias }, "`TYPE` of learnable bias in the mixtures' constants before every ReLU fit: none, normal or\nnegative-softplus; normal's positive constants can give negative weights, which TreeHEM may fail\non (then use --reduction mem or max)")
