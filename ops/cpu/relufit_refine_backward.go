@@ -32,10 +32,13 @@ type refineGrad[T Float] struct {
 	cov, ain    []float64
 	nrm, an, wn []float64
 	wh          []float64
-	// Per sample point: ∂L/∂r_j of every responsibility-weighted mass and
-	// the direct ∂L/∂(p − μ_j) through the moments.
-	rb []float64
-	db [3][]float64
+	// Per sample point: ∂L/∂r_j of every responsibility-weighted mass, the
+	// direct ∂L/∂(p − μ_j) through the moments, and p − μ_j itself.
+	rb     []float64
+	db, dl [3][]float64
+	// The inverse covariances of the input and of the refitted mixture as
+	// full d×d blocks, expanded once per mixture for the adjoint loops.
+	aIn, aNx []float64
 }
 
 func newRefineGrad[T Float](n, d int) *refineGrad[T] {
@@ -45,12 +48,13 @@ func newRefineGrad[T Float](n, d int) *refineGrad[T] {
 		y: make([]T, n*mixture.PackedLen(d)),
 		w: f(n), t: f(n), a2: f(n * dd), nrm2: f(n), em: f(n),
 		cov: f(n * dd), ain: f(n * dd), nrm: f(n), an: f(n), wn: f(n), wh: f(n), rb: f(n),
+		aIn: f(n * dd), aNx: f(n * dd),
 	}
 	for i := range refineIterations {
 		g.s[i] = f(n)
 	}
 	for a := range d {
-		g.mu2[a], g.m[a], g.mu[a], g.db[a] = f(n), f(n), f(n), f(n)
+		g.mu2[a], g.m[a], g.mu[a], g.db[a], g.dl[a] = f(n), f(n), f(n), f(n), f(n)
 	}
 	for i := range symCount(d) {
 		g.c[i] = f(n)
@@ -97,6 +101,10 @@ func (s *reluWork[T]) refineBackward(dx, x []T, p device.ReLUFitParams) (T, erro
 	}
 	g.reset()
 	r := s.ref
+	for j := range n {
+		symFull(s.sym, j, d, g.aIn[j*dd:])
+		symFull(r.next.sym, j, d, g.aNx[j*dd:])
+	}
 	for k := range n {
 		g.w[k] = float64(dx[k*st])
 		for a := range d {
@@ -106,6 +114,9 @@ func (s *reluWork[T]) refineBackward(dx, x []T, p device.ReLUFitParams) (T, erro
 	s.iterationsBackward(p.Off)
 	s.matrixBackward()
 	dkappa := s.targetsBackward()
+	for j := range n {
+		mirrorUpper(d, g.a2[j*dd:])
+	}
 	meanVarBar := s.momentsBackward(dx)
 	for j := range n {
 		for a := range d {
@@ -114,10 +125,9 @@ func (s *reluWork[T]) refineBackward(dx, x []T, p device.ReLUFitParams) (T, erro
 	}
 	dkappa += s.emBackward(x)
 	for j := range n {
-		var a [9]float64
-		symFull(s.sym, j, d, a[:])
+		mirrorUpper(d, g.ain[j*dd:])
 		nb := g.nrm[j] + g.an[j]*float64(s.a[j]) + g.wn[j]*r.wh[j]
-		inverseBackward(d, a[:], g.ain[j*dd:], nb*float64(s.nrm[j]), g.cov[j*dd:])
+		inverseBackward(d, g.aIn[j*dd:], g.ain[j*dd:], nb*float64(s.nrm[j]), g.cov[j*dd:])
 		g.wh[j] += g.wn[j] * float64(s.nrm[j])
 		gx := dx[j*st : (j+1)*st]
 		gx[0] = T(g.wh[j])
@@ -168,7 +178,6 @@ func (s *reluWork[T]) matrixBackward() {
 	n, d, dd := s.n, s.d, s.d*s.d
 	r, g, nx := s.ref, s.refGrad, s.ref.next
 	var sbk [refineIterations]float64
-	var a [9]float64
 	for k := range n {
 		for i := range sbk {
 			sbk[i] = g.s[i][k]
@@ -183,12 +192,15 @@ func (s *reluWork[T]) matrixBackward() {
 			if j == k {
 				continue
 			}
-			symFull(nx.sym, j, d, a[:])
 			var dl [3]float64
 			for c := range d {
 				dl[c] = float64(nx.mu[c][k]) - float64(nx.mu[c][j])
 			}
-			expBackward(d, a[:], dl, eb*ev, g.mu2, k, g.mu2, j, g.a2[j*dd:])
+			u := quadBackward(d, g.aNx[j*dd:], &dl, eb*ev, g.a2[j*dd:])
+			for c := range d {
+				g.mu2[c][k] -= u[c]
+				g.mu2[c][j] += u[c]
+			}
 		}
 	}
 }
@@ -202,7 +214,6 @@ func (s *reluWork[T]) targetsBackward() (dkappa float64) {
 	r, g, nx := s.ref, s.refGrad, s.ref.next
 	v := s.row[:n]
 	var pt [3]T
-	var a [9]float64
 	for k := range n {
 		tb := g.t[k]
 		if !(r.tau[k] > 0) || tb == 0 {
@@ -216,12 +227,15 @@ func (s *reluWork[T]) targetsBackward() (dkappa float64) {
 		for j, vj := range v {
 			ev := float64(vj)
 			g.an[j] += tb * ev
-			symFull(s.sym, j, d, a[:])
 			var dl [3]float64
 			for c := range d {
 				dl[c] = float64(pt[c]) - float64(s.mu[c][j])
 			}
-			expBackward(d, a[:], dl, tb*float64(s.an[j])*ev, g.mu2, k, g.mu, j, g.ain[j*dd:])
+			u := quadBackward(d, g.aIn[j*dd:], &dl, tb*float64(s.an[j])*ev, g.ain[j*dd:])
+			for c := range d {
+				g.mu2[c][k] -= u[c]
+				g.mu[c][j] += u[c]
+			}
 		}
 	}
 	return dkappa
@@ -237,14 +251,12 @@ func (s *reluWork[T]) momentsBackward(dx []T) (meanVarBar float64) {
 	n, d, dd := s.n, s.d, s.d*s.d
 	st := mixture.PackedLen(d)
 	r, g, nx := s.ref, s.refGrad, s.ref.next
-	var a, cb [9]float64
+	var cb [9]float64
 	for j := range n {
-		clear(cb[:])
 		for e := range dd {
 			cb[e] = float64(dx[j*st+1+d+e])
 		}
-		symFull(nx.sym, j, d, a[:])
-		inverseBackward(d, a[:], g.a2[j*dd:], g.nrm2[j]*float64(nx.nrm[j]), cb[:])
+		inverseBackward(d, g.aNx[j*dd:], g.a2[j*dd:], g.nrm2[j]*float64(nx.nrm[j]), cb[:])
 		for c := range d {
 			g.mu[c][j] += g.mu2[c][j]
 		}
@@ -286,7 +298,8 @@ func (s *reluWork[T]) momentsBackward(dx []T) (meanVarBar float64) {
 }
 
 // emBackward runs the EM step backwards: at every sigma point p of every
-// component of the input mixture x, recomputed as the forward pass computed it, the adjoints of
+// component of the input mixture x, recomputed as the forward pass
+// computed it, the adjoints of
 // W_j += r_j, M_j += r_j δ_j and C_j += r_j δ_j δ_jᵀ (δ_j = p − μ_j,
 // r_j = wn_j v_j·α f/(q g)) reach the input's weights, positions,
 // inverse covariances and normalisations, the heuristic weights (through
@@ -300,7 +313,6 @@ func (s *reluWork[T]) emBackward(x []T) (dkappa float64) {
 	v := s.row[:n]
 	nrm, an, wn := s.nrm[:n], s.an[:n], r.wn[:n]
 	var pt [3]T
-	var a [9]float64
 	for c := range n {
 		gc := x[c*st:][:st]
 		var l, lb [9]float64
@@ -318,6 +330,7 @@ func (s *reluWork[T]) emBackward(x []T) (dkappa float64) {
 				var dl, db [3]float64
 				for e := range d {
 					dl[e] = float64(pt[e]) - float64(s.mu[e][j])
+					g.dl[e][j] = dl[e]
 					rb += g.m[e][j] * dl[e]
 					db[e] = g.m[e][j]
 				}
@@ -347,15 +360,12 @@ func (s *reluWork[T]) emBackward(x []T) (dkappa float64) {
 				vb := g.rb[j]*float64(wn[j])*scale + fb*float64(an[j]) + qb*float64(nrm[j]) + gb*float64(wn[j])
 				var dl [3]float64
 				for e := range d {
-					dl[e] = float64(pt[e]) - float64(s.mu[e][j])
-					pb[e] += g.db[e][j]
-					g.mu[e][j] -= g.db[e][j]
+					dl[e] = g.dl[e][j]
 				}
-				symFull(s.sym, j, d, a[:])
-				var pj [3]float64
-				expBackward(d, a[:], dl, vb*ev, [3][]float64{pj[:1], pj[1:2], pj[2:]}, 0, g.mu, j, g.ain[j*dd:])
+				u := quadBackward(d, g.aIn[j*dd:], &dl, vb*ev, g.ain[j*dd:])
 				for e := range d {
-					pb[e] += pj[e]
+					pb[e] += g.db[e][j] - u[e]
+					g.mu[e][j] += u[e] - g.db[e][j]
 				}
 			}
 			for e := range d {
@@ -370,19 +380,30 @@ func (s *reluWork[T]) emBackward(x []T) (dkappa float64) {
 	return dkappa
 }
 
-// expBackward adds the gradient of exp(−½ δᵀAδ) with δ = x − y, given
-// c = ∂L/∂(the value)·(the value), to x (row i of xs), to y (row j of ys)
-// and to A (full, ab): ∂/∂δ = −c·Aδ and ∂/∂A = −½ c·δδᵀ.
-func expBackward(d int, a []float64, dl [3]float64, c float64, xs [3][]float64, i int, ys [3][]float64, j int, ab []float64) {
+// quadBackward returns c·Aδ and adds −½ c·δδᵀ to the upper triangle of ab
+// (mirrorUpper completes it): with c = ∂L/∂v·v for v = exp(−½ δᵀAδ), the
+// gradients ∂L/∂δ = −c·Aδ and ∂L/∂A = −½ c·δδᵀ (A symmetric, full).
+func quadBackward(d int, a []float64, dl *[3]float64, c float64, ab []float64) (u [3]float64) {
 	for r := range d {
-		var u float64
+		var v float64
 		for k := range d {
-			u += a[r*d+k] * dl[k]
+			v += a[r*d+k] * dl[k]
 		}
-		xs[r][i] -= c * u
-		ys[r][j] += c * u
-		for k := range d {
-			ab[r*d+k] -= c / 2 * dl[r] * dl[k]
+		u[r] = c * v
+		h := c / 2 * dl[r]
+		for k := r; k < d; k++ {
+			ab[r*d+k] -= h * dl[k]
+		}
+	}
+	return u
+}
+
+// mirrorUpper copies the upper triangle of the d×d matrix a into its lower
+// one.
+func mirrorUpper(d int, a []float64) {
+	for r := range d {
+		for k := range r {
+			a[r*d+k] = a[k*d+r]
 		}
 	}
 }
