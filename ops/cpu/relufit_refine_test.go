@@ -57,7 +57,8 @@ func TestReLUFitRefinedError(t *testing.T) {
 
 // TestReLUFitRefinedProperties checks that the refined fit is deterministic,
 // keeps the reference variant's positive weights, moves with the input
-// (translation), agrees between float32 and float64, and reports more
+// (translation), agrees between float32 and float64, and reports a
+// positive constant, in the forward and the backward pass, and more
 // components than it accepts.
 func TestReLUFitRefinedProperties(t *testing.T) {
 	for _, l := range []mixture.Layout{{B: 2, C: 2, N: 30, D: 2}, {B: 2, C: 1, N: 30, D: 3}} {
@@ -111,6 +112,7 @@ func TestReLUFitRefinedProperties(t *testing.T) {
 		t.Errorf("refined fit with κ < 0: %v", err)
 	}
 	gmtest.WantErr(t, ReLUFit(y, x, []float64{0, 0.1}, l, refined), "κ ≤ 0", "0.1", "mixture")
+	gmtest.WantErr(t, ReLUFitBackward(make([]float64, len(x)), make([]float64, 2), x, []float64{0, 0.1}, x, l, refined), "κ ≤ 0", "0.1", "mixture")
 	l = mixture.Layout{B: 1, C: 1, N: RefineMaxN + 1, D: 2}
 	x = relufitRandom(rand.New(rand.NewPCG(1, 1)), l, 0.1, 20)
 	gmtest.WantErr(t, ReLUFit(make([]float64, len(x)), x, nil, l, refined), "at most 4096 components", "got 4097", "mixture")
