@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -174,24 +173,13 @@ func refineDecisions(x, kappa []float64, l mixture.Layout, opts device.ReLUFitOp
 		s.heuristicWeights(out, p.Off)
 		var md []bool
 		st := l.Stride()
-		v := s.row[:l.N]
+		var pt [3]float64
 		for c := range l.N {
 			var ch [9]float64
 			cholesky(l.D, out[c*st+1+l.D:], ch[:])
 			for i := range 2*l.D + 1 {
-				pt := make([]float64, l.D)
-				for a := range l.D {
-					pt[a] = out[c*st+1+a]
-					if i > 0 {
-						pt[a] += float64(1-2*(i%2)) * math.Sqrt(float64(2*l.D+1)/2) * ch[a*l.D+(i-1)/2]
-					}
-				}
-				s.rowAt(pt, v)
-				f := s.kappa
-				for j := range v {
-					f += s.an[j] * v[j]
-				}
-				md = append(md, f > 0)
+				// Only f decides; the weights given for g do not matter.
+				md = append(md, s.sigmaPoint(&pt, out[c*st+1:c*st+1+l.D], ch[:], i, s.nrm).f > 0)
 			}
 		}
 		if err := s.refine(out, p); err != nil {
