@@ -104,9 +104,15 @@ func forShapes(t *testing.T, f func(t *testing.T, rng *rand.Rand, l mixture.Layo
 	}
 }
 
-// gpu returns the GPU kernels of the test device, with no fallback: the
-// tests call only computations that have a GPU kernel.
-func gpu[T Float]() Kernels[T] { return Kernels[T]{d: dev} }
+// gpu returns the kernels of the test device with the CPU device as the
+// fallback, as NewDevice makes them for programs.
+func gpu[T Float]() Kernels[T] {
+	d := NewDevice(dev, cpu.Device())
+	if k, ok := any(d.F32).(Kernels[T]); ok {
+		return k
+	}
+	return any(d.F64).(Kernels[T])
+}
 
 func must(t *testing.T, err error) {
 	t.Helper()

@@ -4,36 +4,39 @@ package cudaops
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
-	"gorgonia.org/cu"
 )
 
-// Device is one CUDA context on one GPU. A CUDA context is current per OS
-// thread, so a Device owns one locked OS thread that makes every driver call
-// (do); concurrent callers queue and their calls run one after another.
+// Device is one CUDA context on one GPU, or the emulated device in a build
+// with the tag gmcudaemu. A CUDA context is current per OS thread, so a
+// Device owns one locked OS thread that makes every driver call (do);
+// concurrent callers queue and their calls run one after another.
 type Device struct {
-	name  string
-	cc    [2]int
-	mem   int64
+	drv   driver
+	info  deviceInfo
 	work  chan func()
-	fns   map[string]cu.Function
+	fns   map[string]kernelFunc
 	slots [numSlots]buffer
 	// events are the start and stop events of kernel timing, made on first use.
-	events [2]cu.Event
+	events [2]event
+	// traffic counts what the Device moved and launched.
+	hostToDevice, deviceToHost, launches atomic.Int64
 }
 
 // buffer is a device allocation that grows on demand and is otherwise
 // reused across calls.
 type buffer struct {
-	ptr   cu.DevicePtr
+	ptr   devPtr
 	bytes int64
 }
 
@@ -76,7 +79,11 @@ func Default() (*Device, error) {
 
 // Open creates a context on GPU ordinal and loads every embedded module.
 func Open(ordinal int) (*Device, error) {
-	d := &Device{work: make(chan func()), fns: map[string]cu.Function{}}
+	drv, err := newDriver()
+	if err != nil {
+		return nil, err
+	}
+	d := &Device{drv: drv, work: make(chan func()), fns: map[string]kernelFunc{}}
 	ready := make(chan error)
 	go d.serve(ordinal, ready)
 	if err := <-ready; err != nil {
@@ -100,45 +107,18 @@ func (d *Device) serve(ordinal int, ready chan<- error) {
 }
 
 func (d *Device) init(ordinal int) error {
-	n, err := cu.NumDevices()
+	info, err := d.drv.open(ordinal)
 	if err != nil {
-		return errors.Wrap(err, "cudaops: counting CUDA devices")
+		return err
 	}
-	if ordinal < 0 || ordinal >= n {
-		return errors.Errorf("cudaops: device %d requested, %d present", ordinal, n)
-	}
-	dev, err := cu.GetDevice(ordinal)
-	if err != nil {
-		return errors.Wrapf(err, "cudaops: device %d", ordinal)
-	}
-	if d.name, err = dev.Name(); err != nil {
-		return errors.Wrap(err, "cudaops: device name")
-	}
-	if d.cc[0], err = dev.Attribute(cu.ComputeCapabilityMajor); err != nil {
-		return errors.Wrap(err, "cudaops: compute capability")
-	}
-	if d.cc[1], err = dev.Attribute(cu.ComputeCapabilityMinor); err != nil {
-		return errors.Wrap(err, "cudaops: compute capability")
-	}
-	if d.mem, err = dev.TotalMem(); err != nil {
-		return errors.Wrap(err, "cudaops: device memory")
-	}
-	if _, err = dev.MakeContext(cu.SchedAuto); err != nil {
-		return errors.Wrap(err, "cudaops: creating the context")
-	}
+	d.info = info
 	for _, name := range Modules() {
 		src, _ := PTX(name)
-		mod, err := cu.LoadData(src)
+		fns, err := d.drv.load(name, src, kernelNames(src))
 		if err != nil {
-			return errors.Wrapf(err, "cudaops: loading (JIT-compiling) module %s", name)
+			return err
 		}
-		for _, fn := range kernelNames(src) {
-			f, err := mod.Function(fn)
-			if err != nil {
-				return errors.Wrapf(err, "cudaops: module %s: kernel %s", name, fn)
-			}
-			d.fns[fn] = f
-		}
+		maps.Copy(d.fns, fns)
 	}
 	return nil
 }
@@ -163,7 +143,29 @@ func kernelNames(ptx string) []string {
 
 // String names the GPU, its compute capability and memory.
 func (d *Device) String() string {
-	return fmt.Sprintf("%s (compute %d.%d, %.1f GiB)", d.name, d.cc[0], d.cc[1], float64(d.mem)/(1<<30))
+	if d.info.emulated {
+		return d.info.name
+	}
+	return fmt.Sprintf("%s (compute %d.%d, %.1f GiB)", d.info.name, d.info.cc[0], d.info.cc[1], float64(d.info.mem)/(1<<30))
+}
+
+// Traffic is what a Device has moved across the bus and launched.
+type Traffic struct {
+	// HostToDevice and DeviceToHost are bytes copied each way.
+	HostToDevice, DeviceToHost int64
+	// Launches counts kernel launches.
+	Launches int64
+}
+
+// Sub returns t − u, the traffic between two readings.
+func (t Traffic) Sub(u Traffic) Traffic {
+	return Traffic{t.HostToDevice - u.HostToDevice, t.DeviceToHost - u.DeviceToHost, t.Launches - u.Launches}
+}
+
+// Traffic returns what the Device has moved and launched since it opened;
+// the difference of two readings is what the calls between them did.
+func (d *Device) Traffic() Traffic {
+	return Traffic{d.hostToDevice.Load(), d.deviceToHost.Load(), d.launches.Load()}
 }
 
 // do runs f on the Device's thread, where the context is current, and
@@ -175,20 +177,22 @@ func (d *Device) do(f func() error) error {
 }
 
 // buf returns slot's buffer with room for at least bytes, reallocating only
-// when it is too small. Called on the Device's thread.
-func (d *Device) buf(slot int, bytes int64) (cu.DevicePtr, error) {
+// when it is too small (on the emulator: whenever the size changes, so that
+// every buffer ends where the call's data ends). Called on the Device's
+// thread.
+func (d *Device) buf(slot int, bytes int64) (devPtr, error) {
 	b := &d.slots[slot]
 	bytes = max(bytes, 8)
-	if b.bytes >= bytes {
+	if b.bytes == bytes || b.bytes > bytes && !d.info.emulated {
 		return b.ptr, nil
 	}
 	if b.bytes > 0 {
-		if err := cu.MemFree(b.ptr); err != nil {
+		if err := d.drv.free(b.ptr); err != nil {
 			return 0, errors.Wrap(err, "cudaops: freeing a buffer")
 		}
 		b.bytes = 0
 	}
-	p, err := cu.MemAlloc(bytes)
+	p, err := d.drv.alloc(bytes)
 	if err != nil {
 		return 0, errors.Wrapf(err, "cudaops: allocating %d bytes", bytes)
 	}
@@ -213,34 +217,36 @@ func suffix[T Float]() string {
 }
 
 // upload copies h into slot and returns the device pointer.
-func upload[T Float](d *Device, slot int, h []T) (cu.DevicePtr, error) {
+func upload[T Float](d *Device, slot int, h []T) (devPtr, error) {
 	n := int64(len(h)) * sizeOf[T]()
 	p, err := d.buf(slot, n)
 	if err != nil || n == 0 {
 		return p, err
 	}
-	return p, errors.Wrap(cu.MemcpyHtoD(p, unsafe.Pointer(&h[0]), n), "cudaops: copy to device")
+	d.hostToDevice.Add(n)
+	return p, errors.Wrap(d.drv.copyToDevice(p, unsafe.Pointer(&h[0]), n), "cudaops: copy to device")
 }
 
 // output returns slot's buffer for count values of T, poisoned with NaN
 // when the tests ask for it (the pattern 0x7FF80000 repeated is a NaN as
 // float32 and as float64).
-func output[T Float](d *Device, slot int, count int) (cu.DevicePtr, error) {
+func output[T Float](d *Device, slot int, count int) (devPtr, error) {
 	n := int64(count) * sizeOf[T]()
 	p, err := d.buf(slot, n)
 	if err != nil || !poison || n == 0 {
 		return p, err
 	}
-	return p, errors.Wrap(cu.MemsetD32(p, 0x7FF80000, n/4), "cudaops: poisoning an output")
+	return p, errors.Wrap(d.drv.memsetD32(p, 0x7FF80000, n/4), "cudaops: poisoning an output")
 }
 
 // download copies len(h) values from p into h.
-func download[T Float](h []T, p cu.DevicePtr) error {
+func download[T Float](d *Device, h []T, p devPtr) error {
 	if len(h) == 0 {
 		return nil
 	}
 	n := int64(len(h)) * sizeOf[T]()
-	return errors.Wrap(cu.MemcpyDtoH(unsafe.Pointer(&h[0]), p, n), "cudaops: copy from device")
+	d.deviceToHost.Add(n)
+	return errors.Wrap(d.drv.copyFromDevice(unsafe.Pointer(&h[0]), p, n), "cudaops: copy from device")
 }
 
 // launch runs kernel name on a grid of grid blocks of block threads with
@@ -256,10 +262,9 @@ func (d *Device) launch(name string, grid [2]int, block, shared int, args ...any
 		return nil
 	}
 	vals := make([]uint64, len(args))
-	ptrs := make([]unsafe.Pointer, len(args))
 	for i, a := range args {
 		switch v := a.(type) {
-		case cu.DevicePtr:
+		case devPtr:
 			vals[i] = uint64(v)
 		case int:
 			vals[i] = uint64(int64(v))
@@ -268,19 +273,19 @@ func (d *Device) launch(name string, grid [2]int, block, shared int, args ...any
 		default:
 			return errors.Errorf("cudaops: kernel %s: argument %d has unsupported type %T", name, i, a)
 		}
-		ptrs[i] = unsafe.Pointer(&vals[i])
 	}
-	if kernelTimes != nil {
-		return d.timed(name, func() error { return d.launchSync(f, name, grid, block, shared, ptrs) })
-	}
-	return d.launchSync(f, name, grid, block, shared, ptrs)
-}
-
-func (d *Device) launchSync(f cu.Function, name string, grid [2]int, block, shared int, ptrs []unsafe.Pointer) error {
-	if err := f.LaunchAndSync(grid[0], grid[1], 1, block, 1, 1, shared, cu.NoStream, ptrs); err != nil {
+	d.launches.Add(1)
+	run := func() error {
+		err := f.launch(grid, block, shared, vals)
+		if err == nil {
+			err = d.drv.synchronize()
+		}
 		return errors.Wrapf(err, "cudaops: kernel %s (grid %v, block %d, shared %d B)", name, grid, block, shared)
 	}
-	return nil
+	if kernelTimes != nil {
+		return d.timed(name, run)
+	}
+	return run()
 }
 
 // kernelTimes, when not nil, receives the duration in milliseconds of every
@@ -290,9 +295,9 @@ var kernelTimes map[string][]float64
 // timed runs launch between two recorded events and appends the elapsed
 // time to kernelTimes[name].
 func (d *Device) timed(name string, launch func() error) error {
-	if d.events[0] == (cu.Event{}) {
+	if d.events[0] == nil {
 		for i := range d.events {
-			ev, err := cu.MakeEvent(cu.DefaultEvent)
+			ev, err := d.drv.newEvent()
 			if err != nil {
 				return errors.Wrap(err, "cudaops: creating a timing event")
 			}
@@ -300,19 +305,19 @@ func (d *Device) timed(name string, launch func() error) error {
 		}
 	}
 	start, stop := d.events[0], d.events[1]
-	if err := start.Record(cu.NoStream); err != nil {
+	if err := start.record(); err != nil {
 		return errors.Wrap(err, "cudaops: recording an event")
 	}
 	if err := launch(); err != nil {
 		return err
 	}
-	if err := stop.Record(cu.NoStream); err != nil {
+	if err := stop.record(); err != nil {
 		return errors.Wrap(err, "cudaops: recording an event")
 	}
-	if err := stop.Synchronize(); err != nil {
+	if err := stop.synchronize(); err != nil {
 		return errors.Wrap(err, "cudaops: waiting for an event")
 	}
-	ms, err := start.Elapsed(stop)
+	ms, err := stop.sinceMs(start)
 	if err != nil {
 		return errors.Wrap(err, "cudaops: event timing")
 	}

@@ -102,9 +102,17 @@ __device__ __forceinline__ ll gm_point_set(ll b, ll c, ll pb, ll pc) {
 // Dynamic shared memory of the tiled kernels, cast to T by each kernel.
 extern __shared__ unsigned char gm_smem[];
 
+// GM_KERNEL_HOOK(name) follows the definitions of every exported pair of
+// kernels. Under nvcc it is empty; the CUDA emulator (emu/cuda_emu.h)
+// defines it to register both kernels by name.
+#ifndef GM_KERNEL_HOOK
+#define GM_KERNEL_HOOK(name)
+#endif
+
 // GM_EXPORT(name, PARAMS, ARGS) defines the kernels name_f32 and name_f64,
 // which call the device template name<T>; PARAMS is a function-like macro
 // of the element type giving the parameter list, ARGS the argument list.
-#define GM_EXPORT(name, PARAMS, ARGS)                                      \
-	extern "C" __global__ void name##_f32 PARAMS(float) { name<float> ARGS; } \
-	extern "C" __global__ void name##_f64 PARAMS(double) { name<double> ARGS; }
+#define GM_EXPORT(name, PARAMS, ARGS)                                         \
+	extern "C" __global__ void name##_f32 PARAMS(float) { name<float> ARGS; }    \
+	extern "C" __global__ void name##_f64 PARAMS(double) { name<double> ARGS; }  \
+	GM_KERNEL_HOOK(name)

@@ -8,7 +8,6 @@ import (
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
-	"gorgonia.org/cu"
 )
 
 // Thread-block sizes. tileBlock is the tile length of the O(N²) kernels: 128
@@ -31,7 +30,7 @@ type seq struct {
 	err error
 }
 
-func in[T Float](s *seq, slot int, h []T) cu.DevicePtr {
+func in[T Float](s *seq, slot int, h []T) devPtr {
 	if s.err != nil {
 		return 0
 	}
@@ -40,7 +39,7 @@ func in[T Float](s *seq, slot int, h []T) cu.DevicePtr {
 	return p
 }
 
-func out[T Float](s *seq, slot, count int) cu.DevicePtr {
+func out[T Float](s *seq, slot, count int) devPtr {
 	if s.err != nil {
 		return 0
 	}
@@ -49,9 +48,9 @@ func out[T Float](s *seq, slot, count int) cu.DevicePtr {
 	return p
 }
 
-func get[T Float](s *seq, h []T, p cu.DevicePtr) {
+func get[T Float](s *seq, h []T, p devPtr) {
 	if s.err == nil {
-		s.err = download(h, p)
+		s.err = download(s.d, h, p)
 	}
 }
 
@@ -344,7 +343,7 @@ func (c Kernels[T]) AssembleKernelBackward(dw, dp, da, g, a []T, l mixture.Layou
 			pw, pp, pd, pg, pa, count, l.D, cfg.WeightSD, cfg.Radius)
 		for _, o := range []struct {
 			h []T
-			p cu.DevicePtr
+			p devPtr
 		}{{dw, pw}, {dp, pp}, {da, pd}} {
 			if o.h != nil {
 				get(s, o.h, o.p)
