@@ -103,7 +103,7 @@ __device__ __forceinline__ ll gm_point_set(ll b, ll c, ll pb, ll pc) {
 extern __shared__ unsigned char gm_smem[];
 
 // GM_KERNEL_HOOK(name) follows the definitions of every exported pair of
-// kernels. Under nvcc it is empty; the CUDA emulator (emu/cuda_emu.h)
+// kernels. Under nvcc it is empty; the CUDA emulator (emu_cuda.h)
 // defines it to register both kernels by name.
 #ifndef GM_KERNEL_HOOK
 #define GM_KERNEL_HOOK(name)

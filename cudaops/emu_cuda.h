@@ -1,8 +1,8 @@
-// cuda_emu.h: the part of CUDA C++ that the kernels of package cudaops use,
+// emu_cuda.h: the part of CUDA C++ that the kernels of package cudaops use,
 // for compiling those same .cu sources with the host C++ compiler.
 //
 // Every CUDA thread of a block is a fiber of one emulator worker thread
-// (runtime.cc): blockIdx, threadIdx and the dynamic shared memory are the
+// (emu_runtime.cc): blockIdx, threadIdx and the dynamic shared memory are the
 // worker's and the running fiber's, __syncthreads and the warp collectives
 // switch fibers until every live thread of the block (or lane of the warp)
 // has arrived. Between two barriers the fibers of a block run one after the
@@ -25,7 +25,7 @@ struct dim3 {
 
 namespace gmemu {
 
-// Fiber is one CUDA thread; runtime.cc defines it.
+// Fiber is one CUDA thread; emu_runtime.cc defines it.
 struct Fiber;
 
 // Block is what a worker knows of the block it runs.
@@ -44,7 +44,7 @@ extern const Grid *current_grid;
 
 const uint3 &thread_idx();
 
-// Barriers and warp collectives (runtime.cc). The op codes select what a
+// Barriers and warp collectives (emu_runtime.cc). The op codes select what a
 // warp collective computes when its last lane arrives.
 enum WarpOp { warp_sync, warp_shfl_idx, warp_shfl_up, warp_shfl_down, warp_shfl_xor, warp_ballot };
 int block_barrier(int op, int pred); // op: 0 sync, 1 count, 2 and, 3 or

@@ -1,6 +1,6 @@
-//go:build gmcudaemu
+//go:build gmcuda && gmcudaemu
 
-// runtime.cc: the CUDA emulator's device memory, kernel registry and launch.
+// emu_runtime.cc: the CUDA emulator's device memory, kernel registry and launch.
 //
 // A launch hands its blocks to a pool of worker threads; a worker runs one
 // block at a time, each CUDA thread of the block a fiber (ucontext) on its own
@@ -28,8 +28,8 @@
 #include <thread>
 #include <vector>
 
-#include "cuda_emu.h"
-#include "emu.h"
+#include "emu_cuda.h"
+#include "emu_api.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>

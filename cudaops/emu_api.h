@@ -1,6 +1,6 @@
-// emu.h: the C interface of the CUDA emulator (runtime.cc), called by
-// emu.go. Every function that can fail returns NULL on success or a
-// malloc'd message that the caller frees.
+// emu_api.h: the C interface of the CUDA emulator (emu_runtime.cc), called
+// by driver_emu.go. Every function that can fail returns NULL on success or
+// a malloc'd message that the caller frees.
 #pragma once
 
 #include <stddef.h>
