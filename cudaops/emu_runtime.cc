@@ -3,8 +3,7 @@
 // emu_runtime.cc: the CUDA emulator's device memory, kernel registry and launch.
 //
 // A launch hands its blocks to a pool of worker threads; a worker runs one
-// block at a time, each CUDA thread of the block a fiber (ucontext) on its own
-// stack. A fiber runs until it reaches __syncthreads, a warp collective or
+// block at a time, each CUDA thread of the block a fiber on its own stack. A fiber runs until it reaches __syncthreads, a warp collective or
 // its end; the worker then runs the next ready fiber in the schedule's order.
 // A barrier releases its waiters when every live thread of the block (a
 // collective: every lane of its mask) has arrived, so the kernels see CUDA's
@@ -14,8 +13,10 @@
 // different collectives, a block that cannot make progress (a barrier in
 // divergent code), more shared memory than a kernel gets without opting in.
 #include <sys/mman.h>
-#include <ucontext.h>
 #include <unistd.h>
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
 
 #include <atomic>
 #include <condition_variable>
@@ -52,8 +53,80 @@ static const unsigned kMaxThreads = 1024;
 thread_local Block *worker_block;
 const Grid *current_grid;
 
+// Context is a suspended stack. On x86-64 it is the saved stack pointer of
+// gmemu_switch, which saves only what the ABI makes the callee keep (no
+// system call, unlike swapcontext, which saves the signal mask); elsewhere
+// it is a ucontext.
+#if defined(__x86_64__)
+struct Context {
+	void *sp;
+};
+extern "C" void gmemu_switch(void **save, void *to);
+asm(R"(
+	.text
+	.globl gmemu_switch
+	.type gmemu_switch, @function
+gmemu_switch:
+	pushq %rbp
+	pushq %rbx
+	pushq %r12
+	pushq %r13
+	pushq %r14
+	pushq %r15
+	subq $8, %rsp
+	stmxcsr (%rsp)
+	fnstcw 4(%rsp)
+	movq %rsp, (%rdi)
+	movq %rsi, %rsp
+	ldmxcsr (%rsp)
+	fldcw 4(%rsp)
+	addq $8, %rsp
+	popq %r15
+	popq %r14
+	popq %r13
+	popq %r12
+	popq %rbx
+	popq %rbp
+	ret
+	.size gmemu_switch, .-gmemu_switch
+	.section .note.GNU-stack, "", @progbits
+	.text
+)");
+
+static void swap(Context &from, Context &to) { gmemu_switch(&from.sp, to.sp); }
+
+// start makes ctx begin at entry on the stack [base, base+size): the frame
+// gmemu_switch pops (default MXCSR and x87 control word, six zero
+// registers), then entry as the return address, as if entry had been called
+// with a 16-byte aligned stack.
+static void start(Context &ctx, char *base, size_t size, void (*entry)()) {
+	uintptr_t top = ((uintptr_t)(base + size)) & ~uintptr_t(15);
+	uint64_t *sp = (uint64_t *)top;
+	*--sp = 0; // entry's return address: it never returns
+	*--sp = (uint64_t)entry;
+	for (int i = 0; i < 6; i++)
+		*--sp = 0;
+	*--sp = 0x1F80 | (uint64_t(0x037F) << 32);
+	ctx.sp = sp;
+}
+#else
+struct Context {
+	ucontext_t uc;
+};
+
+static void swap(Context &from, Context &to) { swapcontext(&from.uc, &to.uc); }
+
+static void start(Context &ctx, char *base, size_t size, void (*entry)()) {
+	getcontext(&ctx.uc);
+	ctx.uc.uc_stack.ss_sp = base;
+	ctx.uc.uc_stack.ss_size = size;
+	ctx.uc.uc_link = nullptr;
+	makecontext(&ctx.uc, entry, 0);
+}
+#endif
+
 struct Fiber {
-	ucontext_t ctx;
+	Context ctx;
 	uint3 tid;
 	unsigned lane, warp;
 	enum State { ready, at_barrier, at_warp, done } state;
@@ -89,7 +162,7 @@ struct Worker : Block {
 	std::vector<Fiber> fibers;
 	std::vector<Warp> warps;
 	std::vector<unsigned> order;
-	ucontext_t sched;
+	Context sched;
 	const void *sched_bottom = nullptr;
 	size_t sched_size = 0;
 	unsigned threads = 0, live = 0, arrived = 0;
@@ -131,7 +204,7 @@ static void enter(Worker &w, Fiber &f) {
 	void *save = nullptr;
 	__sanitizer_start_switch_fiber(&save, f.stack, kStack);
 #endif
-	swapcontext(&w.sched, &f.ctx);
+	swap(w.sched, f.ctx);
 #if GM_EMU_ASAN
 	__sanitizer_finish_switch_fiber(save, nullptr, nullptr);
 #endif
@@ -144,7 +217,7 @@ static void leave(Worker &w, Fiber &f, bool exiting) {
 #else
 	(void)exiting;
 #endif
-	swapcontext(&f.ctx, &w.sched);
+	swap(f.ctx, w.sched);
 #if GM_EMU_ASAN
 	__sanitizer_finish_switch_fiber(f.fake_stack, nullptr, nullptr);
 #endif
@@ -318,11 +391,7 @@ static void run_block(Worker &w, Launch &L, uint64_t id) {
 		f.warp = i / 32;
 		f.state = Fiber::ready;
 		f.fake_stack = nullptr;
-		getcontext(&f.ctx);
-		f.ctx.uc_stack.ss_sp = f.stack;
-		f.ctx.uc_stack.ss_size = kStack;
-		f.ctx.uc_link = nullptr;
-		makecontext(&f.ctx, fiber_main, 0);
+		start(f.ctx, f.stack, kStack, fiber_main);
 	}
 	w.order.resize(n);
 	for (unsigned i = 0; i < n; i++)

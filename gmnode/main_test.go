@@ -1,0 +1,15 @@
+package gmnode
+
+import (
+	"os"
+	"testing"
+
+	"github.com/gmcn-go/gmcn/internal/gmtest"
+	"github.com/gmcn-go/gmcn/ops"
+)
+
+// TestMain builds every op of the tests on the device gmtest.DeviceEnv
+// names (the CPU when unset), so that one suite checks every device.
+func TestMain(m *testing.M) {
+	os.Exit(gmtest.RunOnEnvDevice(m, ops.OpenDevice, ops.UseDevice))
+}
