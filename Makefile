@@ -6,7 +6,7 @@ PKGS      ?= ./...
 BENCHTIME ?= 1s
 BENCH     ?= .
 
-.PHONY: build build-mpi mpi-deps mpi-test mpi-bench data smoke example race help test test-plain test-simd vet fmt-check bench demo deps ptx cuda-check
+.PHONY: cuda-emu-test build-cuda gpu-bundle build build-mpi mpi-deps mpi-test mpi-bench data smoke example race help test test-plain test-simd vet fmt-check bench demo deps ptx cuda-check
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -86,3 +86,19 @@ cuda-check: ## toolchain, PTX up to date, gmcuda build + vet, GPU test binary (b
 	$(CUDA_CGO) $(GO) build -tags gmcuda ./...
 	$(CUDA_CGO) $(GO) vet -tags gmcuda ./...
 	$(CUDA_CGO) $(GO) test -c -tags gmcuda -o bin/cudaops.test ./cudaops
+
+# The emulated CUDA device: the gmcuda build with the emulator as its driver
+# (cudaops/emu_*.cc), compiled with AddressSanitizer.
+EMU_TAGS = gmcuda,gmcudaemu
+EMU_ASAN = CGO_CXXFLAGS="-g -O1 -fsanitize=address -fno-omit-frame-pointer"
+EMU_SCHEDULES ?= forward reverse shuffled:7
+
+cuda-emu-test: ## the CUDA kernels without a GPU: cudaops on the emulated device under each schedule, the ops and gmnode suites with every op on it, gpu-check.sh against it (AddressSanitizer; docs/cuda.md)
+	$(GO) vet -tags $(EMU_TAGS) ./cudaops ./ops ./gmnode
+	mkdir -p bin
+	$(EMU_ASAN) $(GO) test -c -asan -tags $(EMU_TAGS) -o bin/cudaops-emu.test ./cudaops
+	$(EMU_ASAN) $(GO) test -c -asan -tags $(EMU_TAGS) -o bin/ops-emu.test ./ops
+	$(EMU_ASAN) $(GO) test -c -asan -tags $(EMU_TAGS) -o bin/gmnode-emu.test ./gmnode
+	for s in $(EMU_SCHEDULES); do GMCN_CUDAEMU_SCHEDULE=$$s bin/cudaops-emu.test -test.count=1 || exit 1; done
+	cd ops && GMCN_TEST_DEVICE=cuda ../bin/ops-emu.test -test.count=1
+	cd gmnode && GMCN_TEST_DEVICE=cuda ../bin/gmnode-emu.test -test.count=1

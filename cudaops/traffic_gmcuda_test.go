@@ -1,0 +1,115 @@
+//go:build gmcuda
+
+package cudaops_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gmcn-go/gmcn/cudaops"
+	"github.com/gmcn-go/gmcn/gmnode"
+	"github.com/gmcn-go/gmcn/internal/gmtest"
+	"github.com/gmcn-go/gmcn/ops"
+	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// blockShape is one GMCN block: data [B, Fi, Ni] convolved with kernels
+// [Fo, Fi, Nk], then ÷Fi, the ReLU fit and TreeHEM to Np Gaussians.
+type blockShape struct{ b, fi, ni, fo, nk, np, d int }
+
+// blockTraffic is what one forward+backward of the block moves across the
+// bus today, in values of the element type, term by term: every GPU
+// computation uploads its inputs and downloads its result, and the
+// computations without a GPU kernel (÷Fi, TreeHEM) run on the CPU fallback
+// and move nothing. Two costs show here that a resident block removes: the
+// convolution's data gradient is computed although the data is not
+// learnable (Gorgonia asks an op for the gradient of every input), and the
+// kernel assembly's backward runs once per raw input, uploading the same
+// gradient three times. dense counts the terms of F_i·N_i·N_k Gaussians per
+// mixture (the convolution's output, the ReLU fit's, their gradients), the
+// ones the GPU-resident block must keep on the device.
+func blockTraffic(s blockShape) (h2d, d2h, dense, launches int) {
+	S := 1 + s.d + s.d*s.d
+	x := s.b * s.fi * s.ni * S               // the data
+	k := s.fo * s.fi * s.nk * S              // the assembled kernels
+	y := s.b * s.fo * s.fi * s.ni * s.nk * S // the convolution's output
+	w, p, a := s.fo*s.fi*s.nk, s.fo*s.fi*s.nk*s.d, s.fo*s.fi*s.nk*s.d*s.d
+	h2d = a + (w + p + a) + // KernelEpsilon, AssembleKernel
+		(x + k) + // Conv
+		y + // ReLUFit
+		2*y + // ReLUFitBackward: x and g
+		(y + k) + // ConvBackwardData: g and k
+		(y + x) + // ConvBackwardKernels: g and x
+		3*(k+a) // AssembleKernelBackward, once for each raw input: g and a
+	d2h = k + // AssembleKernel
+		y + // Conv
+		y + // ReLUFit
+		y + // ReLUFitBackward
+		x + // ConvBackwardData
+		k + // ConvBackwardKernels
+		(w + p + a) // AssembleKernelBackward, one gradient each time
+	dense = 8 * y
+	// gram max, assembly, conv, ReLU fit, its backward (2), conv backward
+	// (2), assembly backward (3).
+	return h2d, d2h, dense, 11
+}
+
+// TestBlockTraffic states the bytes one forward+backward of a GMCN block
+// moves between host and device on the CUDA device: the figure that keeping
+// a block on the device must shrink. KernelEpsilon's float64 maximum adds 8
+// bytes each way.
+func TestBlockTraffic(t *testing.T) {
+	dev, err := cudaops.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := ops.CurrentDevice()
+	if err := ops.UseDevice(cudaops.NewDevice(dev, cpu.Device())); err != nil {
+		t.Fatal(err)
+	}
+	defer ops.UseDevice(prev)
+
+	s := blockShape{b: 4, fi: 3, ni: 16, fo: 5, nk: 5, np: 8, d: 2}
+	rng := rand.New(rand.NewPCG(1, 2))
+	g := G.NewGraph()
+	lx := mixture.Layout{B: s.b, C: s.fi, N: s.ni, D: s.d}
+	xv := gmtest.Mixtures[float32](rng, gmtest.Spec{WeightMin: 0.1, WeightMax: 1, Spread: 3, CovScale: 1, CovDiag: 0.2}, s.b, s.fi, s.ni, s.d)
+	x := G.NewTensor(g, tensor.Float32, 4, G.WithName("x"), G.WithValue(tensor.New(tensor.WithShape(lx.Shape()...), tensor.WithBacking(xv))))
+	k, err := gmnode.NewKernel(g, s.fo, s.fi, s.nk, s.d, 2.5, rng, tensor.Float32, "block")
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := G.Must(gmnode.Conv(x, k.Node()))
+	y = G.Must(gmnode.ScaleWeights(y, 1/float64(s.fi)))
+	y = G.Must(gmnode.ReLUFitReduce(y, s.np, gmnode.UseTreeHEM(2)))
+	cost := G.Must(G.Sum(y))
+	if _, err := G.Grad(cost, k.Learnables()...); err != nil {
+		t.Fatal(err)
+	}
+	vm := G.NewTapeMachine(g, G.BindDualValues(k.Learnables()...))
+	defer vm.Close()
+	before := dev.Traffic()
+	if err := vm.RunAll(); err != nil {
+		t.Fatal(err)
+	}
+	got := dev.Traffic().Sub(before)
+
+	h2d, d2h, dense, launches := blockTraffic(s)
+	const f32, eps = 4, 8
+	want := cudaops.Traffic{HostToDevice: int64(h2d*f32 + eps), DeviceToHost: int64(d2h*f32 + eps), Launches: int64(launches)}
+	if got != want {
+		t.Errorf("a forward+backward of block %+v moved %+v, want %+v", s, got, want)
+	}
+	t.Logf("block %+v, float32: %d B to the device, %d B back in %d launches; %.0f %% of it tensors of Fi·Ni·Nk Gaussians per mixture",
+		s, got.HostToDevice, got.DeviceToHost, got.Launches, 100*float64(dense*f32)/float64(got.HostToDevice+got.DeviceToHost))
+	// The blocks of the paper's MNIST model (1/64 → 8/32 → 16/16 → 32/8 →
+	// 64/4, N_k = 5) at batch 32, by the formula this test checks.
+	for _, p := range []blockShape{{32, 1, 64, 8, 5, 32, 2}, {32, 8, 32, 16, 5, 16, 2}, {32, 16, 16, 32, 5, 8, 2}, {32, 32, 8, 64, 5, 4, 2}} {
+		h2d, d2h, dense, _ := blockTraffic(p)
+		t.Logf("paper block Fi=%d Ni=%d Fo=%d, B=32, float32: %.1f MB to the device, %.1f MB back, %.0f %% Fi·Ni·Nk-sized",
+			p.fi, p.ni, p.fo, float64(h2d*f32)/1e6, float64(d2h*f32)/1e6, 100*float64(dense)/float64(h2d+d2h))
+	}
+}
