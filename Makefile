@@ -102,3 +102,14 @@ cuda-emu-test: ## the CUDA kernels without a GPU: cudaops on the emulated device
 	for s in $(EMU_SCHEDULES); do GMCN_CUDAEMU_SCHEDULE=$$s bin/cudaops-emu.test -test.count=1 || exit 1; done
 	cd ops && GMCN_TEST_DEVICE=cuda ../bin/ops-emu.test -test.count=1
 	cd gmnode && GMCN_TEST_DEVICE=cuda ../bin/gmnode-emu.test -test.count=1
+	bash scripts/gpu-build.sh --emulated
+	bash scripts/prepare-data.sh data
+	GPU_CHECK_OUT=bin/gpu-check-emu bash scripts/gpu-check.sh --small
+
+build-cuda: ## build bin/gmcn-cuda, gmcn with the CUDA device (installs Debian's libcuda1, about 30 MB, if missing; runs where an NVIDIA driver is)
+	bash scripts/install-cuda.sh --libcuda
+	GOEXPERIMENT=simd $(CUDA_CGO) $(GO) build -tags gmcuda -o bin/gmcn-cuda ./cmd/gmcn
+
+gpu-bundle: ## bin/gpu-bundle.tar.xz: the gmcuda test binaries, bin/gmcn, MNIST and the sources, for scripts/gpu-check.sh on a GPU machine without Go (docs/cuda.md)
+	bash scripts/install-cuda.sh --libcuda
+	bash scripts/gpu-bundle.sh

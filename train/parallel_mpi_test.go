@@ -4,7 +4,6 @@ package train
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strconv"
 	"testing"
@@ -12,16 +11,14 @@ import (
 	"github.com/gmcn-go/gmcn/dist"
 )
 
-// TestMain finalises MPI after the tests, as every MPI process must.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if c, err := dist.Open(); err == nil {
-		if err := c.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
+// The MPI build finalises MPI after the tests, as every MPI process must.
+func init() {
+	afterTests = func() error {
+		if c, err := dist.Open(); err == nil {
+			return c.Close()
 		}
+		return nil
 	}
-	os.Exit(code)
 }
 
 // TestMPIMatchesAccumulation is the equivalence test of data-parallel
