@@ -99,7 +99,7 @@ cuda-emu-test: ## the CUDA kernels without a GPU: cudaops on the emulated device
 	$(EMU_ASAN) $(GO) test -c -asan -tags $(EMU_TAGS) -o bin/cudaops-emu.test ./cudaops
 	$(EMU_ASAN) $(GO) test -c -asan -tags $(EMU_TAGS) -o bin/ops-emu.test ./ops
 	$(EMU_ASAN) $(GO) test -c -asan -tags $(EMU_TAGS) -o bin/gmnode-emu.test ./gmnode
-	for s in $(EMU_SCHEDULES); do GMCN_CUDAEMU_SCHEDULE=$$s bin/cudaops-emu.test -test.count=1 || exit 1; done
+	cd cudaops && for s in $(EMU_SCHEDULES); do GMCN_CUDAEMU_SCHEDULE=$$s ../bin/cudaops-emu.test -test.count=1 || exit 1; done
 	cd ops && GMCN_TEST_DEVICE=cuda ../bin/ops-emu.test -test.count=1
 	cd gmnode && GMCN_TEST_DEVICE=cuda ../bin/gmnode-emu.test -test.count=1
 	bash scripts/gpu-build.sh --emulated

@@ -182,18 +182,14 @@ static uint64_t splitmix(uint64_t &s) {
 	return z ^ (z >> 31);
 }
 
-static std::string format(const char *f, va_list ap) {
-	char buf[512];
-	vsnprintf(buf, sizeof buf, f, ap);
-	return buf;
-}
-
+// message returns a malloc'd formatted message for the C interface.
 static char *message(const char *f, ...) {
+	char buf[512];
 	va_list ap;
 	va_start(ap, f);
-	std::string s = format(f, ap);
+	vsnprintf(buf, sizeof buf, f, ap);
 	va_end(ap);
-	return strdup(s.c_str());
+	return strdup(buf);
 }
 
 // Switching between the worker (the scheduler) and a fiber, with the
@@ -224,18 +220,19 @@ static void leave(Worker &w, Fiber &f, bool exiting) {
 }
 
 // fail ends the running block with an error naming the thread; the fiber
-// is never resumed.
+// is never resumed, so nothing on its stack may own memory (the message is
+// formatted into arrays, and only the worker's string keeps it).
 [[noreturn]] static void fail(const char *f, ...) {
 	Worker &w = *worker;
 	Fiber &fb = *w.cur;
-	va_list ap;
-	va_start(ap, f);
-	std::string s = format(f, ap);
-	va_end(ap);
 	if (w.error.empty()) {
-		char where[128];
-		snprintf(where, sizeof where, "thread (%u,%u,%u): ", fb.tid.x, fb.tid.y, fb.tid.z);
-		w.error = where + s;
+		char msg[512];
+		int n = snprintf(msg, sizeof msg, "thread (%u,%u,%u): ", fb.tid.x, fb.tid.y, fb.tid.z);
+		va_list ap;
+		va_start(ap, f);
+		vsnprintf(msg + n, sizeof msg - n, f, ap);
+		va_end(ap);
+		w.error = msg;
 	}
 	leave(w, fb, true);
 	abort(); // unreachable: a failed block's fibers are not resumed
