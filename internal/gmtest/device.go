@@ -5,8 +5,6 @@ import (
 	"math"
 	"os"
 	"testing"
-
-	"github.com/gmcn-go/gmcn/ops/device"
 )
 
 // DeviceEnv names the device that the test binaries of ops and gmnode build
@@ -18,9 +16,10 @@ const DeviceEnv = "GMCN_TEST_DEVICE"
 // RunOnEnvDevice is the body of a TestMain: it opens the device DeviceEnv
 // names with open, makes it current with use (ops.OpenDevice and
 // ops.UseDevice, passed in because ops' own tests cannot import a package
-// that imports ops), runs the tests and returns their exit code. A device
-// that cannot be opened is a failure, never a silent fallback to the CPU.
-func RunOnEnvDevice(m *testing.M, open func(string) (*device.Device, error), use func(*device.Device) error) int {
+// that imports ops, and generic because this package may import no package
+// of the module), runs the tests and returns their exit code. A device that
+// cannot be opened is a failure, never a silent fallback to the CPU.
+func RunOnEnvDevice[D any](m *testing.M, open func(string) (D, error), use func(D) error) int {
 	if name := os.Getenv(DeviceEnv); name != "" && name != "cpu" {
 		d, err := open(name)
 		if err == nil {
@@ -30,7 +29,7 @@ func RunOnEnvDevice(m *testing.M, open func(string) (*device.Device, error), use
 			fmt.Fprintf(os.Stderr, "%s=%s: %v\n", DeviceEnv, name, err)
 			return 1
 		}
-		fmt.Fprintf(os.Stderr, "testing every op on device %s\n", d.Name)
+		fmt.Fprintf(os.Stderr, "testing every op on device %s\n", name)
 	}
 	return m.Run()
 }
