@@ -11,7 +11,7 @@
 #   3. the ops and gmnode suites with every op on the CUDA device
 #   4. the kernel benchmarks (CUDA-event times)
 #   5. training-step benchmarks on cuda and on the CPU: demo, paper,
-#      paper-fused and the ModelNet10 model on generated 3D mixtures
+#      paper-fused and the ModelNet10 model on generated shapes
 #   6. the demo preset trained on cuda, evaluated on the 10,000 test images
 #
 # and a summary table at the end (also summary.md). --small shrinks steps 4

@@ -3,21 +3,20 @@ package train
 import (
 	"fmt"
 	"io"
-	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gmcn-go/gmcn/dataset"
-	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/models"
+	"github.com/gmcn-go/gmcn/shapes"
 )
 
 // BenchmarkTrainStep measures one training step (forward, backward, Adam and
 // the decay step) of a preset's model on generated mixtures, reporting
 // samples per second. The paper preset runs with batch 8 to keep one step
 // short; the cost per sample is what matters for the epoch projection. The
-// ModelNet10 model runs at the paper's batch 21 on random 3D mixtures: the
-// cost of a step depends on the sizes, not on what the mixtures show. The
+// ModelNet10 model runs at the paper's batch 21 on generated shapes. The
 // test binary's GMCN_TEST_DEVICE chooses the device (TestMain).
 func BenchmarkTrainStep(b *testing.B) {
 	for _, c := range []struct {
@@ -32,7 +31,7 @@ func BenchmarkTrainStep(b *testing.B) {
 			}
 			mc := setup.Model
 			mc.Batch = c.batch
-			s := stepInputs(mc)
+			s := stepInputs(b, rc, mc)
 			tr, err := newTrainer(mc, s, s, Options{Epochs: 1, LR: 1e-3, DecayRate: 0.05, Log: io.Discard})
 			if err != nil {
 				b.Fatal(err)
@@ -52,17 +51,32 @@ func BenchmarkTrainStep(b *testing.B) {
 	}
 }
 
-// stepInputs returns one batch of generated inputs for the model mc: the
-// two-class lines in 2D, random mixtures in 3D, with the model's class count
-// (the cost of a step does not depend on the labels).
-func stepInputs(mc models.Config) *dataset.Inputs {
-	s := SyntheticLines(mc.Batch, mc.Layout.InputGaussians, 1)
-	if mc.D == 3 {
-		l := dataset.FitLayout(mc.Batch, mc.Layout.InputGaussians, 3)
-		spec := gmtest.Spec{WeightMin: 0.5, WeightMax: 1.5, Spread: 1, CovScale: 0.05, CovDiag: 0.01}
-		s.Layout = l
-		s.Mixtures = gmtest.Mixtures[float32](rand.New(rand.NewPCG(1, 3)), spec, l.B, l.C, l.N, l.D)
+// stepInputs returns one batch of generated inputs for the preset's model:
+// the two-class lines in 2D (the cost of a step does not depend on the
+// labels), and in 3D the generated ModelNet10-layout shapes
+// (shapes.GenerateModelNet, three per class) fitted as the preset fits its
+// data; the model's class count either way.
+func stepInputs(b *testing.B, rc RunConfig, mc models.Config) *dataset.Inputs {
+	if mc.D != 3 {
+		s := SyntheticLines(mc.Batch, mc.Layout.InputGaussians, 1)
+		s.Classes = mc.Classes
+		return s
 	}
-	s.Classes = mc.Classes
-	return s
+	root := filepath.Join(b.TempDir(), "ModelNet10")
+	if err := shapes.GenerateModelNet(root, 3, 1, 1); err != nil {
+		b.Fatal(err)
+	}
+	rc.DataDir, rc.CacheDir = root, b.TempDir()
+	setup, err := Resolve(rc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	in, _, err := LoadInputs(setup, false, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if in.Len() < mc.Batch {
+		b.Fatalf("%d generated shapes, want at least %d", in.Len(), mc.Batch)
+	}
+	return in
 }
