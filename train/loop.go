@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"time"
 
 	"github.com/gmcn-go/gmcn/dist"
@@ -208,7 +209,7 @@ func (t *trainer) resume(st *checkpoint.State, path, key string) error {
 // for the configuration key.
 func checkKey(st *checkpoint.State, path, key string) error {
 	if st.ConfigKey != key {
-		return errors.Errorf("checkpoint %s was written for another configuration:\n  checkpoint: %s\n  this run:   %s\n(train without --resume to start afresh; a resumed run needs the ranks × --accumulate it started with)", path, st.ConfigKey, key)
+		return errors.Errorf("checkpoint %s was written for another configuration:\n  checkpoint: %s\n  this run:   %s\n(gmcn train --out %s --overwrite starts afresh; a resumed run needs the ranks × --accumulate it started with)", path, st.ConfigKey, key, filepath.Dir(path))
 	}
 	return nil
 }

@@ -73,6 +73,20 @@ func existingRun(t *testing.T) string {
 	return dir
 }
 
+// stoppedRun writes what a training killed before its first checkpoint
+// leaves (run.json and an empty steps.csv) and returns its directory.
+func stoppedRun(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "stopped")
+	if err := train.SaveRunConfig(dir, train.Presets["demo"]); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, train.StepsFile), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // snapshot returns every file under dir with its content.
 func snapshot(t *testing.T, dir string) map[string]string {
 	t.Helper()
@@ -151,6 +165,11 @@ func TestBadCommandLines(t *testing.T) {
 		{"train --out {run}", 1, "already holds a run (checkpoint.gmcn); continue it with --resume or replace it with --overwrite"},
 		{"train --out {run} --epochs 1 --layers 1/8->4/4->10", 1, "already holds a run"},
 		{"train --resume --out {new}", 1, "run.json"},
+		{"train --out {file}", 1, "is a file, not a run directory"},
+		{"train --out {file}/run", 1, "creating the run directory"},
+		{"train --out {stopped}", 1, "holds a run that stopped before its first checkpoint (run.json, no checkpoint.gmcn): there is nothing to resume; start it again with --overwrite"},
+		{"train --out {stopped} --resume", 1, "start it again with --overwrite"},
+		{"eval --run {stopped}", 1, "has no checkpoint: its training stopped before the first one, or never ran; gmcn train --out"},
 		{"train --out {new} --data {new}/nowhere --train-limit 10", 1, "nowhere"},
 		{"fit-inputs --lr 0.1", 2, "flag provided but not defined: -lr"},
 		{"fit-inputs --epochs 3", 2, "-epochs"},
@@ -173,8 +192,12 @@ func TestBadCommandLines(t *testing.T) {
 	} {
 		t.Run(c.args, func(t *testing.T) {
 			work, run, fresh := t.TempDir(), existingRun(t), filepath.Join(t.TempDir(), "fresh")
-			args := strings.Fields(strings.NewReplacer("{run}", run, "{new}", fresh).Replace(c.args))
-			before := snapshot(t, run)
+			stopped, file := stoppedRun(t), filepath.Join(t.TempDir(), "file")
+			if err := os.WriteFile(file, []byte("not a run"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			args := strings.Fields(strings.NewReplacer("{run}", run, "{new}", fresh, "{stopped}", stopped, "{file}", file).Replace(c.args))
+			before, beforeStopped := snapshot(t, run), snapshot(t, stopped)
 			r := gmcn(t, work, args...)
 			if r.code != c.code {
 				t.Errorf("exit status %d, want %d", r.code, c.code)
@@ -195,16 +218,25 @@ func TestBadCommandLines(t *testing.T) {
 			if _, err := os.Stat(fresh); err == nil {
 				t.Errorf("%s was created", fresh)
 			}
-			after := snapshot(t, run)
-			for path, data := range before {
-				if after[path] != data {
-					t.Errorf("%s changed", path)
-				}
-			}
-			if len(after) != len(before) {
-				t.Errorf("the existing run holds %d files, had %d", len(after), len(before))
+			unchanged(t, before, snapshot(t, run))
+			unchanged(t, beforeStopped, snapshot(t, stopped))
+			if data, err := os.ReadFile(file); err != nil || string(data) != "not a run" {
+				t.Errorf("the file given as --out changed: %q, %v", data, err)
 			}
 		})
+	}
+}
+
+// unchanged fails t unless the snapshots before and after are equal.
+func unchanged(t *testing.T, before, after map[string]string) {
+	t.Helper()
+	for path, data := range before {
+		if after[path] != data {
+			t.Errorf("%s changed", path)
+		}
+	}
+	if len(after) != len(before) {
+		t.Errorf("the existing run holds %d files, had %d", len(after), len(before))
 	}
 }
 

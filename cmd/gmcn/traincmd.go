@@ -45,7 +45,7 @@ var resumeFlags = []string{"out", "resume", "epochs", "accumulate", "device", "c
 func (c *trainCmd) flags(f *flagSet) {
 	f.group("Run flags", func() {
 		c.rf.presetFlag(f)
-		f.StringVar(&c.out, "out", "", "`DIR` of the run's outputs (default: runs/<preset>)")
+		f.StringVar(&c.out, "out", "", "`DIR` of the run's outputs, held by this process while it trains (default: runs/<preset>)")
 		f.BoolVar(&c.resume, "resume", false, "continue the run in --out from its checkpoint; its run.json fixes every setting but --epochs")
 		f.BoolVar(&c.overwrite, "overwrite", false, "start afresh in an --out that already holds a run, replacing its outputs")
 		c.every = 10 * time.Minute
@@ -121,6 +121,11 @@ func (c *trainCmd) run(ctx context.Context) (err error) {
 func (c *trainCmd) train(ctx context.Context, comm dist.Comm) error {
 	root := comm.Rank() == 0
 	if root {
+		lock, err := train.LockRun(c.out)
+		if err != nil {
+			return err
+		}
+		defer lock.Release()
 		if err := c.prepare(); err != nil {
 			return err
 		}
@@ -217,18 +222,30 @@ func (c *trainCmd) loadInputs(comm dist.Comm, log io.Writer) (trainSet, testSet 
 	return trainSet, testSet, err
 }
 
-// prepare checks the run directory before anything is read or written:
-// with --resume it must hold a run, whose run.json it resolves (with
-// --epochs applied); without, it must not hold one unless --overwrite.
+// prepare checks the run directory, which this process holds, before
+// anything is read or written: with --resume it must hold a run with a
+// checkpoint, whose run.json it resolves (with --epochs applied); without,
+// it must not hold one unless --overwrite. A run that stopped before its
+// first checkpoint (killed while it built its model or took its first
+// steps) has nothing to resume: both say that --overwrite starts it again.
 func (c *trainCmd) prepare() error {
 	ckpt := filepath.Join(c.out, train.CheckpointFile)
+	_, err := os.Stat(filepath.Join(c.out, train.RunConfigFile))
+	hasRun := err == nil
+	_, err = os.Stat(ckpt)
+	hasCkpt := err == nil
+	stopped := pkgerrors.Errorf("%s holds a run that stopped before its first checkpoint (%s, no %s): there is nothing to resume; start it again with --overwrite",
+		c.out, train.RunConfigFile, train.CheckpointFile)
 	if c.resume {
+		if hasRun && !hasCkpt {
+			return stopped
+		}
 		rc, err := train.LoadRunConfig(c.out)
 		if err != nil {
 			return err
 		}
-		if _, err := os.Stat(ckpt); err != nil {
-			return pkgerrors.Errorf("--resume: %s has no checkpoint to continue from (%v)", c.out, err)
+		if !hasCkpt {
+			return pkgerrors.Errorf("--resume: %s has no checkpoint to continue from", c.out)
 		}
 		if c.given["epochs"] {
 			rc.Epochs = c.rf.over.Epochs
@@ -239,13 +256,13 @@ func (c *trainCmd) prepare() error {
 		c.setup, err = train.Resolve(rc)
 		return pkgerrors.Wrapf(err, "%s", filepath.Join(c.out, train.RunConfigFile))
 	}
-	if c.overwrite {
+	switch {
+	case c.overwrite:
 		return nil
-	}
-	for _, name := range []string{train.CheckpointFile, train.RunConfigFile} {
-		if _, err := os.Stat(filepath.Join(c.out, name)); err == nil {
-			return pkgerrors.Errorf("%s already holds a run (%s); continue it with --resume or replace it with --overwrite", c.out, name)
-		}
+	case hasCkpt:
+		return pkgerrors.Errorf("%s already holds a run (%s); continue it with --resume or replace it with --overwrite", c.out, train.CheckpointFile)
+	case hasRun:
+		return stopped
 	}
 	return nil
 }

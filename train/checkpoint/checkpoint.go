@@ -5,7 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/gob"
+	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"github.com/gmcn-go/gmcn/train/optim"
@@ -109,13 +112,17 @@ func Save(path string, s *State) error {
 // Load reads the checkpoint at path; errors name the file and say
 // what to do about it.
 func Load(path string) (*State, error) {
+	again := fmt.Sprintf("gmcn train --out %s --overwrite starts the run again", filepath.Dir(path))
 	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s has no checkpoint: its training stopped before the first one, or never ran; %s (%w)", filepath.Dir(path), again, err)
+	}
 	if err != nil {
-		return nil, errors.Wrapf(err, "reading checkpoint %s (train without --resume to start afresh)", path)
+		return nil, errors.Wrapf(err, "reading checkpoint %s", path)
 	}
 	s, err := Decode(data)
 	if err != nil {
-		return nil, errors.Wrapf(err, "checkpoint %s is unusable (delete it and train without --resume to start afresh)", path)
+		return nil, errors.Wrapf(err, "checkpoint %s is unusable (%s)", path, again)
 	}
 	return s, nil
 }
