@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/gmcn-go/gmcn/ops"
+	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
 )
@@ -21,6 +22,25 @@ func MEM(x *G.Node, np int) (*G.Node, error) {
 type Reduction struct {
 	name   string
 	reduce func(x *G.Node, np int) (*G.Node, error)
+	check  func(n, np, d int) error
+}
+
+// Check reports whether the method can reduce mixtures of n Gaussians of
+// dimension d to np, with the error its op would give when the graph is
+// built; models check a whole layout with it before building anything.
+func (r Reduction) Check(n, np, d int) error {
+	if r.check == nil {
+		return errors.New("no reduction method")
+	}
+	return r.check(n, np, d)
+}
+
+// checkMEM is MEM's parameter check.
+func checkMEM(_, np, _ int) error {
+	if np < 1 {
+		return errors.Errorf("the number of output components np must be ≥ 1, got %d", np)
+	}
+	return nil
 }
 
 // String returns the method's name, e.g. "TreeHEM(T=2)".
@@ -32,7 +52,7 @@ func (r Reduction) String() string {
 }
 
 // UseMEM selects the modified EM reduction (the paper's "MEM" ablation).
-func UseMEM() Reduction { return Reduction{name: "MEM", reduce: MEM} }
+func UseMEM() Reduction { return Reduction{name: "MEM", reduce: MEM, check: checkMEM} }
 
 // KeepLargest reduces every mixture of x [B, C, N, ·] to its np ≤ N
 // components of largest weight, largest first (see ops.NewKeepLargest).
@@ -44,7 +64,14 @@ func KeepLargest(x *G.Node, np int) (*G.Node, error) {
 // largest weight of the dense fit: the reference's fixed_point_and_max,
 // which it pairs with the fused convolution-fitting. Unlike TreeHEM and MEM
 // it drops the other components' mass instead of merging it.
-func UseKeepLargest() Reduction { return Reduction{name: "KeepLargest", reduce: KeepLargest} }
+func UseKeepLargest() Reduction {
+	return Reduction{name: "KeepLargest", reduce: KeepLargest, check: func(n, np, _ int) error {
+		if np < 1 || np > n {
+			return errors.Errorf("the number of kept components np must be in [1, N = %d], got %d", n, np)
+		}
+		return nil
+	}}
+}
 
 // UseTreeHEM selects TreeHEM with reduction factor t (the paper uses 2).
 // As in the reference (fitting.py fixed_point_and_tree_hem), an np below t
@@ -59,6 +86,11 @@ func UseTreeHEM(t int, opts ...TreeHEMOption) Reduction {
 			return MEM(y, np)
 		}
 		return TreeHEM(x, np, t, opts...)
+	}, check: func(n, np, d int) error {
+		if np >= 1 && np < t {
+			np = t
+		}
+		return ops.TreeHEMOptions{Reduction: t}.Check(mixture.Layout{B: 1, C: 1, N: n, D: d}, np)
 	}}
 }
 

@@ -228,6 +228,32 @@ func (cfg *Config) normalise() error {
 	return nil
 }
 
+// Check reports, before any graph is built or data loaded, a configuration
+// Build would refuse: the settings normalise checks, and a block whose
+// reduction cannot take its Fi·Ni·N_k Gaussians (the fused count with
+// Fused > 0) to its N_p, as the op would say when the graph is built.
+func (cfg Config) Check() error {
+	if err := cfg.normalise(); err != nil {
+		return err
+	}
+	fi, ni := cfg.Layout.InputChannels, cfg.Layout.InputGaussians
+	for i, b := range cfg.Layout.Blocks {
+		n := fi * ni * cfg.KernelGaussians
+		if cfg.Fused > 0 {
+			n = cfg.FusedGaussians(b, fi, ni)
+		}
+		ni = n
+		if b.Gaussians >= 1 {
+			if err := cfg.Reduction.Check(n, b.Gaussians, cfg.D); err != nil {
+				return errors.Wrapf(err, "model: block %d reduces %d Gaussians per channel to %d with %v", i+1, n, b.Gaussians, cfg.Reduction)
+			}
+			ni = b.Gaussians
+		}
+		fi = b.Channels
+	}
+	return nil
+}
+
 // FusedGaussians returns the component count n of block b's fused
 // convolution-fitting for fi input channels of ni Gaussians: Fused times
 // the block's reduced count (its input count in the last block), at most

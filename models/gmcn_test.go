@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gmcn-go/gmcn/gmnode"
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"gorgonia.org/tensor"
 )
 
@@ -48,6 +49,42 @@ func TestBuildConfigErrors(t *testing.T) {
 	} {
 		if _, err := Build(c); err == nil {
 			t.Errorf("%s: Build accepted an invalid config", name)
+		}
+	}
+}
+
+// TestConfigCheck checks that Check refuses, with the block and the op's
+// reason, the layouts whose graph Build would fail to build, agrees with
+// Build on each, and accepts the presets' layouts.
+func TestConfigCheck(t *testing.T) {
+	for _, c := range []struct {
+		layout string
+		fused  int
+		red    gmnode.Reduction
+		want   string // "" for a valid configuration
+	}{
+		{"1/64 -> 8/32 -> 16/16 -> 32/8 -> 64/4 -> 10", 0, gmnode.UseTreeHEM(2), ""},
+		{"1/64 -> 8/32 -> 16/16 -> 32/8 -> 64/4 -> 10", 4, gmnode.UseTreeHEM(2), ""},
+		{"1/16 -> 8/2000 -> 10", 0, gmnode.UseTreeHEM(2), "block 1 reduces 80 Gaussians per channel to 2000 with TreeHEM(T=2): output size Np = 2000"},
+		{"1/16 -> 8/8 -> 16/1100 -> 10", 0, gmnode.UseMEM(), ""},
+		{"1/16 -> 8/100 -> 10", 0, gmnode.UseKeepLargest(), "block 1 reduces 80 Gaussians per channel to 100 with KeepLargest"},
+		{"1/16 -> 8/8 -> 16/8 -> 10", 0, gmnode.UseKeepLargest(), ""},
+		{"1/14000 -> 8/8 -> 10", 0, gmnode.UseTreeHEM(2), "component count N = 70000 must be in [1, 65534]"},
+	} {
+		l, err := ParseLayout(c.layout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := Config{Layout: l, D: 2, Classes: 10, Batch: 1, Fused: c.fused, Reduction: c.red}
+		err = cfg.Check()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s, %v: %v", c.layout, c.red, err)
+		case c.want != "":
+			gmtest.WantErr(t, err, c.want)
+		}
+		if _, berr := Build(cfg); (berr == nil) != (err == nil) {
+			t.Errorf("%s, %v: Check says %v, Build %v", c.layout, c.red, err, berr)
 		}
 	}
 }

@@ -131,6 +131,9 @@ func Resolve(c RunConfig) (*Setup, error) {
 	}
 	s.Model = models.Config{Layout: l, D: src.dim, Classes: src.classes, Batch: c.Batch, KernelGaussians: c.Kernel,
 		Reduction: red, ReLUFit: fit, DenseHead: c.DenseHead, Fused: c.Fused, Bias: bias, Seed: c.Seed}
+	if err := s.Model.Check(); err != nil {
+		return nil, errors.Wrapf(err, "layers %q", c.Layers)
+	}
 	if s.Fit, err = fitConfig(c, src.dim, l.InputGaussians); err != nil {
 		return nil, err
 	}

@@ -158,6 +158,8 @@ func TestBadCommandLines(t *testing.T) {
 		{"train --device tpu", 2, `--device "tpu": this build has`},
 		{"train --root a --data b", 2, "disagree"},
 		{"train --layers 1/16->8/8->16/4->7", 2, "end in 7 channels but mnist has 10 classes"},
+		{"train --layers 1/16->8/2000->10", 2, "block 1 reduces 80 Gaussians per channel to 2000 with TreeHEM(T=2): output size Np = 2000 must be in [1, 1024]"},
+		{"train --layers 1/16->8/100->10 --reduction max", 2, "block 1 reduces 80 Gaussians per channel to 100 with KeepLargest: the number of kept components np must be in [1, N = 80]"},
 		{"train --dataset modelnet40 --preset modelnet-cpu", 2, "end in 10 channels but modelnet40 has 40 classes"},
 		{"train myrun --epochs 1", 2, `unexpected argument "myrun": every setting is a flag (a run's directory is --out DIR)`},
 		{"train --resume --lr 0.1 --layers 1/8->10", 2, "--layers, --lr cannot change it (only --epochs and --accumulate can)"},
