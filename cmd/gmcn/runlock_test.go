@@ -117,3 +117,32 @@ func TestStoppedRunRestarts(t *testing.T) {
 		t.Errorf("eval of the restarted run: exit status %d\n%s", r.code, r.stderr)
 	}
 }
+
+// TestEvalFromAnotherFolder trains with the default cache folder and
+// evaluates the run from another working directory: run.json holds the
+// cache's absolute path, so eval reads the fitted test inputs instead of
+// fitting them again into a cache of its own.
+func TestEvalFromAnotherFolder(t *testing.T) {
+	if _, err := mnist.LoadMNIST(""); err != nil {
+		t.Skipf("MNIST not available: %v", err)
+	}
+	work, elsewhere := t.TempDir(), t.TempDir()
+	run := filepath.Join(work, "run")
+	if r := gmcn(t, work, "train", "--layers", "1/8 -> 4/4 -> 10", "--train-limit", "100", "--test-limit", "50",
+		"--batch", "10", "--epochs", "1", "--out", "run"); r.code != 0 {
+		t.Fatalf("train: exit status %d\n%s", r.code, r.stderr)
+	}
+	rc, err := train.LoadRunConfig(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(work, "cache"); rc.CacheDir != want {
+		t.Errorf("run.json cache_dir %q, want %q", rc.CacheDir, want)
+	}
+	if r := gmcn(t, elsewhere, "eval", "--run", run); r.code != 0 {
+		t.Fatalf("eval from another folder: exit status %d\n%s", r.code, r.stderr)
+	}
+	if left, _ := os.ReadDir(elsewhere); len(left) > 0 {
+		t.Errorf("eval from another folder wrote %v there (fitted its inputs again?)", left)
+	}
+}

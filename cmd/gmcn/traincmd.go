@@ -256,6 +256,19 @@ func (c *trainCmd) prepare() error {
 		c.setup, err = train.Resolve(rc)
 		return pkgerrors.Wrapf(err, "%s", filepath.Join(c.out, train.RunConfigFile))
 	}
+	// run.json keeps the data and cache folders absolute (the cache's
+	// default too), so that eval, render and predict find them from any
+	// working directory.
+	if c.setup.Run.CacheDir == "" {
+		c.setup.Run.CacheDir = c.setup.CacheDir
+	}
+	for _, dir := range []*string{&c.setup.Run.DataDir, &c.setup.Run.CacheDir} {
+		if *dir != "" {
+			if *dir, err = filepath.Abs(*dir); err != nil {
+				return err
+			}
+		}
+	}
 	switch {
 	case c.overwrite:
 		return nil
