@@ -172,7 +172,7 @@ func TestBadCommandLines(t *testing.T) {
 		{"train --out {stopped}", 1, "holds a run that stopped before its first checkpoint (run.json, no checkpoint.gmcn): there is nothing to resume; start it again with --overwrite"},
 		{"train --out {stopped} --resume", 1, "start it again with --overwrite"},
 		{"eval --run {stopped}", 1, "has no checkpoint: its training stopped before the first one, or never ran; gmcn train --out"},
-		{"train --out {new} --data {new}/nowhere --train-limit 10", 1, "nowhere"},
+		{"train --out {new} --data {new}/nowhere --train-limit 10", 1, "the data folder {new}/nowhere does not exist or is not a folder: the folder given with --data"},
 		{"fit-inputs --lr 0.1", 2, "flag provided but not defined: -lr"},
 		{"fit-inputs --epochs 3", 2, "-epochs"},
 		{"fit-inputs extra", 2, `unexpected argument "extra"`},
@@ -198,15 +198,16 @@ func TestBadCommandLines(t *testing.T) {
 			if err := os.WriteFile(file, []byte("not a run"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			args := strings.Fields(strings.NewReplacer("{run}", run, "{new}", fresh, "{stopped}", stopped, "{file}", file).Replace(c.args))
+			places := strings.NewReplacer("{run}", run, "{new}", fresh, "{stopped}", stopped, "{file}", file)
+			args, want := strings.Fields(places.Replace(c.args)), places.Replace(c.want)
 			before, beforeStopped := snapshot(t, run), snapshot(t, stopped)
 			r := gmcn(t, work, args...)
 			if r.code != c.code {
 				t.Errorf("exit status %d, want %d", r.code, c.code)
 			}
 			msg := strings.TrimSuffix(r.stderr, "\n")
-			if msg == "" || strings.Contains(msg, "\n") || !strings.Contains(msg, c.want) {
-				t.Errorf("standard error %q, want one line containing %q", r.stderr, c.want)
+			if msg == "" || strings.Contains(msg, "\n") || !strings.Contains(msg, want) {
+				t.Errorf("standard error %q, want one line containing %q", r.stderr, want)
 			}
 			if r.stdout != "" {
 				t.Errorf("standard output %q, want nothing", r.stdout)

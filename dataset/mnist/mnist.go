@@ -3,6 +3,7 @@ package mnist
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,10 +98,8 @@ func (d *Dataset) Test() dataset.Split { return d.test }
 // when DataEnv is set, else from the data/ folder of MNISTModule in the Go
 // module cache.
 func LoadMNIST(dir string) (*Dataset, error) {
-	hint := "the files ship with the Go module " + MNISTModule + "; run `go mod download " + MNISTModule + "` in the gmcn module"
-	if dir == "" {
-		dir = envDir("mnist")
-	}
+	dir, hint := dataFolder("mnist", dir,
+		"the files ship with the Go module "+MNISTModule+"; run `go mod download "+MNISTModule+"` in the gmcn module")
 	if dir == "" {
 		d, err := MNISTDir()
 		if err != nil {
@@ -111,13 +110,25 @@ func LoadMNIST(dir string) (*Dataset, error) {
 	return loadDataset("mnist", mnistClasses, dir, hint)
 }
 
+// dataFolder returns the folder of data set sub — dir when given, else
+// $GMCN_DATA/sub when DataEnv is set, else "" for the data set's default —
+// and the advice for an error about it, which names where the folder came
+// from: the default's advice is fallback.
+func dataFolder(sub, dir, fallback string) (string, string) {
+	switch {
+	case dir != "":
+		return dir, "the folder given with --data must hold the four idx files (docs/data.md)"
+	case envDir(sub) != "":
+		return envDir(sub), fmt.Sprintf("%s=%s: prepare that folder with `make data` or point %s elsewhere (docs/data.md)", DataEnv, os.Getenv(DataEnv), DataEnv)
+	}
+	return "", fallback
+}
+
 // LoadFashionMNIST loads Fashion-MNIST from dir; if dir is empty, from
 // $GMCN_DATA/fashion-mnist when DataEnv is set, else from FashionMNISTDir.
 func LoadFashionMNIST(dir string) (*Dataset, error) {
-	hint := "install the Debian package dataset-fashion-mnist (scripts/install-deps.sh), which puts them in " + FashionMNISTDir
-	if dir == "" {
-		dir = envDir("fashion-mnist")
-	}
+	dir, hint := dataFolder("fashion-mnist", dir,
+		"install the Debian package dataset-fashion-mnist (scripts/install-deps.sh), which puts them in "+FashionMNISTDir)
 	if dir == "" {
 		dir = FashionMNISTDir
 	}
@@ -218,6 +229,9 @@ func loadSplit(name, dir, prefix, hint string) (*ImageSet, error) {
 // findIDX returns the path of base.gz or base in dir, or an error naming the
 // file and saying how to get it.
 func findIDX(name, dir, base, hint string) (string, error) {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", errors.Errorf("%s: the data folder %s does not exist or is not a folder: %s", name, dir, hint)
+	}
 	gz := filepath.Join(dir, base+".gz")
 	for _, p := range []string{gz, filepath.Join(dir, base)} {
 		if _, err := os.Stat(p); err == nil {
