@@ -134,6 +134,9 @@ func Resolve(c RunConfig) (*Setup, error) {
 	if err := s.Model.Check(); err != nil {
 		return nil, errors.Wrapf(err, "layers %q", c.Layers)
 	}
+	if c.TrainLimit > 0 && c.Batch > c.TrainLimit {
+		return nil, errors.Errorf("batch %d is larger than the %d training samples train_limit keeps", c.Batch, c.TrainLimit)
+	}
 	if s.Fit, err = fitConfig(c, src.dim, l.InputGaussians); err != nil {
 		return nil, err
 	}

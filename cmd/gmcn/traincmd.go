@@ -32,6 +32,7 @@ type trainCmd struct {
 	resume    bool
 	overwrite bool
 	every     time.Duration
+	maxMemory int64 // -1: the memory available when the run starts
 	given     map[string]bool
 	setup     *train.Setup // resolved by check, or by run from run.json with --resume
 }
@@ -40,7 +41,7 @@ type trainCmd struct {
 // else, but a run may be extended to more epochs, and a run's step may be
 // split differently between ranks and accumulation (the checkpoint refuses
 // a step of another size).
-var resumeFlags = []string{"out", "resume", "epochs", "accumulate", "device", "checkpoint-every"}
+var resumeFlags = []string{"out", "resume", "epochs", "accumulate", "device", "checkpoint-every", "max-memory"}
 
 func (c *trainCmd) flags(f *flagSet) {
 	f.group("Run flags", func() {
@@ -50,6 +51,8 @@ func (c *trainCmd) flags(f *flagSet) {
 		f.BoolVar(&c.overwrite, "overwrite", false, "start afresh in an --out that already holds a run, replacing its outputs")
 		c.every = 10 * time.Minute
 		durationVar(f, &c.every, "checkpoint-every", "`DURATION` between checkpoints within an epoch; 0 = at the ends of epochs only")
+		c.maxMemory = -1
+		sizeVar(f, &c.maxMemory, "max-memory", "refuse to start when the run's estimated memory is over `SIZE` (e.g. 20G, 512M, 16GiB; 0 = no check)\n(default: the memory available when it starts)")
 		c.dev.register(f)
 	})
 	f.group("Data flags", func() { c.rf.dataFlags(f) })
@@ -127,6 +130,9 @@ func (c *trainCmd) train(ctx context.Context, comm dist.Comm) error {
 		}
 		defer lock.Release()
 		if err := c.prepare(); err != nil {
+			return err
+		}
+		if err := checkMemory(c.setup.Model, c.maxMemory); err != nil {
 			return err
 		}
 	}
