@@ -6,6 +6,7 @@ import (
 	_ "image/gif"  // GIF images for LoadImage
 	_ "image/jpeg" // JPEG images for LoadImage
 	_ "image/png"  // PNG images for LoadImage
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -24,12 +25,25 @@ import (
 // area each output pixel covers. MNIST digits are white on black, centred
 // by their centre of mass in the middle 20×20 pixels; an image framed
 // differently is classified as it is, without re-centring.
+//
+// Images of more than MaxImagePixels are refused before they are decoded:
+// a small compressed file can hold an image of gigabytes.
 func LoadImage(path string, invert bool) ([]uint8, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, errors.Wrap(err, "image")
 	}
 	defer f.Close()
+	cfg, _, err := image.DecodeConfig(f)
+	if err != nil {
+		return nil, errors.Wrapf(err, "image %s (want PNG, JPEG or GIF)", path)
+	}
+	if int64(cfg.Width)*int64(cfg.Height) > MaxImagePixels {
+		return nil, errors.Errorf("image %s is %d×%d pixels, more than the %d a digit needs; scale it down first", path, cfg.Width, cfg.Height, MaxImagePixels)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, errors.Wrapf(err, "image %s", path)
+	}
 	img, _, err := image.Decode(f)
 	if err != nil {
 		return nil, errors.Wrapf(err, "image %s (want PNG, JPEG or GIF)", path)
@@ -55,6 +69,31 @@ func LoadImage(path string, invert bool) ([]uint8, error) {
 		out[i] = uint8(math.Round(math.Min(255, math.Max(0, v))))
 	}
 	return out, nil
+}
+
+// MaxImagePixels is the largest image LoadImage decodes: 4096×4096, whose
+// grey levels take 128 MB.
+const MaxImagePixels = 4096 * 4096
+
+// LooksInverted reports whether a 28×28 image from LoadImage has a bright
+// border (mean grey level of its outermost ring above half), which MNIST's
+// dark backgrounds never have: a dark digit on a light background, as a
+// scan gives, that wants LoadImage's invert.
+func LooksInverted(pix []uint8) bool {
+	w, h := mnist.ImageCols, mnist.ImageRows
+	if len(pix) != w*h {
+		return false
+	}
+	sum, n := 0, 0
+	for y := range h {
+		for x := range w {
+			if x == 0 || y == 0 || x == w-1 || y == h-1 {
+				sum += int(pix[y*w+x])
+				n++
+			}
+		}
+	}
+	return 2*sum > 255*n
 }
 
 // resizeArea resizes the w×h image src to W×H, each output pixel the mean

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/gmcn-go/gmcn/dataset/mnist"
@@ -33,6 +34,7 @@ type predictCmd struct {
 	index  int
 	files  []string
 	stdout io.Writer // nil: os.Stdout
+	stderr io.Writer // nil: os.Stderr
 }
 
 func (c *predictCmd) flags(f *flagSet) {
@@ -56,75 +58,93 @@ func (c *predictCmd) check(given map[string]bool) error {
 
 func (c *predictCmd) run(context.Context) error {
 	stdout := cmp.Or[io.Writer](c.stdout, os.Stdout)
-	for _, f := range c.files {
-		if _, err := os.Stat(f); err != nil {
-			return fmt.Errorf("input file %s: %w", f, errors.Unwrap(err))
-		}
-	}
+	stderr := cmp.Or[io.Writer](c.stderr, os.Stderr)
 	p, err := predict.LoadRun(c.dir.run)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
 	if p.ClassesErr != nil {
-		fmt.Fprintf(os.Stderr, "gmcn: class names unavailable (%v); printing class numbers\n", p.ClassesErr)
+		fmt.Fprintf(stderr, "gmcn: class names unavailable (%v); printing class numbers\n", p.ClassesErr)
 	}
-	names, mix, err := fitFiles(p, c.files, c.invert, c.index)
-	if err != nil {
-		return err
-	}
-	probs, err := p.Predict(mix, p.InputLayout(len(names)))
-	if err != nil {
-		return err
-	}
-	for i, pr := range probs {
-		var parts []string
-		for _, k := range predict.Top(pr, c.top) {
-			parts = append(parts, fmt.Sprintf("%s (%.2f%%)", p.Classes[k], 100*pr[k]))
+	// A file that cannot be read or fitted is reported and skipped, so the
+	// others are still classified; the command fails at the end.
+	var bad []error
+	skip := func(err error) {
+		bad = append(bad, err)
+		if len(c.files) > 1 {
+			fmt.Fprintf(stderr, "gmcn predict: %v\n", err)
 		}
-		fmt.Fprintf(stdout, "%s: %s\n", names[i], strings.Join(parts, ", "))
+	}
+	names, mix, err := fitFiles(p, c.files, c.invert, c.index, skip, stderr)
+	if err != nil {
+		return err
+	}
+	if len(names) > 0 {
+		probs, err := p.Predict(mix, p.InputLayout(len(names)))
+		if err != nil {
+			return err
+		}
+		for i, pr := range probs {
+			var parts []string
+			for _, k := range predict.Top(pr, c.top) {
+				parts = append(parts, fmt.Sprintf("%s (%.2f%%)", p.Classes[k], 100*pr[k]))
+			}
+			fmt.Fprintf(stdout, "%s: %s\n", names[i], strings.Join(parts, ", "))
+		}
+	}
+	switch {
+	case len(bad) == 1 && len(c.files) == 1:
+		return bad[0]
+	case len(bad) > 0:
+		return fmt.Errorf("%d of the %d input files could not be classified (above)", len(bad), len(c.files))
 	}
 	return nil
 }
 
 // fitFiles reads and fits the input files for the run of p and returns a
-// name per input ("file" or "file[index]") and the packed mixtures.
-func fitFiles(p *predict.Predictor, files []string, invert bool, index int) ([]string, []float32, error) {
+// name per input ("file" or "file[index]") and the packed mixtures. A file
+// it cannot read or fit is passed to skip and left out; the error is for
+// what no file can fix (--index without IDX files). A 2D image that looks
+// dark on light while invert is off gets a warning on warn.
+func fitFiles(p *predict.Predictor, files []string, invert bool, index int, skip func(error), warn io.Writer) ([]string, []float32, error) {
 	if p.Setup.Model.D == 3 {
-		if index >= 0 {
-			return nil, nil, errors.New("--index applies to IDX image files; the run classifies 3D shapes")
-		}
-		for _, f := range files {
-			if k := fileKind(f); k != "shape" {
-				return nil, nil, fmt.Errorf("%s: the run classifies 3D shapes (.off, .ply, .xyz, .txt), not %s files", f, k)
-			}
-		}
-		mix, _, err := p.FitShapes(files)
-		return files, mix, err
+		return fitShapes(p, files, index, skip)
+	}
+	if index >= 0 && !slices.ContainsFunc(files, func(f string) bool { return fileKind(f) == "idx" }) {
+		return nil, nil, errors.New("--index applies to IDX image files, and none was given")
 	}
 	im := mnist.Images{Rows: mnist.ImageRows, Cols: mnist.ImageCols}
 	var names []string
 	var streams []uint64
-	idxFiles := 0
 	for _, f := range files {
+		if err := readable(f); err != nil {
+			skip(err)
+			continue
+		}
 		switch fileKind(f) {
 		case "image":
 			pix, err := predict.LoadImage(f, invert)
 			if err != nil {
-				return nil, nil, err
+				skip(err)
+				continue
+			}
+			if !invert && predict.LooksInverted(pix) {
+				fmt.Fprintf(warn, "gmcn predict: %s looks dark on light (its border is bright); the models expect a light digit on black: try --invert\n", f)
 			}
 			im.Pixels = append(im.Pixels, pix...)
 			names, streams = append(names, f), append(streams, 0)
 		case "idx":
-			idxFiles++
 			all, err := predict.LoadIDXImages(f)
 			if err != nil {
-				return nil, nil, err
+				skip(err)
+				continue
 			}
 			first, last := 0, all.N-1
 			if index >= 0 {
 				if index >= all.N {
-					return nil, nil, fmt.Errorf("--index %d: %s has %d images (0 to %d)", index, f, all.N, all.N-1)
+					skip(fmt.Errorf("--index %d: %s has %d images (0 to %d)", index, f, all.N, all.N-1))
+					continue
 				}
 				first, last = index, index
 			}
@@ -134,17 +154,60 @@ func fitFiles(p *predict.Predictor, files []string, invert bool, index int) ([]s
 				names, streams = append(names, fmt.Sprintf("%s[%d]", f, i)), append(streams, uint64(i))
 			}
 		case "shape":
-			return nil, nil, fmt.Errorf("%s: the run classifies 2D images (%s), not 3D shapes", f, p.Setup.Dataset)
+			skip(fmt.Errorf("%s: the run classifies 2D images (%s), not 3D shapes", f, p.Setup.Dataset))
 		default:
-			return nil, nil, fmt.Errorf("%s: unknown file type; want .png, .jpg, .gif, an IDX file (*-ubyte, *.idx), or for 3D runs .off, .ply, .xyz, .txt", f)
+			skip(unknownKind(f))
 		}
 	}
-	if index >= 0 && idxFiles == 0 {
-		return nil, nil, errors.New("--index applies to IDX image files, and none was given")
+	if len(names) == 0 {
+		return nil, nil, nil
 	}
 	im.N = len(names)
 	mix, _, err := p.FitImages(im, streams)
 	return names, mix, err
+}
+
+// fitShapes fits each 3D shape file on its own, so that one that cannot be
+// read is skipped; a shape's fit does not depend on the other files.
+func fitShapes(p *predict.Predictor, files []string, index int, skip func(error)) ([]string, []float32, error) {
+	if index >= 0 {
+		return nil, nil, errors.New("--index applies to IDX image files; the run classifies 3D shapes")
+	}
+	var names []string
+	var mix []float32
+	for _, f := range files {
+		if err := readable(f); err != nil {
+			skip(err)
+			continue
+		}
+		if k := fileKind(f); k == "unknown" {
+			skip(unknownKind(f))
+			continue
+		} else if k != "shape" {
+			skip(fmt.Errorf("%s: the run classifies 3D shapes (.off, .ply, .xyz, .txt), not %s files", f, k))
+			continue
+		}
+		m, _, err := p.FitShapes([]string{f})
+		if err != nil {
+			skip(err)
+			continue
+		}
+		names, mix = append(names, f), append(mix, m...)
+	}
+	return names, mix, nil
+}
+
+// readable reports a missing or unreadable input file.
+func readable(f string) error {
+	if _, err := os.Stat(f); err != nil {
+		return fmt.Errorf("input file %s: %w", f, errors.Unwrap(err))
+	}
+	return nil
+}
+
+// unknownKind is the error for a file whose name says no known type.
+func unknownKind(f string) error {
+	return fmt.Errorf("%s: unknown file type; want .png, .jpg, .gif, an IDX file (*-ubyte, *.idx), or for 3D runs .off, .ply, .xyz, .txt", f)
 }
 
 // fileKind classifies an input file by its name: "image", "idx", "shape"

@@ -86,7 +86,7 @@ func TestPredictCommand(t *testing.T) {
 		{[]string{"--run", r.Dir, "--index", "-2", idx}, `invalid value "-2" for flag -index`},
 		{[]string{"--run", r.Dir, "missing.png"}, "input file missing.png"},
 		{[]string{"--run", r.Dir, txt}, "unknown file type"},
-		{[]string{"--run", r.Dir, "--index", "1", txt}, "unknown file type"},
+		{[]string{"--run", r.Dir, "--index", "1", txt}, "--index applies to IDX image files, and none was given"},
 		{[]string{"--run", t.TempDir(), idx}, "run.json"},
 	} {
 		err := runCommand("predict", c.args, &out)
