@@ -140,7 +140,12 @@ func (t *trainer) afterEpoch(confusion [][]int) error {
 
 // end calls the End hooks when the run stops.
 func (t *trainer) end(interrupted bool) error {
-	info := EndInfo{Interrupted: interrupted, Metrics: t.st.Metrics, State: t.stateAt(t.st.Epoch, t.st.Batch)}
+	return t.endAt(interrupted, t.stateAt(t.st.Epoch, t.st.Batch))
+}
+
+// endAt calls the End hooks with the given resuming state.
+func (t *trainer) endAt(interrupted bool, state func() *checkpoint.State) error {
+	info := EndInfo{Interrupted: interrupted, Metrics: t.st.Metrics, State: state}
 	return t.callHooks("the end of the run", func(h Hook) error {
 		if h.End == nil {
 			return nil

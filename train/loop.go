@@ -109,6 +109,20 @@ type trainer struct {
 	shards     int           // model batches per step, over all ranks
 	acc        []float64     // a step's sums over this rank's shards (parallel.go)
 	reduceTime time.Duration // in the steps' all-reduce this epoch, waiting for other ranks included
+	// running is the result channel of a step abandoned by an interrupt,
+	// still running in the background (stepOrStop).
+	running chan stepResult
+}
+
+// testHookStep, when set by a test, runs at the start of every step taken
+// in its own goroutine.
+var testHookStep func()
+
+// stepResult is what a step in its own goroutine gives back.
+type stepResult struct {
+	loss          float64
+	correct, real int
+	err           error
 }
 
 func newTrainer(cfg models.Config, trainSet, testSet *dataset.Inputs, opt Options) (*trainer, error) {
@@ -225,8 +239,15 @@ func (t *trainer) logResume() {
 }
 
 func (t *trainer) close() {
-	t.vm.Close()
 	t.evm.Close()
+	if t.running == nil {
+		t.vm.Close()
+		return
+	}
+	go func() {
+		<-t.running
+		t.vm.Close()
+	}()
 }
 
 func (t *trainer) run(ctx context.Context) ([]report.EpochMetrics, error) {
@@ -234,6 +255,7 @@ func (t *trainer) run(ctx context.Context) ([]report.EpochMetrics, error) {
 	n := t.train.Len()
 	nb := (n + t.shards*B - 1) / (t.shards * B)
 	ran := 0
+	longStep := true // until the first step shows otherwise
 	if err := t.start(); err != nil {
 		return nil, err
 	}
@@ -263,10 +285,18 @@ func (t *trainer) run(ctx context.Context) ([]report.EpochMetrics, error) {
 				return t.st.Metrics, ErrInterrupted
 			}
 			start := time.Now()
-			loss, correct, real, err := t.step(t.st.Batch)
+			loss, correct, real, abandoned, err := t.stepOrStop(ctx, longStep)
+			if abandoned != nil {
+				bar.Finish()
+				if err := t.endAt(true, abandoned); err != nil {
+					return nil, err
+				}
+				return t.st.Metrics, ErrInterrupted
+			}
 			if err != nil {
 				return nil, errors.Wrapf(err, "epoch %d batch %d", t.st.Epoch+1, t.st.Batch)
 			}
+			longStep = time.Since(start) > time.Second
 			p := &t.st.Partial
 			p.Loss += loss
 			p.Correct += correct
@@ -313,6 +343,47 @@ func (t *trainer) run(ctx context.Context) ([]report.EpochMetrics, error) {
 		return nil, err
 	}
 	return t.st.Metrics, nil
+}
+
+// stepOrStop takes the step at the loop's position. A step that may be
+// long (long, or the first) in a run of one process is taken in its own
+// goroutine, from a snapshot of the state before it: when ctx is cancelled
+// first, the step is abandoned and stepOrStop returns at once with the
+// snapshot, from which the run resumes exactly at this step. The abandoned
+// step finishes in the background and the trainer's close leaves its
+// machine to it. Short steps, and the steps of data-parallel ranks (which
+// must stop together), run to their end: the loop checks ctx between steps.
+func (t *trainer) stepOrStop(ctx context.Context, long bool) (loss float64, correct, real int, abandoned func() *checkpoint.State, err error) {
+	if !long || ctx.Done() == nil || t.comm.Size() > 1 {
+		loss, correct, real, err = t.step(t.st.Batch)
+		return loss, correct, real, nil, err
+	}
+	snap, err := checkpoint.Encode(t.stateAt(t.st.Epoch, t.st.Batch)())
+	if err != nil {
+		return 0, 0, 0, nil, err
+	}
+	done := make(chan stepResult, 1)
+	go func() {
+		if testHookStep != nil {
+			testHookStep()
+		}
+		var r stepResult
+		r.loss, r.correct, r.real, r.err = t.step(t.st.Batch)
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		return r.loss, r.correct, r.real, nil, r.err
+	case <-ctx.Done():
+		t.running = done
+		return 0, 0, 0, func() *checkpoint.State {
+			st, err := checkpoint.Decode(snap)
+			if err != nil {
+				panic(err) // unreachable: the bytes were encoded above
+			}
+			return st
+		}, nil
+	}
 }
 
 // step takes training step g of the epoch: the forward and backward

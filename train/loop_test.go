@@ -69,6 +69,14 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sameMetrics(t, got, want)
+	sameFile(t, filepath.Join(dir, StepsFile), filepath.Join(wantDir, StepsFile))
+}
+
+// sameMetrics fails t unless a resumed run's metrics equal an uninterrupted
+// run's but for the times.
+func sameMetrics(t *testing.T, got, want []report.EpochMetrics) {
+	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("resumed run has %d epochs of metrics, uninterrupted %d", len(got), len(want))
 	}
@@ -79,7 +87,6 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 			t.Errorf("epoch %d: resumed %+v\n uninterrupted %+v", i+1, g, w)
 		}
 	}
-	sameFile(t, filepath.Join(dir, StepsFile), filepath.Join(wantDir, StepsFile))
 }
 
 // sameFile fails t unless the files got and want hold the same bytes.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pkg/errors"
@@ -16,6 +17,7 @@ const LockFile = ".gmcn.lock"
 
 // RunLock is a run directory held by this process; Release gives it up.
 type RunLock struct {
+	mu      sync.Mutex // Release may be called from a signal handler's goroutine
 	dir     string
 	f       *os.File
 	created bool // the directory did not exist before LockRun
@@ -99,7 +101,12 @@ func samePath(f *os.File, path string) (bool, error) {
 // directory and nothing else was written into it, removes the directory,
 // so that a command that fails before writing leaves no trace.
 func (l *RunLock) Release() error {
-	if l == nil || l.f == nil {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
 		return nil
 	}
 	err := os.Remove(filepath.Join(l.dir, LockFile))

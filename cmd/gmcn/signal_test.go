@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gmcn-go/gmcn/dataset/mnist"
 	"github.com/gmcn-go/gmcn/train"
@@ -145,4 +146,113 @@ func metricsWithoutTimes(t *testing.T, dir string) [][]string {
 		out = append(out, keep)
 	}
 	return out
+}
+
+// TestSignalInsideStep interrupts a run inside its first step, which takes
+// seconds: the command must exit 130 within 2 s with a checkpoint at the
+// step's start, and the resumed run must end with the metrics of an
+// uninterrupted one.
+func TestSignalInsideStep(t *testing.T) {
+	if _, err := mnist.LoadMNIST(""); err != nil {
+		t.Skipf("MNIST not available: %v", err)
+	}
+	work := t.TempDir()
+	args := []string{"train", "--layers", "1/32 -> 24/16 -> 10", "--batch", "8", "--train-limit", "8", "--test-limit", "8",
+		"--epochs", "1", "--cache", filepath.Join(work, "cache")}
+	ref, run := filepath.Join(work, "ref"), filepath.Join(work, "run")
+	if r := gmcn(t, work, append(args, "--out", ref)...); r.code != 0 {
+		t.Fatalf("uninterrupted run: exit status %d\n%s", r.code, r.stderr)
+	}
+	cmd := exec.Command(bin, append(args, "--out", run)...)
+	cmd.Dir = work
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	// run.json is written when the loop starts; its first step takes about
+	// 4 s on two cores.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := os.Stat(filepath.Join(run, train.RunConfigFile)); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run never started:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	signalled := time.Now()
+	cmd.Wait()
+	if took := time.Since(signalled); took > 2*time.Second {
+		t.Errorf("the run took %v to stop after the signal, want at most 2 s", took)
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(stderr.String(), "stopping now with a checkpoint of the last finished step") {
+		t.Fatalf("exit status %d, want 130 and the stopping line:\n%s", code, stderr.String())
+	}
+	st, err := checkpoint.Load(filepath.Join(run, train.CheckpointFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Epoch != 0 || st.Batch != 0 {
+		t.Errorf("checkpoint at epoch %d batch %d, want the start of the first step (0, 0)", st.Epoch, st.Batch)
+	}
+	if r := gmcn(t, work, "train", "--out", run, "--resume"); r.code != 0 {
+		t.Fatalf("resumed run: exit status %d\n%s", r.code, r.stderr)
+	}
+	if got, want := metricsWithoutTimes(t, run), metricsWithoutTimes(t, ref); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("resumed run's metrics\n%q\nwant the uninterrupted run's\n%q", got, want)
+	}
+}
+
+// TestSignalWhileFitting interrupts a run while it fits its inputs: it must
+// exit 130 at once, say that there is nothing to resume, and leave no run
+// directory behind.
+func TestSignalWhileFitting(t *testing.T) {
+	if _, err := mnist.LoadMNIST(""); err != nil {
+		t.Skipf("MNIST not available: %v", err)
+	}
+	work := t.TempDir()
+	run := filepath.Join(work, "run")
+	cmd := exec.Command(bin, "train", "--train-limit", "30000", "--cache", filepath.Join(work, "cache"), "--out", run)
+	cmd.Dir = work
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(stderr)
+	sc.Split(splitLines)
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if strings.HasPrefix(sc.Text(), "fit mnist/train") {
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	signalled := time.Now()
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	cmd.Wait()
+	if took := time.Since(signalled); took > 2*time.Second {
+		t.Errorf("the run took %v to stop after the signal, want at most 2 s", took)
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(strings.Join(lines, "\n"), "before training started: stopped, nothing to resume") {
+		t.Errorf("exit status %d, want 130 and the message:\n%s", code, strings.Join(lines, "\n"))
+	}
+	if _, err := os.Stat(run); !os.IsNotExist(err) {
+		t.Errorf("the interrupted start left %s (%v)", run, err)
+	}
 }

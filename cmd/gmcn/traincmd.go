@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/gmcn-go/gmcn/dataset"
@@ -123,12 +121,18 @@ func (c *trainCmd) run(ctx context.Context) (err error) {
 
 func (c *trainCmd) train(ctx context.Context, comm dist.Comm) error {
 	root := comm.Rank() == 0
+	var release func()
 	if root {
 		lock, err := train.LockRun(c.out)
 		if err != nil {
 			return err
 		}
 		defer lock.Release()
+		release = func() { lock.Release() }
+	}
+	ctx, intr := handleInterrupts(ctx, release)
+	defer intr.close()
+	if root {
 		if err := c.prepare(); err != nil {
 			return err
 		}
@@ -158,9 +162,7 @@ func (c *trainCmd) train(ctx context.Context, comm dist.Comm) error {
 		fmt.Fprintf(log, "data-parallel on %d MPI ranks: a step trains on %d × %d × %d samples (ranks × --accumulate × --batch)\n",
 			comm.Size(), comm.Size(), max(rc.Accumulate, 1), c.setup.Model.Batch)
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	hooks := append([]train.Hook{c.startHook()}, train.DefaultHooks(c.out)...)
+	hooks := append([]train.Hook{c.startHook(intr)}, train.DefaultHooks(c.out)...)
 	hooks = append(hooks, train.CheckpointEvery(c.out, c.every))
 	opt := train.Options{Epochs: rc.Epochs, LR: rc.LR, DecayRate: rc.DecayRate, Seed: rc.Seed, Hooks: hooks, Log: log,
 		Comm: comm, Accumulate: rc.Accumulate}
@@ -289,9 +291,11 @@ func (c *trainCmd) prepare() error {
 // startHook writes run.json, after removing the outputs of the run it
 // replaces, when the training loop starts (the data loaded, the model
 // built, a resumed checkpoint read); so a command that fails earlier
-// leaves the directory as it was.
-func (c *trainCmd) startHook() train.Hook {
+// leaves the directory as it was. From then on a signal stops the run with
+// a checkpoint (intr).
+func (c *trainCmd) startHook(intr *interrupts) train.Hook {
 	return train.Hook{Name: "run.json", Start: func(train.StartInfo) error {
+		intr.start()
 		if c.overwrite {
 			for _, name := range []string{train.CheckpointFile, train.MetricsFile, train.StepsFile, train.PlotFile, train.ConfusionFile} {
 				if err := os.Remove(filepath.Join(c.out, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
