@@ -98,7 +98,7 @@ func checkHooks(hooks []Hook) error {
 func (t *trainer) callHooks(point string, f func(Hook) error) error {
 	for _, h := range t.opt.Hooks {
 		if err := f(h); err != nil {
-			return errors.Wrapf(err, "train: hook %q at %s", h.Name, point)
+			return errors.Wrapf(err, "hook %q at %s", h.Name, point)
 		}
 	}
 	return nil

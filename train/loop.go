@@ -207,7 +207,7 @@ func (t *trainer) resume(st *checkpoint.State, path, key string) error {
 		return err
 	}
 	if need := st.Epoch + min(st.Batch+1, 1); need > t.opt.Epochs {
-		return errors.Errorf("checkpoint %s has trained into epoch %d but Options.Epochs is %d: resume with at least %d epochs", path, need, t.opt.Epochs, need)
+		return errors.Errorf("checkpoint %s has trained into epoch %d but the run is to stop after epoch %d: resume with at least %d epochs (--epochs)", path, need, t.opt.Epochs, need)
 	}
 	if err := t.m.SetState(models.State{Names: st.Names, Params: st.Params, BNMean: st.BNMean, BNVar: st.BNVar, CovNorms: st.CovNorms}); err != nil {
 		return errors.Wrapf(err, "checkpoint %s", path)

@@ -126,7 +126,7 @@ func TestExtendFinishedRun(t *testing.T) {
 		epochs int
 		want   string
 	}{
-		{1, "has trained into epoch 2 but Options.Epochs is 1: resume with at least 2 epochs"},
+		{1, "has trained into epoch 2 but the run is to stop after epoch 1: resume with at least 2 epochs (--epochs)"},
 	} {
 		opt := testOptions(c.epochs, 1e-2, dir)
 		opt.Resume = path

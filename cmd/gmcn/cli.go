@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"regexp"
 	"strings"
 )
 
@@ -82,6 +83,9 @@ func lookup(name string) (command, error) {
 // runner. It never exits and reads or writes nothing: --help gives
 // flag.ErrHelp, and every other problem a usageError whose message starts
 // with "gmcn <name>:".
+// flagName finds a flag name as the flag package's errors write it.
+var flagName = regexp.MustCompile(`(for flag |not defined: |an argument: )-`)
+
 func parse(name string, args []string) (runner, error) {
 	c, err := lookup(name)
 	if err != nil {
@@ -95,8 +99,10 @@ func parse(name string, args []string) (runner, error) {
 			return nil, err
 		}
 		// The flag package quotes values but not flag names, which may hold
-		// line breaks; the error must stay one line.
+		// line breaks; the error must stay one line. It names flags with
+		// one dash; gmcn's help and messages use two.
 		msg := strings.ReplaceAll(err.Error(), "\n", `\n`)
+		msg = flagName.ReplaceAllString(msg, "$1--")
 		return nil, usageError{fmt.Errorf("gmcn %s: %s; run gmcn help %s", name, msg, name)}
 	}
 	if t, ok := r.(operandTaker); ok && c.operands != "" {

@@ -46,7 +46,8 @@ func writeKernels[T mixture.Float](path string, data []T, l mixture.Layout, size
 	}
 	captions := make([]string, l.Mixtures())
 	for i := range captions {
-		captions[i] = fmt.Sprintf("out %d ← in %d", i/l.C+1, i%l.C+1)
+		// Numbered from 0, as export's conv1_out<o>_in<i>.gmm.ply files.
+		captions[i] = fmt.Sprintf("out %d ← in %d", i/l.C, i%l.C)
 	}
 	cols := l.C
 	if l.C == 1 {

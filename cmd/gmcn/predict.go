@@ -41,9 +41,9 @@ func (c *predictCmd) flags(f *flagSet) {
 	c.top, c.index = 3, -1
 	f.group("Flags", func() {
 		c.dir.register(f)
-		intVar(f, &c.top, "top", 1, 1e6, "classes to print per input, most probable first")
+		intVar(f, &c.top, "top", 1, 1e6, "`N` classes to print per input, most probable first")
 		f.BoolVar(&c.invert, "invert", false, "invert image grey levels (for dark digits on a light background)")
-		intVar(f, &c.index, "index", -1, 1e9, "IDX files: classify only the image with this `index` (from 0); -1 = all")
+		intVar(f, &c.index, "index", -1, 1e9, "IDX files: classify only image `N` (from 0); -1 = all")
 	})
 }
 

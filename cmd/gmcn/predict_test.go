@@ -78,12 +78,12 @@ func TestPredictCommand(t *testing.T) {
 	}{
 		{[]string{"--run", filepath.Join(t.TempDir(), "none"), idx}, "run.json"},
 		{[]string{"--run", r.Dir}, "no input files"},
-		{[]string{"--run", r.Dir, "--top", "0", idx}, `invalid value "0" for flag -top`},
+		{[]string{"--run", r.Dir, "--top", "0", idx}, `invalid value "0" for flag --top`},
 		{[]string{"--run", r.Dir, "--top", "x", idx}, `invalid value "x"`},
-		{[]string{"--run", r.Dir, "--nope", idx}, "flag provided but not defined: -nope"},
+		{[]string{"--run", r.Dir, "--nope", idx}, "flag provided but not defined: --nope"},
 		{[]string{"--run", r.Dir, idx, "--top", "2"}, `flag "--top" after the first FILE…`},
 		{[]string{"--run", r.Dir, "--index", "40", idx}, "--index 40: " + idx + " has 40 images"},
-		{[]string{"--run", r.Dir, "--index", "-2", idx}, `invalid value "-2" for flag -index`},
+		{[]string{"--run", r.Dir, "--index", "-2", idx}, `invalid value "-2" for flag --index`},
 		{[]string{"--run", r.Dir, "missing.png"}, "input file missing.png"},
 		{[]string{"--run", r.Dir, txt}, "unknown file type"},
 		{[]string{"--run", r.Dir, "--index", "1", txt}, "--index applies to IDX image files, and none was given"},
@@ -113,7 +113,7 @@ func TestPredictCommand(t *testing.T) {
 	}{
 		{[]string{"--run", filepath.Join(t.TempDir(), "none"), "--out", dir}, "run.json"},
 		{[]string{"--run", r.Dir, "extra"}, `unexpected argument "extra"`},
-		{[]string{"--run", r.Dir, "--inputs", "-1"}, `invalid value "-1" for flag -inputs`},
+		{[]string{"--run", r.Dir, "--inputs", "-1"}, `invalid value "-1" for flag --inputs`},
 	} {
 		gmtest.WantErr(t, runCommand("export", c.args, &out), c.want)
 	}

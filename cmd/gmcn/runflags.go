@@ -89,7 +89,7 @@ func (r *runFlags) optimFlags(f *flagSet) {
 	r.intField(f, "batch", func(c *train.RunConfig) *int { return &c.Batch }, 1, 1e5, "batch size `N`")
 	r.intField(f, "epochs", func(c *train.RunConfig) *int { return &c.Epochs }, 1, 1e6, "`N` epochs")
 	r.intField(f, "accumulate", func(c *train.RunConfig) *int { return &c.Accumulate }, 1, 1e4,
-		"`N` batches per step and rank, computed one after the other and their gradients averaged: a step trains on ranks × N × --batch samples (default 1)")
+		"`N` batches per step and rank, computed one after the other and their gradients averaged: a step trains on ranks × N × --batch samples")
 	floatVar(f, field(r, "lr", func(c *train.RunConfig) *float64 { return &c.LR }), "lr", 0, 1, true, "Adam's `RATE` of learning"+presetDefault)
 	floatVar(f, field(r, "weight-decay", func(c *train.RunConfig) *float64 { return &c.DecayRate }), "weight-decay", 0, 1, false, "`RATE` of weight decay: the decay step uses lr = rate × initial lr"+presetDefault)
 	seedVar(f, field(r, "seed", func(c *train.RunConfig) *uint64 { return &c.Seed }), "seed", "`N` seeding kernel initialisation and shuffling"+presetDefault)

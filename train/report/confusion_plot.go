@@ -11,15 +11,27 @@ import (
 )
 
 // Confusion figure layout in pixels: a cell is confusionCell(n) square; the
-// margins hold the title, the class names (up to 16 characters) and the
-// colour bar.
+// top and right margins hold the title and the colour bar, the left and
+// bottom ones (confusionMargins) the axis titles and the class names (up to
+// maxNameLen characters).
 const (
-	confusionLeft   = 150
-	confusionTop    = 50
-	confusionRight  = 120
-	confusionBottom = 130
-	maxNameLen      = 16
+	confusionTop   = 50
+	confusionRight = 120
+	maxNameLen     = 16
 )
+
+// confusionMargins returns the left and bottom margins for class names of
+// at most l characters, and whether the column names are turned by 45°:
+// names of up to 3 characters (digits) are written level under their
+// columns, longer ones would overlap there.
+func confusionMargins(l int) (left, bottom int, turn bool) {
+	const axis, char = 40, 8 // the axis title's band; pixels per character of a name
+	left = axis + 10 + l*char
+	if l <= 3 {
+		return left, axis + 24, false
+	}
+	return left, axis + 16 + int(0.72*float64(l*char)), true
+}
 
 // confusionCell returns the side of a cell for n classes: 56 pixels for a
 // few classes, less for many, never under 20.
@@ -31,7 +43,8 @@ func confusionCell(n int) int { return max(20, min(56, 480/n)) }
 // row, so that every class reads the same however many test samples it has,
 // with the colour bar as key. classNames label the axes (label i is
 // classNames[i]); nil numbers the classes from 0. For n classes the figure is
-// 270 + n·s pixels wide and 180 + n·s high, s = max(20, min(56, 480/n)).
+// left + 120 + n·s pixels wide and 50 + bottom + n·s high, s = max(20,
+// min(56, 480/n)), the margins from confusionMargins for the longest name.
 func PlotConfusion(conf [][]int, classNames []string) ([]byte, error) {
 	n := len(conf)
 	if n == 0 {
@@ -56,10 +69,15 @@ func PlotConfusion(conf [][]int, classNames []string) ([]byte, error) {
 		return nil, errors.Errorf("plotting confusion matrix: %d class names for %d classes", len(classNames), n)
 	}
 	s := confusionCell(n)
-	img := newCanvas(confusionLeft+n*s+confusionRight, confusionTop+n*s+confusionBottom)
+	longest := 0
+	for _, cn := range classNames {
+		longest = max(longest, len([]rune(shorten(cn))))
+	}
+	left, bottom, turn := confusionMargins(longest)
+	img := newCanvas(left+n*s+confusionRight, confusionTop+n*s+bottom)
 	c := draw.New(img)
 	cell := pixels(float64(s))
-	x0, y1 := c.Min.X+pixels(confusionLeft), c.Max.Y-pixels(confusionTop)
+	x0, y1 := c.Min.X+pixels(float64(left)), c.Max.Y-pixels(confusionTop)
 	corner := func(i, j int) vg.Point { return vg.Point{X: x0 + vg.Length(j)*cell, Y: y1 - vg.Length(i)*cell} }
 
 	total, correct := 0, 0
@@ -91,7 +109,10 @@ func PlotConfusion(conf [][]int, classNames []string) ([]byte, error) {
 	for i, cn := range classNames {
 		c.FillText(name, vg.Point{X: x0 - pixels(6), Y: y1 - (vg.Length(i)+0.5)*cell}, shorten(cn))
 	}
-	name.Rotation, name.YAlign = math.Pi/4, draw.YCenter
+	name.XAlign, name.YAlign = draw.XCenter, draw.YTop
+	if turn {
+		name.Rotation, name.XAlign, name.YAlign = math.Pi/4, draw.XRight, draw.YCenter
+	}
 	yb := y1 - vg.Length(n)*cell
 	for j, cn := range classNames {
 		c.FillText(name, vg.Point{X: x0 + (vg.Length(j)+0.5)*cell, Y: yb - pixels(8)}, shorten(cn))

@@ -54,7 +54,7 @@ func PlotMetrics(rows []EpochMetrics, steps []StepPoint) ([]byte, error) {
 	sty := textStyle(titleSize)
 	sty.XAlign, sty.YAlign = draw.XCenter, draw.YCenter
 	c.FillText(sty, vg.Point{X: c.Center().X, Y: c.Max.Y - pixels(metricsTitle/2)},
-		fmt.Sprintf("training: %d epochs, test accuracy %.2f %% after epoch %d", len(rows), 100*last.TestAcc, last.Epoch))
+		fmt.Sprintf("training: %s, test accuracy %.2f %% after epoch %d", plural(len(rows), "epoch"), 100*last.TestAcc, last.Epoch))
 	body := draw.Crop(c, 0, 0, 0, -pixels(metricsTitle))
 	tiles := draw.Tiles{Rows: 1, Cols: cols, PadX: pixels(10), PadLeft: pixels(6), PadRight: pixels(10), PadBottom: pixels(6)}
 
@@ -181,4 +181,12 @@ func movingMean(y []float64, half int) []float64 {
 		out[i] = sum / float64(n)
 	}
 	return out
+}
+
+// plural writes n and the noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -127,9 +127,11 @@ func TestPlotConfusion(t *testing.T) {
 			t.Fatalf("%d classes: %v", n, err)
 		}
 		s := max(20, min(56, 480/n))
-		img := decode(t, fmt.Sprintf("%d classes", n), data, 270+n*s, 180+n*s)
+		longest := map[int]int{1: 1, 2: 1, 10: 11, 40: 16}[n] // "0"…, "T-shirt/top", shortened to 16
+		left, bottom, _ := confusionMargins(longest)
+		img := decode(t, fmt.Sprintf("%d classes", n), data, left+120+n*s, 50+bottom+n*s)
 		// A point near a cell's top left corner, clear of the count.
-		at := func(i, j int) color.Color { return img.At(150+j*s+3, 50+i*s+3) }
+		at := func(i, j int) color.Color { return img.At(left+j*s+3, 50+i*s+3) }
 		for i := range n {
 			if got := color.NRGBAModel.Convert(at(i, i)); got != blues.at(1) {
 				t.Errorf("%d classes: cell (%d, %d), share 1, is %v, want %v", n, i, i, got, blues.at(1))
