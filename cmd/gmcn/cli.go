@@ -6,8 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"regexp"
+	"slices"
 	"strings"
 )
 
