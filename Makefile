@@ -6,7 +6,7 @@ PKGS      ?= ./...
 BENCHTIME ?= 1s
 BENCH     ?= .
 
-.PHONY: cuda-emu-test build-cuda gpu-bundle build build-mpi mpi-deps mpi-test mpi-bench data smoke example race help test test-plain test-simd vet fmt-check bench demo deps ptx cuda-check
+.PHONY: interrupt-check cuda-emu-test build-cuda gpu-bundle build build-mpi mpi-deps mpi-test mpi-bench data smoke example race help test test-plain test-simd vet fmt-check bench demo deps ptx cuda-check
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -63,6 +63,9 @@ bench: ## run the benchmarks (BENCH=regexp, BENCHTIME=1s)
 
 deps: ## install the Debian packages the project needs (datasets)
 	bash scripts/install-deps.sh
+
+interrupt-check: build ## train 10,000 steps on MNIST twice, once stopped by SIGINT and SIGTERM and resumed: the runs must agree (about 5 minutes; docs/results.md)
+	bash scripts/interrupt-check.sh
 
 smoke: build ## a one-minute check that training works: 2,000 MNIST images, 2 epochs, 1,000 test images (runs/smoke)
 	bin/gmcn train --preset demo --train-limit 2000 --test-limit 1000 --epochs 2 --out runs/smoke --overwrite

@@ -174,6 +174,13 @@ func envDir(sub string) string {
 	return ""
 }
 
+// firstLabels are the first ten training labels of each data set, which
+// tell the two apart: both have the same files, sizes and classes.
+var firstLabels = map[string][]byte{
+	"mnist":         {5, 0, 4, 1, 9, 2, 1, 3, 1, 4},
+	"fashion-mnist": {9, 0, 0, 3, 0, 2, 7, 2, 5, 5},
+}
+
 // loadDataset reads the four standard idx files of an MNIST-style data set
 // from dir. Each file may be gzip-compressed (name.gz, tried first) or raw.
 func loadDataset(name string, classes []string, dir, hint string) (*Dataset, error) {
@@ -184,6 +191,11 @@ func loadDataset(name string, classes []string, dir, hint string) (*Dataset, err
 	}
 	if ds.test, err = loadSplit(name, dir, "t10k", hint); err != nil {
 		return nil, err
+	}
+	for other, first := range firstLabels {
+		if other != name && bytes.HasPrefix(ds.train.labels, first) {
+			return nil, errors.Errorf("%s: %s holds %s (its training labels start %v), not %s; give the %s folder", name, dir, other, first, name, name)
+		}
 	}
 	ds.train.name, ds.test.name = name+"/train", name+"/test"
 	return ds, nil

@@ -185,6 +185,25 @@ func TestLoadDatasetErrors(t *testing.T) {
 	}
 }
 
+// TestDatasetMixUp loads a folder whose training labels start as MNIST's do
+// as Fashion-MNIST, and the other way round: each is refused, naming the data
+// set the folder holds.
+func TestDatasetMixUp(t *testing.T) {
+	for name, load := range map[string]func(string) (*Dataset, error){"mnist": LoadMNIST, "fashion-mnist": LoadFashionMNIST} {
+		other := "fashion-mnist"
+		if name == other {
+			other = "mnist"
+		}
+		dir := writeDataset(t, 12, 5, 28, 28)
+		write(t, filepath.Join(dir, "train-labels-idx1-ubyte"), encodeIDX([]int{12}, append(append([]byte{}, firstLabels[other]...), 0, 1)))
+		_, err := load(dir)
+		gmtest.WantErr(t, err, name+": "+dir+" holds "+other, "not "+name)
+	}
+	if _, err := LoadMNIST(writeDataset(t, 12, 5, 28, 28)); err != nil {
+		t.Errorf("a folder of neither set's labels: %v", err)
+	}
+}
+
 // TestMNISTDirWithoutGo checks that a missing go command is reported as
 // such, with the ways to give the data instead, in one clean line.
 func TestMNISTDirWithoutGo(t *testing.T) {
