@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -30,19 +28,8 @@ func TestTwoTrainingsOneOut(t *testing.T) {
 	work := t.TempDir()
 	run := filepath.Join(work, "run")
 	args := append(append([]string{}, smallRun...), "--cache", filepath.Join(work, "cache"), "--out", run)
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = work
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
+	cmd, sc := startGmcn(t, work, args...)
 	progress := regexp.MustCompile(`^epoch 1/2 \[[#.]+\] +([0-9.]+)%`)
-	sc := bufio.NewScanner(stderr)
-	sc.Split(splitLines)
 	var lines []string
 	tried := false
 	for sc.Scan() {

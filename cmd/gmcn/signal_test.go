@@ -36,21 +36,11 @@ func TestSIGTERMResumes(t *testing.T) {
 		t.Fatalf("uninterrupted run: exit status %d\n%s", r.code, r.stderr)
 	}
 
-	cmd := exec.Command(bin, append(args, "--out", run)...)
-	cmd.Dir = work
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, sc := startGmcn(t, work, append(args, "--out", run)...)
 	// The progress bar writes a plain line at every tenth of an epoch when
 	// standard error is not a terminal; a terminal's \r redraws are split
 	// too, so the test does not depend on which it gets.
 	progress := regexp.MustCompile(`^epoch 1/2 \[[#.]+\] +([0-9.]+)%`)
-	sc := bufio.NewScanner(stderr)
-	sc.Split(splitLines)
 	var lines []string
 	signalled := false
 	for sc.Scan() {
@@ -64,7 +54,7 @@ func TestSIGTERMResumes(t *testing.T) {
 			}
 		}
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	if !signalled {
 		t.Fatalf("the run never showed 20%% of its first epoch (%v):\n%s", err, strings.Join(lines, "\n"))
 	}
@@ -100,6 +90,26 @@ func TestSIGTERMResumes(t *testing.T) {
 	if ext := metricsWithoutTimes(t, run); len(ext) != 4 || !slices.EqualFunc(ext[:3], want, slices.Equal) {
 		t.Errorf("extended run's metrics\n%q\nwant the first two epochs'\n%q and a third", ext, want)
 	}
+}
+
+// startGmcn starts the binary with args in dir and returns it with a scanner
+// of its standard error, split into lines (splitLines); the test kills it
+// at its end if it still runs.
+func startGmcn(t *testing.T, dir string, args ...string) (*exec.Cmd, *bufio.Scanner) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	sc := bufio.NewScanner(stderr)
+	sc.Split(splitLines)
+	return cmd, sc
 }
 
 // splitLines is bufio.ScanLines that also ends a line at a carriage return.
@@ -219,18 +229,7 @@ func TestSignalWhileFitting(t *testing.T) {
 	}
 	work := t.TempDir()
 	run := filepath.Join(work, "run")
-	cmd := exec.Command(bin, "train", "--train-limit", "30000", "--cache", filepath.Join(work, "cache"), "--out", run)
-	cmd.Dir = work
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	sc := bufio.NewScanner(stderr)
-	sc.Split(splitLines)
+	cmd, sc := startGmcn(t, work, "train", "--train-limit", "30000", "--cache", filepath.Join(work, "cache"), "--out", run)
 	var lines []string
 	for sc.Scan() {
 		lines = append(lines, sc.Text())
