@@ -9,10 +9,10 @@ type devPtr uint64
 
 // driver is what a Device needs of CUDA: memory, copies, modules, launches
 // and timing events. Two implement it: gorgonia.org/cu, the real driver
-// (driver_cu.go), and package emu, which runs the same kernels compiled for
-// the CPU (driver_emu.go, build tag gmcudaemu), so the Device and every
-// launcher are the same code on both. Every method is called on the
-// Device's thread.
+// (driver_cu.go), and the emulator, which runs the same kernels compiled
+// for the CPU (driver_emu.go and emu_runtime.cc, build tag gmcudaemu), so
+// the Device and every launcher are the same code on both. Every method is
+// called on the Device's thread.
 type driver interface {
 	// open starts a context on GPU ordinal and describes the device.
 	open(ordinal int) (deviceInfo, error)
