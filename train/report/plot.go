@@ -115,7 +115,7 @@ func drawSteps(c draw.Canvas, steps []StepPoint, xmax float64) {
 	} else {
 		bottom.Min.X -= dx
 	}
-	drawPanel(top, "per step", p, []legendItem{{"loss", raw}, {fmt.Sprintf("mean of %d steps", 2*half+1), smooth}})
+	drawPanel(top, "per step", p, []legendItem{{"loss", raw}, {"mean of " + plural(2*half+1, "step"), smooth}})
 	q.Draw(bottom)
 }
 
