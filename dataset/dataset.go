@@ -10,7 +10,8 @@ type Dataset interface {
 	Dim() int
 	// Classes returns the class names; label i is Classes()[i].
 	Classes() []string
-	// Train and Test return the two splits.
+	// Train and Test return the two splits. Train is nil for a data set
+	// opened for its test split only (the mnist package's Open can).
 	Train() Split
 	Test() Split
 }

@@ -178,7 +178,7 @@ func kernels(m *models.Model, dir string) ([]string, error) {
 // data set's Limit(n), so each gets the mixture it has in training) and
 // writes them into dir.
 func fittedInputs(p *predict.Predictor, dir string, n int) ([]string, error) {
-	ds, err := p.Setup.OpenDataset()
+	ds, err := p.Setup.OpenDataset(true)
 	if err != nil {
 		return nil, errors.Wrap(err, "export: fitted inputs need the run's data set (0 inputs skips them)")
 	}

@@ -189,7 +189,7 @@ func (p *Predictor) FitShapes(paths []string) ([]float32, mixture.Layout, error)
 // be opened: then every file is new to the run).
 func (p *Predictor) shapeStreams(paths []string) []int {
 	streams := make([]int, len(paths))
-	ds, err := p.Setup.OpenDataset()
+	ds, err := p.Setup.OpenDataset(false)
 	if err != nil {
 		return streams
 	}

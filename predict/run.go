@@ -26,9 +26,9 @@ type Predictor struct {
 	// Model is the run's model with the checkpoint's state, in evaluation
 	// mode.
 	Model *models.Model
-	// Classes holds the class names of the run's data set, or the labels
-	// "0", "1", … when the data set cannot be opened here (ClassesErr says
-	// why).
+	// Classes holds the class names of the run's data set, as run.json
+	// records them, or the labels "0", "1", … for a run.json without them
+	// whose data set cannot be opened here (ClassesErr says why).
 	Classes    []string
 	ClassesErr error
 
@@ -63,17 +63,14 @@ func LoadRun(dir string) (*Predictor, error) {
 	return p, nil
 }
 
-// classNames returns the class names of the data set of s, or the labels
-// as numbers and why the names are not available.
+// classNames returns the class names of the run of s, or the labels as
+// numbers and why the names are not available.
 func classNames(s *train.Setup) ([]string, error) {
-	ds, err := s.OpenDataset()
-	if err == nil && len(ds.Classes()) == s.Model.Classes {
-		return ds.Classes(), nil
-	}
+	names, err := s.ClassNames()
 	if err == nil {
-		err = errors.Errorf("data set %s has %d classes, the model %d", ds.Name(), len(ds.Classes()), s.Model.Classes)
+		return names, nil
 	}
-	names := make([]string, s.Model.Classes)
+	names = make([]string, s.Model.Classes)
 	for i := range names {
 		names[i] = fmt.Sprint(i)
 	}

@@ -17,8 +17,12 @@ import (
 // model and optimisation. It is saved as run.json in the run's directory so
 // that `gmcn eval` and `gmcn train --resume` rebuild exactly the same model.
 type RunConfig struct {
-	Preset     string    `json:"preset,omitempty"`
-	Dataset    string    `json:"dataset"`  // "mnist", "fashion-mnist", "modelnet10" or "modelnet40"
+	Preset  string `json:"preset,omitempty"`
+	Dataset string `json:"dataset"` // "mnist", "fashion-mnist", "modelnet10" or "modelnet40"
+	// Classes are the data set's class names by label, recorded by
+	// LoadInputs, so that predict and render name the classes without
+	// the data.
+	Classes    []string  `json:"classes,omitempty"`
 	DataDir    string    `json:"data_dir"` // MNIST: "" = default location; ModelNet: the root (either layout)
 	CacheDir   string    `json:"cache_dir"`
 	TrainLimit int       `json:"train_limit"` // use the first n training images; 0 = all

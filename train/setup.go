@@ -39,22 +39,24 @@ type Setup struct {
 // known before the data is read, and how to open it.
 type source struct {
 	dim, classes int
-	open         func(dir string) (dataset.Dataset, error)
+	// open opens the data set in dir, with testOnly its test split only
+	// where the data set can do without the training split.
+	open func(dir string, testOnly bool) (dataset.Dataset, error)
 }
 
 // sources maps the data set names of run.json to their loaders.
 var sources = map[string]source{
-	"mnist":         {2, 10, opener(mnist.LoadMNIST)},
-	"fashion-mnist": {2, 10, opener(mnist.LoadFashionMNIST)},
+	"mnist":         {2, 10, imageSet("mnist")},
+	"fashion-mnist": {2, 10, imageSet("fashion-mnist")},
 	"modelnet10":    {3, 10, modelNet("modelnet10")},
 	"modelnet40":    {3, 40, modelNet("modelnet40")},
 }
 
 // opener adapts a loader returning a concrete data set, so that a failed
 // load gives a nil interface rather than a typed nil.
-func opener[T dataset.Dataset](load func(dir string) (T, error)) func(string) (dataset.Dataset, error) {
-	return func(dir string) (dataset.Dataset, error) {
-		ds, err := load(dir)
+func opener[T dataset.Dataset](load func(dir string, testOnly bool) (T, error)) func(string, bool) (dataset.Dataset, error) {
+	return func(dir string, testOnly bool) (dataset.Dataset, error) {
+		ds, err := load(dir, testOnly)
 		if err != nil {
 			return nil, err
 		}
@@ -62,10 +64,18 @@ func opener[T dataset.Dataset](load func(dir string) (T, error)) func(string) (d
 	}
 }
 
+// imageSet opens MNIST or Fashion-MNIST, which can read its test split
+// alone.
+func imageSet(name string) func(string, bool) (dataset.Dataset, error) {
+	return opener(func(dir string, testOnly bool) (*mnist.Dataset, error) {
+		return mnist.Open(name, dir, testOnly)
+	})
+}
+
 // modelNet opens the ModelNet copy given by its root, which has no default
-// location.
-func modelNet(name string) func(string) (dataset.Dataset, error) {
-	return opener(func(dir string) (*shapes.ModelNet, error) {
+// location; listing both splits costs no more than listing one.
+func modelNet(name string) func(string, bool) (dataset.Dataset, error) {
+	return opener(func(dir string, _ bool) (*shapes.ModelNet, error) {
 		if dir == "" {
 			return nil, errors.Errorf("dataset %s needs --data DIR: a ModelNet10/40 directory (<class>/{train,test}/*.off or modelnet40_normal_resampled); `gmcn gen-shapes --out DIR` writes a generated one", name)
 		}
@@ -194,13 +204,15 @@ func fitConfig(c RunConfig, dim, k int) (dataset.FitConfig, error) {
 	return f, f.Validate()
 }
 
-// OpenDataset opens the data set of s.
-func (s *Setup) OpenDataset() (dataset.Dataset, error) {
+// OpenDataset opens the data set of s. With testOnly it may open the test
+// split alone (MNIST and Fashion-MNIST do), and Train of the result is then
+// nil: evaluating a run needs no training files.
+func (s *Setup) OpenDataset(testOnly bool) (dataset.Dataset, error) {
 	src, err := sourceOf(s.Dataset)
 	if err != nil {
 		return nil, err
 	}
-	return src.open(s.Run.DataDir)
+	return src.open(s.Run.DataDir, testOnly)
 }
 
 // sourceOf returns the data set called name.
@@ -212,16 +224,33 @@ func sourceOf(name string) (source, error) {
 	return src, nil
 }
 
+// ClassNames returns the class names of the run's data set by label: those
+// run.json records, else (a run.json written before it recorded them) the
+// data set's own, read from its test split.
+func (s *Setup) ClassNames() ([]string, error) {
+	if len(s.Run.Classes) == s.Model.Classes {
+		return s.Run.Classes, nil
+	}
+	ds, err := s.OpenDataset(true)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(ds.Classes()); n != s.Model.Classes {
+		return nil, errors.Errorf("data set %s has %d classes, the model %d", ds.Name(), n, s.Model.Classes)
+	}
+	return ds.Classes(), nil
+}
+
 // LoadInputs opens the data set of s and returns its fitted training and
 // test inputs (from the cache in s.CacheDir or freshly fitted, with
 // progress bars on log), limited as s.Run says. With testOnly the training
-// split is neither fitted nor returned. The data set must have as many
-// classes as the model.
+// split is neither fitted nor returned, nor its files read. The data set
+// must have as many classes as the model; their names go to s.Run.Classes.
 func LoadInputs(s *Setup, testOnly bool, log io.Writer) (trainSet, testSet *dataset.Inputs, err error) {
 	if log == nil {
 		log = io.Discard
 	}
-	ds, err := s.OpenDataset()
+	ds, err := s.OpenDataset(testOnly)
 	if err != nil {
 		return trainSet, testSet, err
 	}
@@ -229,6 +258,7 @@ func LoadInputs(s *Setup, testOnly bool, log io.Writer) (trainSet, testSet *data
 		return trainSet, testSet, errors.Errorf("%s at %s has %d classes but the model of %q has %d",
 			ds.Name(), s.Run.DataDir, n, s.Run.Layers, s.Model.Classes)
 	}
+	s.Run.Classes = ds.Classes()
 	if err := os.MkdirAll(s.CacheDir, 0o755); err != nil {
 		return trainSet, testSet, errors.Wrapf(err, "creating the input cache directory %s", s.CacheDir)
 	}

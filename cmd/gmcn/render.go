@@ -38,16 +38,13 @@ func (c *renderCmd) run(context.Context) error {
 	if err != nil {
 		return err
 	}
-	ds, err := setup.OpenDataset()
-	if err != nil {
-		return err
-	}
+	classes := setup.Run.Classes
 	l := testSet.Layout
 	l.B = min(n, l.B)
 	if l.D == 3 {
-		return render3D(filepath.Join(dir, "inputs.png"), testSet, l.B, size, ds.Classes())
+		return render3D(filepath.Join(dir, "inputs.png"), testSet, l.B, size, classes)
 	}
-	if err := writeInputs2D(filepath.Join(dir, "inputs.png"), testSet, l.B, size, ds.Name(), ds.Classes()); err != nil {
+	if err := writeInputs2D(filepath.Join(dir, "inputs.png"), testSet, l.B, size, setup.Dataset, classes); err != nil {
 		return err
 	}
 	fmt.Printf("wrote %s\n", filepath.Join(dir, "inputs.png"))

