@@ -51,7 +51,7 @@ type runDirFlag struct{ run, out string }
 
 func (d *runDirFlag) register(f *flagSet) {
 	f.StringVar(&d.run, "run", "runs/demo", "`DIR` of the training run (with run.json and checkpoint.gmcn)")
-	f.StringVar(&d.out, "out", "", "`DIR`: the same as --run")
+	f.StringVar(&d.out, "out", "", "`DIR`: the old name of --run, kept for scripts (in export, --out is the output folder)")
 }
 
 // check takes --out for --run when only --out is given.

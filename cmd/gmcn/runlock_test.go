@@ -106,9 +106,9 @@ func TestStoppedRunRestarts(t *testing.T) {
 }
 
 // TestEvalFromAnotherFolder trains with the default cache folder and
-// evaluates the run from another working directory: run.json holds the
-// cache's absolute path, so eval reads the fitted test inputs instead of
-// fitting them again into a cache of its own.
+// evaluates and renders the run from another working directory: run.json
+// holds the cache's absolute path, so eval and render read the fitted test
+// inputs instead of fitting them again into a cache of their own.
 func TestEvalFromAnotherFolder(t *testing.T) {
 	if _, err := mnist.LoadMNIST(""); err != nil {
 		t.Skipf("MNIST not available: %v", err)
@@ -126,10 +126,12 @@ func TestEvalFromAnotherFolder(t *testing.T) {
 	if want := filepath.Join(work, "cache"); rc.CacheDir != want {
 		t.Errorf("run.json cache_dir %q, want %q", rc.CacheDir, want)
 	}
-	if r := gmcn(t, elsewhere, "eval", "--run", run); r.code != 0 {
-		t.Fatalf("eval from another folder: exit status %d\n%s", r.code, r.stderr)
-	}
-	if left, _ := os.ReadDir(elsewhere); len(left) > 0 {
-		t.Errorf("eval from another folder wrote %v there (fitted its inputs again?)", left)
+	for _, cmd := range []string{"eval", "render"} {
+		if r := gmcn(t, elsewhere, cmd, "--run", run); r.code != 0 {
+			t.Fatalf("%s from another folder: exit status %d\n%s", cmd, r.code, r.stderr)
+		}
+		if left, _ := os.ReadDir(elsewhere); len(left) > 0 {
+			t.Errorf("%s from another folder wrote %v there (fitted its inputs again?)", cmd, left)
+		}
 	}
 }
