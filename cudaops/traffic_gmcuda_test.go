@@ -9,7 +9,6 @@ import (
 	"github.com/gmcn-go/gmcn/cudaops"
 	"github.com/gmcn-go/gmcn/gmnode"
 	"github.com/gmcn-go/gmcn/internal/gmtest"
-	"github.com/gmcn-go/gmcn/ops"
 	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	G "gorgonia.org/gorgonia"
@@ -66,15 +65,12 @@ func TestBlockTraffic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prev := ops.CurrentDevice()
-	if err := ops.UseDevice(cudaops.NewDevice(dev, cpu.Device())); err != nil {
-		t.Fatal(err)
-	}
-	defer ops.UseDevice(prev)
-
 	s := blockShape{b: 4, fi: 3, ni: 16, fo: 5, nk: 5, np: 8, d: 2}
 	rng := rand.New(rand.NewPCG(1, 2))
 	g := G.NewGraph()
+	if err := gmnode.SetDevice(g, cudaops.NewDevice(dev, cpu.Device())); err != nil {
+		t.Fatal(err)
+	}
 	lx := mixture.Layout{B: s.b, C: s.fi, N: s.ni, D: s.d}
 	xv := gmtest.Mixtures[float32](rng, gmtest.Spec{WeightMin: 0.1, WeightMax: 1, Spread: 3, CovScale: 1, CovDiag: 0.2}, s.b, s.fi, s.ni, s.d)
 	x := G.NewTensor(g, tensor.Float32, 4, G.WithName("x"), G.WithValue(tensor.New(tensor.WithShape(lx.Shape()...), tensor.WithBacking(xv))))

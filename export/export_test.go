@@ -112,7 +112,7 @@ func readSafetensors(t *testing.T, data []byte) (map[string]stTensor, map[string
 // the input PLY files against the run's fitted test inputs.
 func TestExportRoundTrip(t *testing.T) {
 	r := runtest.MNIST(t)
-	p, err := predict.LoadRun(r.Dir)
+	p, err := predict.LoadRun(r.Dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 // data and a kernel component of the same input channel becomes one output
 // component with multiplied weights and summed positions and covariances.
 func Conv(x, kernels *G.Node) (*G.Node, error) {
-	return G.ApplyOp(ops.NewConv(), x, kernels)
+	return G.ApplyOp(ops.NewConv(on(x)), x, kernels)
 }
 
 // ConvConstant returns the constants of Conv's output mixtures from the
@@ -50,7 +50,7 @@ func ConvConstant(kappa, kernels *G.Node) (*G.Node, error) {
 // positions and covariances are unchanged. The reference model follows each
 // Conv with ScaleWeights(y, 1/Fi).
 func ScaleWeights(x *G.Node, s float64) (*G.Node, error) {
-	return G.ApplyOp(ops.NewScaleWeights(s), x)
+	return G.ApplyOp(ops.NewScaleWeights(on(x), s), x)
 }
 
 // ConvFit returns the fused convolution-fitting of the data x [B, Fi, Ni, ·]
@@ -59,5 +59,5 @@ func ScaleWeights(x *G.Node, s float64) (*G.Node, error) {
 // computed, without storing it (see ops.NewConvFit). With n ≥ Fi·Ni·Nk the
 // result is Conv's, reordered and padded.
 func ConvFit(x, kernels *G.Node, n int) (*G.Node, error) {
-	return G.ApplyOp(ops.NewConvFit(n), x, kernels)
+	return G.ApplyOp(ops.NewConvFit(on(x), n), x, kernels)
 }

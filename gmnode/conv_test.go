@@ -29,7 +29,7 @@ func TestConvScaleWeights(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gr := G.NewGraph()
+	gr := newGraph()
 	x := valueNode(gr, "x", xd, lx.Shape()...)
 	k := valueNode(gr, "k", kd, lk.Shape()...)
 	y, err := Conv(x, k)
@@ -69,7 +69,7 @@ func TestConvScaleWeights(t *testing.T) {
 func TestConvFitIntegral(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 0))
 	x, k := covscaleInput(rng, 2, 3, 4), covscaleInput(rng, 2, 3, 3)
-	gr := G.NewGraph()
+	gr := newGraph()
 	xn := G.NewTensor(gr, tensor.Float32, 4, G.WithName("x"), G.WithValue(x))
 	kn := G.NewTensor(gr, tensor.Float32, 4, G.WithName("k"), G.WithValue(k))
 	full := G.Must(Integrate(G.Must(Conv(xn, kn))))
@@ -102,7 +102,7 @@ func TestConvConstant(t *testing.T) {
 		lk := mixture.Layout{B: c.fo, C: c.fi, N: c.nk, D: 2}
 		kd := gmtest.Mixtures[float64](rng, gmtest.StandardSpec(), c.fo, c.fi, c.nk, 2)
 		kappa := gmtest.Uniform[float64](rng, c.b*c.fi, -1, 1)
-		gr := G.NewGraph()
+		gr := newGraph()
 		k := valueNode(gr, "k", kd, lk.Shape()...)
 		kn := valueNode(gr, "kappa", kappa, c.b, c.fi)
 		y, err := ConvConstant(kn, k)
@@ -126,7 +126,7 @@ func TestConvConstant(t *testing.T) {
 		gmtest.WantClose(t, fmt.Sprintf("%+v", c), y.Value().Data().([]float64), want, 1e-14)
 	}
 
-	gr := G.NewGraph()
+	gr := newGraph()
 	k := G.NewTensor(gr, tensor.Float64, 4, G.WithName("k"), G.WithShape(4, 3, 2, 7))
 	for _, c := range []struct {
 		name     string
@@ -150,7 +150,7 @@ func TestConvConstantGraphGrad(t *testing.T) {
 		rng := rand.New(rand.NewPCG(15, uint64(d)))
 		k := tensor.New(tensor.WithShape(2, 3, 2, 1+d+d*d), tensor.WithBacking(gmtest.Mixtures[float64](rng, gmtest.StandardSpec(), 2, 3, 2, d)))
 		kappa := tensor.New(tensor.WithShape(4, 3), tensor.WithBacking(gmtest.Uniform[float64](rng, 12, -1, 1)))
-		gmtest.GraphGrad(t, rng, []*tensor.Dense{kappa, k}, func(in []*G.Node) (*G.Node, error) {
+		graphGrad(t, rng, []*tensor.Dense{kappa, k}, func(in []*G.Node) (*G.Node, error) {
 			return ConvConstant(in[0], in[1])
 		}, 0, 1)
 	}

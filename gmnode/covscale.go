@@ -11,15 +11,15 @@ import (
 // mean trace becomes D (μ ← s·μ, Σ ← s²·Σ, weights unchanged). The gradient
 // flows through s. The reference uses it on the network input.
 func CovScale(x *G.Node) (*G.Node, error) {
-	return G.ApplyOp(ops.NewCovScale(), x)
+	return G.ApplyOp(ops.NewCovScale(on(x)), x)
 }
 
-// NewCovScaleNorm returns a running-average CovScaleNorm op for mixtures with
-// the given number of channels (see ops.CovScaleNorm). Apply it with
-// gorgonia.ApplyOp; one op applied in a training and an evaluation graph
-// shares its running average between them.
-func NewCovScaleNorm(channels int) (*ops.CovScaleNorm, error) {
-	return ops.NewCovScaleNorm(channels)
+// NewCovScaleNorm returns a running-average CovScaleNorm op on the device of
+// g for mixtures with the given number of channels (see ops.CovScaleNorm).
+// Apply it with gorgonia.ApplyOp; one op applied in a training and an
+// evaluation graph shares its running average between them.
+func NewCovScaleNorm(g *G.ExprGraph, channels int) (*ops.CovScaleNorm, error) {
+	return ops.NewCovScaleNorm(DeviceOf(g), channels)
 }
 
 // CovScaleNorm applies a new running-average CovScaleNorm to x [B, C, N, ·]
@@ -32,7 +32,7 @@ func CovScaleNorm(x *G.Node) (*G.Node, *ops.CovScaleNorm, error) {
 	if len(s) != 4 {
 		return nil, nil, errors.Errorf("gm.CovScaleNorm: input %q must have rank 4 [B, C, N, 1+D+D·D], got shape %v", x.Name(), s)
 	}
-	op, err := ops.NewCovScaleNorm(s[1])
+	op, err := ops.NewCovScaleNorm(on(x), s[1])
 	if err != nil {
 		return nil, nil, err
 	}

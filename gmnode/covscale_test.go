@@ -41,7 +41,7 @@ func TestCovScaleNodes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(55, 0))
 	l := mixture.Layout{B: 3, C: 4, N: 6, D: 2}
 	xv := covscaleInput(rng, l.B, l.C, l.N)
-	g := G.NewGraph()
+	g := newGraph()
 	x := G.NewTensor(g, tensor.Float32, 4, G.WithShape(l.Shape()...), G.WithName("x"), G.WithValue(xv))
 	ys, err := CovScale(x)
 	if err != nil {
@@ -72,7 +72,7 @@ func TestCovScaleNodes(t *testing.T) {
 }
 
 func TestCovScaleNormNodeBadInput(t *testing.T) {
-	g := G.NewGraph()
+	g := newGraph()
 	x := G.NewTensor(g, tensor.Float32, 3, G.WithShape(2, 3, 7), G.WithName("x3"))
 	if _, _, err := CovScaleNorm(x); err == nil || !strings.Contains(err.Error(), "rank 4") || !strings.Contains(err.Error(), "x3") {
 		t.Errorf("rank-3 input: error %v, want one naming the input and rank 4", err)
@@ -81,7 +81,7 @@ func TestCovScaleNormNodeBadInput(t *testing.T) {
 	if _, _, err := CovScaleNorm(y); err == nil || !strings.Contains(err.Error(), "gm.CovScaleNorm") || !strings.Contains(err.Error(), "length 8") {
 		t.Errorf("packed length 8: error %v, want one from gm.CovScaleNorm about the length", err)
 	}
-	if _, err := NewCovScaleNorm(-1); err == nil {
-		t.Error("NewCovScaleNorm(-1) gave no error")
+	if _, err := NewCovScaleNorm(newGraph(), -1); err == nil {
+		t.Error("NewCovScaleNorm(newGraph(), -1) gave no error")
 	}
 }

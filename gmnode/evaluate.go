@@ -10,5 +10,5 @@ import (
 // of 1 evaluates all batch entries (channels) at the same point set.
 // Gradients flow to both x and points.
 func Evaluate(x, points *G.Node) (*G.Node, error) {
-	return G.ApplyOp(ops.NewEvaluate(), x, points)
+	return G.ApplyOp(ops.NewEvaluate(on(x)), x, points)
 }

@@ -11,7 +11,7 @@ import (
 // of a single standard 2D Gaussian against N(0; 0, I) = 1/(2π) and its
 // gradient at a point on the x axis: ∂y/∂p = −y·p.
 func TestEvaluate(t *testing.T) {
-	g := G.NewGraph()
+	g := newGraph()
 	x := valueNode(g, "x", []float64{2, 0, 0, 1, 0, 0, 1}, 1, 1, 1, 7)
 	p := valueNode(g, "p", []float64{0, 0, 1, 0}, 1, 1, 2, 2)
 	y, err := Evaluate(x, p)

@@ -17,7 +17,7 @@ func TestFitErrorsNodes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	l := mixture.Layout{B: 2, C: 3, N: 10, D: 2}
 	xd := reduceInput(rng, l)
-	g := G.NewGraph()
+	g := newGraph()
 	x := valueNode(g, "x", xd, l.Shape()...)
 	var dense *G.Node
 	y, err := ReLUFitReduce(x, 3, UseMEM(), KeepDense(&dense))

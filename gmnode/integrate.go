@@ -8,5 +8,5 @@ import (
 // Integrate returns the integral of every mixture of x [B, C, N, ·] as a
 // [B, C] node: the sum of the component weights.
 func Integrate(x *G.Node) (*G.Node, error) {
-	return G.ApplyOp(ops.NewIntegrate(), x)
+	return G.ApplyOp(ops.NewIntegrate(on(x)), x)
 }

@@ -40,13 +40,13 @@ func kernelConfig(radius float64, opts []KernelOption) ops.KernelConfig {
 // [F_o, F_i, N_k, D, D]: w = raw + 0.1, μ = radius·p and
 // Σ = (radius/3)²·(A·Aᵀ + ε·I) with the detached ε = 0.05·max(1, max|A·Aᵀ|).
 func AssembleKernel(wRaw, pRaw, a *G.Node, radius float64, opts ...KernelOption) (*G.Node, error) {
-	return G.ApplyOp(ops.NewAssembleKernel(kernelConfig(radius, opts)), wRaw, pRaw, a)
+	return G.ApplyOp(ops.NewAssembleKernel(on(wRaw), kernelConfig(radius, opts)), wRaw, pRaw, a)
 }
 
 // WeightDecay returns the [1]-shaped weight-decay loss of one layer,
 // mean(w_raw²) + mean((A·Aᵀ − I)²).
 func WeightDecay(wRaw, a *G.Node) (*G.Node, error) {
-	return G.ApplyOp(ops.NewWeightDecay(), wRaw, a)
+	return G.ApplyOp(ops.NewWeightDecay(on(wRaw)), wRaw, a)
 }
 
 // kernelIDs numbers every Kernel so that node names never collide, not even
@@ -97,7 +97,7 @@ func NewKernel(g *G.ExprGraph, fo, fi, nk, d int, radius float64, rng *rand.Rand
 	k.wRaw = learnable(g, dtype, prefix+"weights_raw", w, fo, fi, nk)
 	k.pRaw = learnable(g, dtype, prefix+"positions_raw", p, fo, fi, nk, d)
 	k.factors = learnable(g, dtype, prefix+"covariance_factors", a, fo, fi, nk, d, d)
-	n, err := G.ApplyOp(ops.NewAssembleKernel(k.cfg), k.wRaw, k.pRaw, k.factors)
+	n, err := G.ApplyOp(ops.NewAssembleKernel(on(k.wRaw), k.cfg), k.wRaw, k.pRaw, k.factors)
 	if err != nil {
 		return nil, errors.Wrapf(err, "gm.NewKernel %q", name)
 	}

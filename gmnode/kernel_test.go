@@ -31,7 +31,7 @@ func kernelValues(n *G.Node) []float64 {
 // seeded draw passes.
 func TestNewKernelInit(t *testing.T) {
 	const fo, fi, nk = 32, 32, 5
-	g := G.NewGraph()
+	g := newGraph()
 	k, err := NewKernel(g, fo, fi, nk, 3, 2.5, rand.New(rand.NewPCG(51, 0)), tensor.Float64, "k")
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +96,7 @@ func TestNewKernelInit(t *testing.T) {
 		t.Errorf("ParamCount %d, want %d", got, want)
 	}
 
-	g2 := G.NewGraph()
+	g2 := newGraph()
 	k2, err := NewKernel(g2, 2, 3, 5, 2, 2.5, rand.New(rand.NewPCG(52, 0)), tensor.Float64, "k2")
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +119,7 @@ func TestNewKernelInit(t *testing.T) {
 // runs the assembly and a weight-decay loss with gradients for every
 // learnable, and checks names, shapes and the assembled values.
 func TestKernelGraph(t *testing.T) {
-	g := G.NewGraph()
+	g := newGraph()
 	rng := rand.New(rand.NewPCG(53, 0))
 	const r = 2.5
 	k1, err := NewKernel(g, 3, 2, 4, 2, r, rng, tensor.Float32, "conv")
@@ -191,7 +191,7 @@ func TestKernelGraph(t *testing.T) {
 }
 
 func TestNewKernelBadInput(t *testing.T) {
-	g := G.NewGraph()
+	g := newGraph()
 	rng := rand.New(rand.NewPCG(54, 0))
 	cases := []struct {
 		name   string
@@ -226,7 +226,7 @@ func TestNewKernelBadInput(t *testing.T) {
 // and its assembly, and move the diagonal covariance entries only.
 func TestKernelFloat32Epsilon(t *testing.T) {
 	for _, d := range []int{2, 3} {
-		g := G.NewGraph()
+		g := newGraph()
 		var ks [2]*Kernel
 		for i, opts := range [][]KernelOption{nil, {KernelFloat32Epsilon()}} {
 			k, err := NewKernel(g, 2, 3, 5, d, 2.5, rand.New(rand.NewPCG(55, 0)), tensor.Float64, "k", opts...)

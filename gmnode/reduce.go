@@ -13,7 +13,7 @@ import (
 // [B, C, np, ·] with the reference's modified EM (see ops.NewMEM). If N < np
 // the last np − N slots are padding {0, 0, I}.
 func MEM(x *G.Node, np int) (*G.Node, error) {
-	return G.ApplyOp(ops.NewMEM(np), x)
+	return G.ApplyOp(ops.NewMEM(on(x), np), x)
 }
 
 // Reduction is a reduction method for ReLUFitReduce, made by UseTreeHEM,
@@ -57,7 +57,7 @@ func UseMEM() Reduction { return Reduction{name: "MEM", reduce: MEM, check: chec
 // KeepLargest reduces every mixture of x [B, C, N, ·] to its np ≤ N
 // components of largest weight, largest first (see ops.NewKeepLargest).
 func KeepLargest(x *G.Node, np int) (*G.Node, error) {
-	return G.ApplyOp(ops.NewKeepLargest(np), x)
+	return G.ApplyOp(ops.NewKeepLargest(on(x), np), x)
 }
 
 // UseKeepLargest selects the reduction that keeps the np components of

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/gmcn-go/gmcn/internal/gmtest"
-	"github.com/gmcn-go/gmcn/ops"
 	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
@@ -80,7 +79,7 @@ func TestReLUFitReduce(t *testing.T) {
 					lo.N = c.np
 				}
 				rd := gmtest.Normal(rng, lo.Len())
-				g := G.NewGraph()
+				g := newGraph()
 				x := valueNode(g, "x", append([]float64(nil), xd...), l.Shape()...)
 				var dense *G.Node
 				y, err := ReLUFitReduce(x, c.np, c.method, KeepDense(&dense))
@@ -102,7 +101,7 @@ func TestReLUFitReduce(t *testing.T) {
 				if err := c.reduce(want, wantDense, l); err != nil {
 					t.Fatal(err)
 				}
-				dev := ops.CurrentDevice().Name
+				dev := testDev.Name
 				if ok, e := gmtest.SameAsCPU(dev, dense.Value().Data().([]float64), wantDense); !ok {
 					t.Errorf("%dD: kept dense node differs from cpu.ReLUFit by %g on device %s", d, e, dev)
 				}
@@ -131,7 +130,7 @@ func TestReLUFitReduceWithConstant(t *testing.T) {
 	l := mixture.Layout{B: 2, C: 2, N: 12, D: 2}
 	xd := reduceInput(rand.New(rand.NewPCG(2, 2)), l)
 	kd := []float64{0.4, -0.3, 0, 1.2}
-	g := G.NewGraph()
+	g := newGraph()
 	x := valueNode(g, "x", xd, l.Shape()...)
 	kappa := valueNode(g, "kappa", kd, 2, 2)
 	var dense, kappaOut *G.Node
@@ -169,7 +168,7 @@ func TestReLUFitReduceBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			g := G.NewGraph()
+			g := newGraph()
 			l := mixture.Layout{B: 1, C: 1, N: 6, D: 2}
 			x := valueNode(g, "x", reduceInput(rand.New(rand.NewPCG(1, 2)), l), l.Shape()...)
 			_, err := ReLUFitReduce(x, c.np, c.method)

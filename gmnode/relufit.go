@@ -20,7 +20,7 @@ func ReLUFit(x *G.Node, opts ...ops.ReLUFitOptions) (*G.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return G.ApplyOp(ops.NewReLUFit(o), x)
+	return G.ApplyOp(ops.NewReLUFit(on(x), o), x)
 }
 
 // ReLUFitConstant is ReLUFit for mixtures with constants: kappa [B, C]
@@ -39,7 +39,7 @@ func ReLUFitConstant(x, kappa *G.Node, opts ...ops.ReLUFitOptions) (fit, kappaOu
 	if err != nil {
 		return nil, nil, err
 	}
-	if fit, err = G.ApplyOp(ops.NewReLUFitConstant(o), x, kappa); err != nil {
+	if fit, err = G.ApplyOp(ops.NewReLUFitConstant(on(x), o), x, kappa); err != nil {
 		return nil, nil, err
 	}
 	if kappaOut, err = positivePart(kappa); err != nil {

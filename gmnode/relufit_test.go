@@ -28,7 +28,7 @@ func TestReLUFit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := G.NewGraph()
+	g := newGraph()
 	x := valueNode(g, "x", xd, l.Shape()...)
 	y, err := ReLUFit(x)
 	if err != nil {
@@ -70,7 +70,7 @@ func TestReLUFitConstant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := G.NewGraph()
+	g := newGraph()
 	x := valueNode(g, "x", xd, l.Shape()...)
 	kappa := valueNode(g, "kappa", kappas, 2, 2)
 	y, kappaOut, err := ReLUFitConstant(x, kappa)
@@ -108,7 +108,7 @@ func TestReLUFitConstant(t *testing.T) {
 // max(κ, 0): 1 for κ > 0 and 0 for κ ≤ 0, κ = 0 included, as the fit takes
 // it.
 func TestReLUFitConstantKink(t *testing.T) {
-	g := G.NewGraph()
+	g := newGraph()
 	unit := []float64{0.5, 0, 0, 1, 0, 0, 1} // w = 0.5, μ = 0, Σ = I
 	x := valueNode(g, "x", slices.Concat(unit, unit, unit, unit), 1, 4, 1, 7)
 	kappa := valueNode(g, "kappa", []float64{0.3, 0, -0.2, 0}, 1, 4)
@@ -137,7 +137,7 @@ func TestReLUFitConstantGraphGrad(t *testing.T) {
 		s := gmtest.Spec{WeightMin: 0.2, WeightMax: 1, NegativeOneIn: 2, Spread: 1.5, CovScale: 0.3, CovDiag: 0.2}
 		x := tensor.New(tensor.WithShape(2, 2, 4, 1+d+d*d), tensor.WithBacking(gmtest.Mixtures[float64](rng, s, 2, 2, 4, d)))
 		kappa := tensor.New(tensor.WithShape(2, 2), tensor.WithBacking([]float64{0.45, -0.35, 0.3, -0.55}))
-		gmtest.GraphGrad(t, rng, []*tensor.Dense{x, kappa}, func(in []*G.Node) (*G.Node, error) {
+		graphGrad(t, rng, []*tensor.Dense{x, kappa}, func(in []*G.Node) (*G.Node, error) {
 			fit, kappaOut, err := ReLUFitConstant(in[0], in[1])
 			if err != nil {
 				return nil, err

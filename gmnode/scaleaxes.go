@@ -19,7 +19,7 @@ func ScaleAxes(x, s *G.Node) (*G.Node, error) {
 	if x.Dtype() != s.Dtype() {
 		return nil, errors.Errorf(`gm.ScaleAxes: input "scales" (%s) must have the dtype of input "mixture" (%s), %v; got %v`, s.Name(), x.Name(), x.Dtype(), s.Dtype())
 	}
-	op, err := ops.NewScaleAxes(s.Dims())
+	op, err := ops.NewScaleAxes(on(x), s.Dims())
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ import (
 // μ = (−1, ½), Σ = diag(2, 1) and the reflecting s = (−1, 3). With g = 1,
 // ∂L/∂s_d = μ_d + Σ_j (Σ_dj + Σ_jd)·s_j and ∂L/∂x is (1, s, s_i·s_j).
 func TestScaleAxesNode(t *testing.T) {
-	g := G.NewGraph()
+	g := newGraph()
 	x := valueNode(g, "x", []float32{
 		1, 1, 2, 1, 0.5, 0.5, 2,
 		-0.5, -1, 0.5, 2, 0, 0, 1,
@@ -50,7 +50,7 @@ func TestScaleAxesNode(t *testing.T) {
 // TestScaleAxesNodeBadInput checks the errors of graph construction: each
 // names the op and the input at fault.
 func TestScaleAxesNodeBadInput(t *testing.T) {
-	g := G.NewGraph()
+	g := newGraph()
 	x := G.NewTensor(g, tensor.Float64, 4, G.WithShape(2, 3, 4, 7), G.WithName("x"))
 	cases := []struct {
 		name string

@@ -10,5 +10,5 @@ import (
 // (held constant in the gradient); gain is a learnable [1] node. This is the
 // per-sample weight standardisation the reference applies to network inputs.
 func Standardise(x, gain *G.Node) (*G.Node, error) {
-	return G.ApplyOp(ops.NewStandardise(), x, gain)
+	return G.ApplyOp(ops.NewStandardise(on(x)), x, gain)
 }

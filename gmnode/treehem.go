@@ -29,5 +29,5 @@ func TreeHEM(x *G.Node, np, t int, opts ...TreeHEMOption) (*G.Node, error) {
 	for _, f := range opts {
 		f(&o)
 	}
-	return G.ApplyOp(ops.NewTreeHEM(np, o), x)
+	return G.ApplyOp(ops.NewTreeHEM(on(x), np, o), x)
 }

@@ -26,7 +26,7 @@ func TestTreeHEMNode(t *testing.T) {
 		opts    []TreeHEMOption
 		lo, max int
 	}{{nil, np, np}, {[]TreeHEMOption{TreeHEMReferenceUnderFill()}, np - 2, np - 1}} {
-		g := G.NewGraph()
+		g := newGraph()
 		x := valueNode(g, "x", data, 1, 1, n, 7)
 		y, err := TreeHEM(x, np, 2, c.opts...)
 		if err != nil {
@@ -49,7 +49,7 @@ func TestTreeHEMNode(t *testing.T) {
 			t.Errorf("options %d: %d non-zero components, want [%d, %d]", len(c.opts), nz, c.lo, c.max)
 		}
 	}
-	if _, err := TreeHEM(G.NewTensor(G.NewGraph(), tensor.Float64, 4, G.WithShape(1, 1, n, 7), G.WithName("x")), 1, 2); err == nil {
+	if _, err := TreeHEM(G.NewTensor(newGraph(), tensor.Float64, 4, G.WithShape(1, 1, n, 7), G.WithName("x")), 1, 2); err == nil {
 		t.Errorf("Np = 1 < T = 2: no error")
 	}
 }

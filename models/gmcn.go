@@ -8,6 +8,7 @@ import (
 
 	"github.com/gmcn-go/gmcn/gmnode"
 	"github.com/gmcn-go/gmcn/ops"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
@@ -48,6 +49,9 @@ type Config struct {
 	Bias  BiasType
 	Dtype tensor.Dtype // tensor.Float32 if nil
 	Seed  uint64
+	// Device is where the model's GM ops compute (ops.OpenDevice); nil
+	// is the CPU. Two models of one program may use two devices.
+	Device *device.Device
 }
 
 // Model is a GMCN as one Gorgonia graph.
@@ -99,6 +103,11 @@ func Build(cfg Config) (*Model, error) {
 	}
 	l := cfg.Layout
 	g := G.NewGraph()
+	if cfg.Device != nil {
+		if err := gmnode.SetDevice(g, cfg.Device); err != nil {
+			return nil, errors.Wrap(err, "model")
+		}
+	}
 	m := &Model{Config: cfg, Graph: g, training: true}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15))
 	p := mixture.PackedLen(cfg.D)

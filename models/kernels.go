@@ -1,6 +1,7 @@
 package models
 
 import (
+	"github.com/gmcn-go/gmcn/gmnode"
 	"github.com/gmcn-go/gmcn/ops"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
@@ -15,7 +16,7 @@ func (m *Model) AssembledKernel(b int) ([]float64, mixture.Layout, error) {
 		return nil, mixture.Layout{}, errors.Errorf("model: block %d of %d", b+1, len(m.Kernels))
 	}
 	raw := m.Kernels[b].Learnables()
-	v, err := ops.NewAssembleKernel(m.Kernels[b].Config()).Do(raw[0].Value(), raw[1].Value(), raw[2].Value())
+	v, err := ops.NewAssembleKernel(gmnode.DeviceOf(m.Graph), m.Kernels[b].Config()).Do(raw[0].Value(), raw[1].Value(), raw[2].Value())
 	if err != nil {
 		return nil, mixture.Layout{}, errors.Wrapf(err, "kernels of block %d", b+1)
 	}

@@ -15,7 +15,9 @@ import (
 // output channel o of batch entry b is the mixture Σ_c X[b,c] ⊛ K[o,c] with
 // every pairwise component product kept (see cpu.Conv for the formulas and
 // the component order). Both inputs are differentiable.
-func NewConv() G.Op { return newOp(convKernel[float32]{}, convKernel[float64]{}) }
+func NewConv(dev *device.Device) G.Op {
+	return newOp(dev, convKernel[float32]{}, convKernel[float64]{})
+}
 
 type convSpec struct{ noParams }
 

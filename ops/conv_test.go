@@ -23,8 +23,8 @@ func TestConvFloat32(t *testing.T) {
 		n    int // output components
 		seed uint64
 	}{
-		{"Conv", NewConv, 5 * 3 * 4, 23},
-		{"ConvFit", func() G.Op { return NewConvFit(9) }, 9, 42},
+		{"Conv", on(NewConv), 5 * 3 * 4, 23},
+		{"ConvFit", func() G.Op { return NewConvFit(testDev, 9) }, 9, 42},
 	}
 	for _, c := range cases {
 		for _, d := range []int{2, 3} {
@@ -94,12 +94,12 @@ func TestConvBadInput(t *testing.T) {
 	}
 	for _, c := range shapeCases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := NewConv().Do(convTensor(1, c.data...), convTensor(2, c.kernels...))
+			_, err := NewConv(testDev).Do(convTensor(1, c.data...), convTensor(2, c.kernels...))
 			gmtest.WantErr(t, err, append([]string{"gm.Conv"}, c.contains...)...)
 			g := G.NewGraph()
 			x := G.NewTensor(g, tensor.Float64, len(c.data), G.WithShape(c.data...), G.WithName("x"))
 			k := G.NewTensor(g, tensor.Float64, len(c.kernels), G.WithShape(c.kernels...), G.WithName("k"))
-			_, err = G.ApplyOp(NewConv(), x, k)
+			_, err = G.ApplyOp(NewConv(testDev), x, k)
 			gmtest.WantErr(t, err, "gm.Conv")
 		})
 	}
@@ -118,7 +118,7 @@ func TestConvBadInput(t *testing.T) {
 	}
 	for _, c := range valueCases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := NewConv().Do(c.data, c.kernels)
+			_, err := NewConv(testDev).Do(c.data, c.kernels)
 			gmtest.WantErr(t, err, append([]string{"gm.Conv"}, c.contains...)...)
 		})
 	}
@@ -127,18 +127,18 @@ func TestConvBadInput(t *testing.T) {
 		g := G.NewGraph()
 		x := G.NewTensor(g, tensor.Float64, 4, G.WithShape(2, 3, 4, 7), G.WithName("x"))
 		k := G.NewTensor(g, tensor.Float32, 4, G.WithShape(2, 3, 3, 7), G.WithName("k"))
-		_, err := G.ApplyOp(NewConv(), x, k)
+		_, err := G.ApplyOp(NewConv(testDev), x, k)
 		gmtest.WantErr(t, err, "gm.Conv", "float32", "float64")
 	})
 
 	for wrt, name := range []string{"gm.ConvGradData", "gm.ConvGradKernels"} {
 		t.Run(name+" wrong grad shape", func(t *testing.T) {
 			x, k := convTensor(13, 2, 3, 4, 7), convTensor(14, 2, 3, 3, 7)
-			y, err := NewConv().Do(x, k)
+			y, err := NewConv(testDev).Do(x, k)
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = gradOf(NewConv(), wrt).Do(x, k, y, convTensor(15, 2, 2, 35, 7))
+			_, err = gradOf(NewConv(testDev), wrt).Do(x, k, y, convTensor(15, 2, 2, 35, 7))
 			gmtest.WantErr(t, err, name, `"grad"`, "(2, 2, 36, 7)", "(2, 2, 35, 7)")
 		})
 	}

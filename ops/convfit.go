@@ -21,9 +21,9 @@ import (
 // n ≥ Fi·Ni·Nk the output is Conv's (in another order) padded with
 // {0, 0, I}. Both inputs are differentiable, with the groups held fixed. An
 // n below 1 is reported when the op is applied.
-func NewConvFit(n int) G.Op {
+func NewConvFit(dev *device.Device, n int) G.Op {
 	s := convFitSpec{n: n}
-	return newOp(convFitKernel[float32]{s}, convFitKernel[float64]{s})
+	return newOp(dev, convFitKernel[float32]{s}, convFitKernel[float64]{s})
 }
 
 type convFitSpec struct{ n int }

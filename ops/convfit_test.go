@@ -33,7 +33,7 @@ func TestConvFitBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := NewConvFit(c.n).Do(c.data, c.kernels)
+			_, err := NewConvFit(testDev, c.n).Do(c.data, c.kernels)
 			gmtest.WantErr(t, err, append([]string{"gm.ConvFit"}, c.contains...)...)
 		})
 	}
@@ -41,22 +41,22 @@ func TestConvFitBadInput(t *testing.T) {
 		g := G.NewGraph()
 		x := G.NewTensor(g, tensor.Float64, 4, G.WithShape(2, 3, 4, 7), G.WithName("x"))
 		k := G.NewTensor(g, tensor.Float64, 4, G.WithShape(2, 3, 3, 7), G.WithName("k"))
-		_, err := G.ApplyOp(NewConvFit(0), x, k)
+		_, err := G.ApplyOp(NewConvFit(testDev, 0), x, k)
 		gmtest.WantErr(t, err, "gm.ConvFit", "n must be ≥ 1")
 	})
 	for wrt, name := range []string{"gm.ConvFitGradData", "gm.ConvFitGradKernels"} {
 		t.Run(name+" bad inputs", func(t *testing.T) {
 			x, k := convTensor(13, 2, 3, 4, 7), convTensor(14, 2, 3, 3, 7)
-			y, err := NewConvFit(6).Do(x, k)
+			y, err := NewConvFit(testDev, 6).Do(x, k)
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = gradOf(NewConvFit(6), wrt).Do(x, k, y, convTensor(15, 2, 2, 5, 7))
+			_, err = gradOf(NewConvFit(testDev, 6), wrt).Do(x, k, y, convTensor(15, 2, 2, 5, 7))
 			gmtest.WantErr(t, err, name, `"grad"`, "(2, 2, 6, 7)", "(2, 2, 5, 7)")
 			g := convTensor(16, 2, 2, 6, 7)
-			_, err = gradOf(NewConvFit(6), wrt).Do(x, k, y, convWith(g, 3, math.NaN()))
+			_, err = gradOf(NewConvFit(testDev, 6), wrt).Do(x, k, y, convWith(g, 3, math.NaN()))
 			gmtest.WantErr(t, err, name, `"grad"`, "NaN")
-			_, err = gradOf(NewConvFit(6), wrt).Do(convWith(x.Clone().(*tensor.Dense), 1+2, -1), k, y, convTensor(16, 2, 2, 6, 7))
+			_, err = gradOf(NewConvFit(testDev, 6), wrt).Do(convWith(x.Clone().(*tensor.Dense), 1+2, -1), k, y, convTensor(16, 2, 2, 6, 7))
 			gmtest.WantErr(t, err, name, `"data"`, "not positive definite")
 		})
 	}
@@ -70,7 +70,7 @@ func TestKeepLargestOrder(t *testing.T) {
 	for i, w := range []float64{0.3, 2, -1, 2, 0.5} {
 		v[7*i] = w
 	}
-	y, err := NewKeepLargest(3).Do(x)
+	y, err := NewKeepLargest(testDev, 3).Do(x)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestKeepLargestBadInput(t *testing.T) {
 		{"NaN", 2, convWith(convTensor(2, 2, 3, 4, 7), 8, math.NaN()), []string{`"mixture"`, "NaN"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := NewKeepLargest(c.np).Do(c.x)
+			_, err := NewKeepLargest(testDev, c.np).Do(c.x)
 			gmtest.WantErr(t, err, append([]string{"gm.KeepLargest"}, c.contains...)...)
 		})
 	}

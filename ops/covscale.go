@@ -18,7 +18,9 @@ import (
 // τ = mean_k tr Σ_k, i.e. μ ← s·μ and Σ ← s²·Σ with weights unchanged, so
 // that its mean covariance trace becomes D. The gradient flows through s.
 // The reference applies it once, to the network input.
-func NewCovScale() G.Op { return newOp(covScaleKernel[float32]{}, covScaleKernel[float64]{}) }
+func NewCovScale(dev *device.Device) G.Op {
+	return newOp(dev, covScaleKernel[float32]{}, covScaleKernel[float64]{})
+}
 
 type covScaleSpec struct {
 	mixtureOp
@@ -120,7 +122,7 @@ type covScaleState struct {
 
 // NewCovScaleNorm returns a running-average CovScaleNorm for mixtures with
 // the given number of channels, in evaluation mode with τ̄ = 1.
-func NewCovScaleNorm(channels int) (*CovScaleNorm, error) {
+func NewCovScaleNorm(dev *device.Device, channels int) (*CovScaleNorm, error) {
 	if channels < 1 {
 		return nil, errors.Errorf("gm.CovScaleNorm: channels must be ≥ 1, got %d", channels)
 	}
@@ -129,7 +131,7 @@ func NewCovScaleNorm(channels int) (*CovScaleNorm, error) {
 		st.running[i] = 1
 	}
 	s := covScaleNormSpec{st: st}
-	return &CovScaleNorm{op: newOp(covScaleNormKernel[float32]{s}, covScaleNormKernel[float64]{s}), st: st}, nil
+	return &CovScaleNorm{op: newOp(dev, covScaleNormKernel[float32]{s}, covScaleNormKernel[float64]{s}), st: st}, nil
 }
 
 // SetTraining switches between training (update the running average on every

@@ -18,13 +18,13 @@ func BenchmarkCovScale(b *testing.B) {
 	x := as32(x64)
 	g := x.Clone().(*tensor.Dense)
 	size := fmt.Sprintf("%dD_B%d_C%d_N%d_f32", d, bs, c, n)
-	running, _ := NewCovScaleNorm(c)
+	running, _ := NewCovScaleNorm(testDev, c)
 	running.SetTraining(true)
 	for _, v := range []struct {
 		name string
 		fwd  G.Op
 	}{
-		{"PerSample", NewCovScale()},
+		{"PerSample", NewCovScale(testDev)},
 		{"Running", running},
 	} {
 		y, err := v.fwd.Do(x)

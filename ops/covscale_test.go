@@ -24,7 +24,7 @@ func TestCovScaleNormGradEval(t *testing.T) {
 		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(32, uint64(d)))
 			x := randomMixture(rng, 2, 3, 4, d)
-			op, err := NewCovScaleNorm(3)
+			op, err := NewCovScaleNorm(testDev, 3)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,7 +46,7 @@ func TestCovScaleNormGradEval(t *testing.T) {
 // built with gorgonia.EvalMode().
 func TestCovScaleNormMachineMode(t *testing.T) {
 	for _, eval := range []bool{false, true} {
-		op, _ := NewCovScaleNorm(1)
+		op, _ := NewCovScaleNorm(testDev, 1)
 		op.SetTraining(eval)
 		g := G.NewGraph()
 		x := G.NewTensor(g, tensor.Float64, 4, G.WithShape(1, 1, 1, 7), G.WithName("x"))
@@ -102,7 +102,7 @@ func TestCovScaleNormRunning(t *testing.T) {
 	x := randomMixture(rng, b, c, n, d)
 	l := mixture.Layout{B: b, C: c, N: n, D: d}
 	r := randomMixture(rng, b, c, n, d)
-	op, err := NewCovScaleNorm(c)
+	op, err := NewCovScaleNorm(testDev, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestCovScaleNormAlpha(t *testing.T) {
 		x[i] = 1
 		copy(x[i+4:i+13], []float64{2, 0, 0, 0, 2, 0, 0, 0, 2})
 	}
-	op, err := NewCovScaleNorm(1)
+	op, err := NewCovScaleNorm(testDev, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestCovScaleNormAlpha(t *testing.T) {
 func TestCovScaleFloat32Op(t *testing.T) {
 	rng := rand.New(rand.NewPCG(34, 0))
 	x := randomMixture(rng, 3, 2, 20, 3)
-	for _, mk := range []func() G.Op{NewCovScale, func() G.Op { op, _ := NewCovScaleNorm(2); op.SetRunning([]float64{3, 0.4}); return op }} {
+	for _, mk := range []func() G.Op{on(NewCovScale), func() G.Op { op, _ := NewCovScaleNorm(testDev, 2); op.SetRunning([]float64{3, 0.4}); return op }} {
 		wantFloat32Op(t, mk(), x)
 	}
 }
@@ -216,19 +216,19 @@ func covscaleMixture(c int, edit func([]float64)) *tensor.Dense {
 }
 
 func TestCovScaleBadInput(t *testing.T) {
-	norm := func() G.Op { op, _ := NewCovScaleNorm(2); return op }
+	norm := func() G.Op { op, _ := NewCovScaleNorm(testDev, 2); return op }
 	cases := []struct {
 		name string
 		op   G.Op
 		in   *tensor.Dense
 		want []string
 	}{
-		{"rank 3", NewCovScale(), tensor.New(tensor.WithShape(1, 1, 7), tensor.Of(tensor.Float64)), []string{"gm.CovScale", `"mixture"`, "rank 4", "rank 3"}},
-		{"packed length 8", NewCovScale(), tensor.New(tensor.WithShape(1, 1, 1, 8), tensor.Of(tensor.Float64)), []string{"gm.CovScale", `"mixture"`, "length 8"}},
-		{"NaN weight", NewCovScale(), covscaleMixture(2, func(x []float64) { x[0] = math.NaN() }), []string{"gm.CovScale", `"mixture"`, "non-finite"}},
-		{"Inf position", NewCovScale(), covscaleMixture(2, func(x []float64) { x[8] = math.Inf(1) }), []string{"gm.CovScale", `"mixture"`, "c=1", "non-finite"}},
-		{"non-SPD covariance", NewCovScale(), covscaleMixture(2, func(x []float64) { x[3] = -1 }), []string{"gm.CovScale", `"mixture"`, "positive definite"}},
-		{"trace overflows", NewCovScale(), covscaleMixture(1, func(x []float64) { x[3], x[6] = 1e308, 1e308 }), []string{"gm.CovScale", `"mixture"`, "mean covariance trace +Inf"}},
+		{"rank 3", NewCovScale(testDev), tensor.New(tensor.WithShape(1, 1, 7), tensor.Of(tensor.Float64)), []string{"gm.CovScale", `"mixture"`, "rank 4", "rank 3"}},
+		{"packed length 8", NewCovScale(testDev), tensor.New(tensor.WithShape(1, 1, 1, 8), tensor.Of(tensor.Float64)), []string{"gm.CovScale", `"mixture"`, "length 8"}},
+		{"NaN weight", NewCovScale(testDev), covscaleMixture(2, func(x []float64) { x[0] = math.NaN() }), []string{"gm.CovScale", `"mixture"`, "non-finite"}},
+		{"Inf position", NewCovScale(testDev), covscaleMixture(2, func(x []float64) { x[8] = math.Inf(1) }), []string{"gm.CovScale", `"mixture"`, "c=1", "non-finite"}},
+		{"non-SPD covariance", NewCovScale(testDev), covscaleMixture(2, func(x []float64) { x[3] = -1 }), []string{"gm.CovScale", `"mixture"`, "positive definite"}},
+		{"trace overflows", NewCovScale(testDev), covscaleMixture(1, func(x []float64) { x[3], x[6] = 1e308, 1e308 }), []string{"gm.CovScale", `"mixture"`, "mean covariance trace +Inf"}},
 		{"running: wrong channels", norm(), covscaleMixture(3, nil), []string{"gm.CovScaleNorm", `"mixture"`, "expected 2 channels, got 3"}},
 		{"running: NaN", norm(), covscaleMixture(2, func(x []float64) { x[12] = math.NaN() }), []string{"gm.CovScaleNorm", `"mixture"`, "non-finite"}},
 		{"running: non-SPD", norm(), covscaleMixture(2, func(x []float64) { x[4], x[5] = 2, 2 }), []string{"gm.CovScaleNorm", `"mixture"`, "positive definite"}},
@@ -246,13 +246,13 @@ func TestCovScaleBadInput(t *testing.T) {
 	t.Run("zero components", func(t *testing.T) {
 		g := G.NewGraph()
 		x := G.NewTensor(g, tensor.Float64, 4, G.WithShape(1, 2, 0, 7), G.WithName("x"))
-		_, err := G.ApplyOp(NewCovScale(), x)
+		_, err := G.ApplyOp(NewCovScale(testDev), x)
 		gmtest.WantErr(t, err, "gm.CovScale", `"mixture"`, "N = 0")
 	})
 	t.Run("bad running state", func(t *testing.T) {
-		_, err := NewCovScaleNorm(0)
+		_, err := NewCovScaleNorm(testDev, 0)
 		gmtest.WantErr(t, err, "gm.CovScaleNorm", "channels", "got 0")
-		op, _ := NewCovScaleNorm(2)
+		op, _ := NewCovScaleNorm(testDev, 2)
 		gmtest.WantErr(t, op.SetRunning([]float64{1}), "gm.CovScaleNorm", "needs 2 values", "got 1")
 		gmtest.WantErr(t, op.SetRunning([]float64{1, 0}), "gm.CovScaleNorm", "channel 1", "0")
 		gmtest.WantErr(t, op.SetRunning([]float64{math.NaN(), 1}), "gm.CovScaleNorm", "channel 0", "NaN")
@@ -261,7 +261,7 @@ func TestCovScaleBadInput(t *testing.T) {
 		}
 	})
 	t.Run("failed training step keeps the state", func(t *testing.T) {
-		op, _ := NewCovScaleNorm(2)
+		op, _ := NewCovScaleNorm(testDev, 2)
 		op.SetTraining(true)
 		if _, err := op.Do(covscaleMixture(2, func(x []float64) { x[3], x[6] = 1e308, 1e308 })); err == nil {
 			t.Fatal("no error for an overflowing trace")

@@ -1,35 +1,15 @@
 package ops
 
 import (
-	"sync/atomic"
+	"fmt"
 
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/pkg/errors"
 )
 
-// current is the device of the ops built from now on; nil means the CPU.
-var current atomic.Pointer[device.Device]
-
-// UseDevice selects the device that every op built afterwards computes on;
-// ops already built keep theirs, and the grad ops of an op use the op's. A
-// program calls it once before it builds its graphs (gmcn does for
-// --device); the default is the CPU. It rejects a device that fails
-// device.Device.Check.
-func UseDevice(d *device.Device) error {
-	if err := d.Check(); err != nil {
-		return errors.Wrap(err, "ops.UseDevice")
-	}
-	current.Store(d)
-	return nil
-}
-
-// CurrentDevice returns the device that ops built now compute on.
-func CurrentDevice() *device.Device {
-	if d := current.Load(); d != nil {
-		return d
-	}
-	return cpuDevice
-}
+// CPU returns the CPU device: the pure-Go kernels of ops/cpu. An op built
+// with a nil device computes on it.
+func CPU() *device.Device { return cpuDevice }
 
 // ErrDeviceUnavailable is wrapped by OpenDevice's error when the device is
 // part of this build but cannot be used on this machine (no GPU, no driver).
@@ -62,4 +42,21 @@ func OpenDevice(name string) (*device.Device, error) {
 		return nil, errors.New(`device "cuda" is not in this build: build with -tags gmcuda (see docs/cuda.md)`)
 	}
 	return nil, errors.Errorf("unknown device %q: this build has %v", name, Devices())
+}
+
+// SelectDevice returns the device of the given name for a program to build
+// its graphs on, and a line that says what computes where. It is where a
+// program's fallback is decided: a device of this build that cannot start
+// here (ErrDeviceUnavailable) gives the CPU, and the line says so and why;
+// a name this build lacks is an error. Which computations of a working
+// device run on its CPU fallback is the device's own (device.Device.Placement).
+func SelectDevice(name string) (*device.Device, string, error) {
+	d, err := OpenDevice(name)
+	if errors.Is(err, ErrDeviceUnavailable) {
+		return cpuDevice, fmt.Sprintf("%v; the GM ops compute on the CPU instead", err), nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return d, "GM ops compute on " + d.Placement(), nil
 }

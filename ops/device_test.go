@@ -18,15 +18,21 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// useDevice selects d for the ops the test builds and restores the previous
-// device when the test ends.
+// testDev is the device the tests build their ops on: the CPU, or the one
+// gmtest.DeviceEnv names (TestMain).
+var testDev = cpuDevice
+
+// on adapts a constructor to build its op on the tests' device when called.
+func on(f func(*device.Device) G.Op) func() G.Op {
+	return func() G.Op { return f(testDev) }
+}
+
+// useDevice makes d the tests' device until the test ends.
 func useDevice(t *testing.T, d *device.Device) {
 	t.Helper()
-	prev := CurrentDevice()
-	if err := UseDevice(d); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { current.Store(prev) })
+	prev := testDev
+	testDev = d
+	t.Cleanup(func() { testDev = prev })
 }
 
 // deviceCase is one op of the package with float64 inputs for dimension d.
@@ -36,8 +42,10 @@ type deviceCase struct {
 	inputs func(rng *rand.Rand, d int) []*tensor.Dense
 }
 
-func opOnly(f func() G.Op) func() (G.Op, error) {
-	return func() (G.Op, error) { return f(), nil }
+// opOnly adapts a constructor that cannot fail, called on the tests'
+// device when the case runs.
+func opOnly(f func(*device.Device) G.Op) func() (G.Op, error) {
+	return func() (G.Op, error) { return f(testDev), nil }
 }
 
 func oneMixture(b, c, n int) func(rng *rand.Rand, d int) []*tensor.Dense {
@@ -51,19 +59,19 @@ var deviceCases = []deviceCase{
 	{"Conv", opOnly(NewConv), func(rng *rand.Rand, d int) []*tensor.Dense {
 		return []*tensor.Dense{randomMixture(rng, 2, 3, 4, d), randomMixture(rng, 2, 3, 2, d)}
 	}},
-	{"ConvFit", opOnly(func() G.Op { return NewConvFit(5) }), func(rng *rand.Rand, d int) []*tensor.Dense {
+	{"ConvFit", opOnly(func(testDev *device.Device) G.Op { return NewConvFit(testDev, 5) }), func(rng *rand.Rand, d int) []*tensor.Dense {
 		return []*tensor.Dense{randomMixture(rng, 2, 3, 4, d), randomMixture(rng, 2, 3, 2, d)}
 	}},
-	{"KeepLargest", opOnly(func() G.Op { return NewKeepLargest(3) }), oneMixture(2, 3, 5)},
+	{"KeepLargest", opOnly(func(testDev *device.Device) G.Op { return NewKeepLargest(testDev, 3) }), oneMixture(2, 3, 5)},
 	{"Integrate", opOnly(NewIntegrate), oneMixture(2, 3, 4)},
 	{"Evaluate", opOnly(NewEvaluate), func(rng *rand.Rand, d int) []*tensor.Dense {
 		return []*tensor.Dense{randomMixture(rng, 2, 3, 4, d), evalPoints(rng, 1, 3, 5, d)}
 	}},
-	{"ReLUFit", opOnly(func() G.Op { return NewReLUFit(ReLUFitOptions{}) }), oneMixture(2, 2, 6)},
-	{"ReLUFitConstant", opOnly(func() G.Op { return NewReLUFitConstant(ReLUFitOptions{}) }), func(rng *rand.Rand, d int) []*tensor.Dense {
+	{"ReLUFit", opOnly(func(testDev *device.Device) G.Op { return NewReLUFit(testDev, ReLUFitOptions{}) }), oneMixture(2, 2, 6)},
+	{"ReLUFitConstant", opOnly(func(testDev *device.Device) G.Op { return NewReLUFitConstant(testDev, ReLUFitOptions{}) }), func(rng *rand.Rand, d int) []*tensor.Dense {
 		return []*tensor.Dense{randomMixture(rng, 2, 2, 6, d), tensor.New(tensor.WithShape(2, 2), tensor.WithBacking([]float64{0.3, -0.2, 0, 0.6}))}
 	}},
-	{"TreeHEM", opOnly(func() G.Op { return NewTreeHEM(4, TreeHEMOptions{Reduction: 2}) }), func(rng *rand.Rand, d int) []*tensor.Dense {
+	{"TreeHEM", opOnly(func(testDev *device.Device) G.Op { return NewTreeHEM(testDev, 4, TreeHEMOptions{Reduction: 2}) }), func(rng *rand.Rand, d int) []*tensor.Dense {
 		// TreeHEM is meant for the positive output of the ReLU fit; weights
 		// of both signs can make its normalisation explode (docs/treehem.md).
 		x := randomMixture(rng, 2, 2, 12, d)
@@ -73,10 +81,10 @@ var deviceCases = []deviceCase{
 		}
 		return []*tensor.Dense{x}
 	}},
-	{"MEM", opOnly(func() G.Op { return NewMEM(3) }), oneMixture(2, 2, 8)},
+	{"MEM", opOnly(func(testDev *device.Device) G.Op { return NewMEM(testDev, 3) }), oneMixture(2, 2, 8)},
 	{"CovScale", opOnly(NewCovScale), oneMixture(2, 3, 4)},
 	{"CovScaleNorm", func() (G.Op, error) {
-		c, err := NewCovScaleNorm(3)
+		c, err := NewCovScaleNorm(testDev, 3)
 		if err == nil {
 			err = c.SetTraining(true)
 		}
@@ -85,13 +93,13 @@ var deviceCases = []deviceCase{
 	{"Standardise", opOnly(NewStandardise), func(rng *rand.Rand, d int) []*tensor.Dense {
 		return []*tensor.Dense{randomMixture(rng, 2, 2, 4, d), tensor.New(tensor.WithShape(1), tensor.WithBacking([]float64{1.5}))}
 	}},
-	{"ScaleWeights", opOnly(func() G.Op { return NewScaleWeights(0.5) }), oneMixture(2, 3, 4)},
-	{"ScaleAxes", func() (G.Op, error) { return NewScaleAxes(2) }, scalesOf(2)},
+	{"ScaleWeights", opOnly(func(testDev *device.Device) G.Op { return NewScaleWeights(testDev, 0.5) }), oneMixture(2, 3, 4)},
+	{"ScaleAxes", func() (G.Op, error) { return NewScaleAxes(testDev, 2) }, scalesOf(2)},
 	{"WeightDecay", opOnly(NewWeightDecay), func(rng *rand.Rand, d int) []*tensor.Dense {
 		w, _, f := kernelRawTensors(rng, 2, 3, 2, d, 0.5)
 		return []*tensor.Dense{w, f}
 	}},
-	{"AssembleKernel", opOnly(func() G.Op { return NewAssembleKernel(device.DefaultKernelConfig(1.5)) }), func(rng *rand.Rand, d int) []*tensor.Dense {
+	{"AssembleKernel", opOnly(func(testDev *device.Device) G.Op { return NewAssembleKernel(testDev, device.DefaultKernelConfig(1.5)) }), func(rng *rand.Rand, d int) []*tensor.Dense {
 		w, p, f := kernelRawTensors(rng, 2, 3, 2, d, 0.5)
 		return []*tensor.Dense{w, p, f}
 	}},
@@ -226,8 +234,12 @@ func checkCalls(t *testing.T, what string, calls, declared []string) {
 	if len(calls) == 0 {
 		t.Errorf("%s: called nothing on the device, declares %v", what, declared)
 	}
+	methods := make([]string, len(declared))
+	for i, d := range declared {
+		methods[i], _, _ = strings.Cut(d, "/")
+	}
 	for _, c := range calls {
-		if !slices.Contains(declared, strings.TrimSuffix(c, "(saved)")) {
+		if !slices.Contains(methods, strings.TrimSuffix(c, "(saved)")) {
 			t.Errorf("%s: called %v on the device, declares %v", what, calls, declared)
 			return
 		}
@@ -237,9 +249,11 @@ func checkCalls(t *testing.T, what string, calls, declared []string) {
 // TestCallsExtern checks that an op reports CallsExtern exactly when one of
 // its computations is external on its device.
 func TestCallsExtern(t *testing.T) {
-	ext, _ := newRecordingDevice("Conv", "ReLUFitBackward")
+	ext, _ := newRecordingDevice("Conv", "ReLUFitBackward", "ReLUFit/refined")
 	useDevice(t, ext)
-	conv, relu := asOp(NewConv()), asOp(NewReLUFit(ReLUFitOptions{}))
+	conv, relu := asOp(NewConv(testDev)), asOp(NewReLUFit(testDev, ReLUFitOptions{}))
+	refined := asOp(NewReLUFit(testDev, ReLUFitOptions{Refine: true}))
+	constant := asOp(NewReLUFitConstant(testDev, ReLUFitOptions{}))
 	for _, c := range []struct {
 		what string
 		op   *op
@@ -249,8 +263,14 @@ func TestCallsExtern(t *testing.T) {
 		{"ConvGradData", conv.gradOp(0), false},
 		{"ReLUFit", relu, false},
 		{"ReLUFitGrad", relu.gradOp(0), true},
-		{"Integrate", asOp(NewIntegrate()), false},
-		{"Conv on the CPU", newOpOn(cpuDevice, convKernel[float32]{}, convKernel[float64]{}), false},
+		// The variants are external only where the device names them.
+		{"ReLUFit refined", refined, true},
+		{"ReLUFitGrad refined", refined.gradOp(0), false},
+		{"ReLUFitConstant", constant, false},
+		{"ReLUFitConstantGrad", constant.gradOp(0), false},
+		{"ReLUFitConstantGrad of the constant", constant.gradOp(1), false},
+		{"Integrate", asOp(NewIntegrate(testDev)), false},
+		{"Conv on the CPU", newOp(cpuDevice, convKernel[float32]{}, convKernel[float64]{}), false},
 	} {
 		if got := c.op.CallsExtern(); got != c.want {
 			t.Errorf("%s: CallsExtern = %v, want %v", c.what, got, c.want)
@@ -258,42 +278,27 @@ func TestCallsExtern(t *testing.T) {
 	}
 }
 
-// TestUseDevice checks the device choice: bad devices are rejected without
-// changing the current one, and ops keep the device they were built with.
-func TestUseDevice(t *testing.T) {
+// TestOpsKeepTheirDevice builds one op on a fake device and one on the
+// CPU in the same process: each computes on its own, and a nil device is
+// the CPU.
+func TestOpsKeepTheirDevice(t *testing.T) {
 	fake, log := newRecordingDevice()
-	before := asOp(NewIntegrate())
-	useDevice(t, fake)
-	for _, c := range []struct {
-		name string
-		dev  *device.Device
-		want string
-	}{
-		{"nil", nil, "nil Device"},
-		{"no name", &device.Device{F32: fake.F32, F64: fake.F64}, "no name"},
-		{"no float64", &device.Device{Name: "half", F32: fake.F32}, "float64"},
-		{"unknown external", &device.Device{Name: "x", F32: fake.F32, F64: fake.F64, External: map[string]bool{"Convolve": true}}, `"Convolve"`},
-	} {
-		err := UseDevice(c.dev)
-		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "ops.UseDevice") {
-			t.Errorf("%s: error %v, want one naming ops.UseDevice and containing %q", c.name, err, c.want)
-		}
-		if CurrentDevice() != fake {
-			t.Fatalf("%s: a rejected device replaced the current one", c.name)
-		}
+	onFake, onCPU, onNil := NewIntegrate(fake), NewIntegrate(cpuDevice), NewIntegrate(nil)
+	if d := asOp(onNil).dev; d != cpuDevice {
+		t.Errorf("an op built with a nil device is on %v, want the CPU", d.Name)
 	}
 	x := randomMixture(rand.New(rand.NewPCG(1, 2)), 2, 2, 3, 2)
-	if _, err := before.Do(x); err != nil {
-		t.Fatal(err)
-	}
-	if calls := log.take(); len(calls) != 0 {
-		t.Errorf("an op built before UseDevice ran on the new device: %v", calls)
-	}
-	if _, err := NewIntegrate().Do(x); err != nil {
-		t.Fatal(err)
-	}
-	if calls := log.take(); !slices.Equal(calls, []string{"Integrate"}) {
-		t.Errorf("an op built after UseDevice called %v on it, want [Integrate]", calls)
+	for _, c := range []struct {
+		name string
+		op   G.Op
+		want []string
+	}{{"cpu", onCPU, nil}, {"fake", onFake, []string{"Integrate"}}, {"nil", onNil, nil}} {
+		if _, err := c.op.Do(x); err != nil {
+			t.Fatal(err)
+		}
+		if calls := log.take(); !slices.Equal(calls, c.want) {
+			t.Errorf("the op built on %s called %v on the fake device, want %v", c.name, calls, c.want)
+		}
 	}
 }
 

@@ -3,8 +3,10 @@
 // own ops (BatchNorm, LogSoftMax, Adam, …) in one ExprGraph.
 //
 // Every op is a small kernel type (shape inference, parameters, a Do that
-// calls a generic kernel of package ops/cpu) wrapped by one adapter that
-// implements gorgonia.Op and gorgonia.SDOp. Differentiation is symbolic: for a
+// calls a computation of its device, package ops/device) wrapped by one
+// adapter that implements gorgonia.Op and gorgonia.SDOp. Every constructor
+// takes the device first: the CPU (CPU, or nil) or one from OpenDevice;
+// the op and its grad ops compute there. Differentiation is symbolic: for a
 // forward op y = f(x_0, …, x_k) the SymDiff of each differentiable input x_i
 // is one grad op applied to (x_0, …, x_k, y, ∂L/∂y) that returns ∂L/∂x_i.
 // Grad ops take the discrete decisions of the forward pass (trees,

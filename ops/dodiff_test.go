@@ -16,7 +16,7 @@ func TestDoDiffFailsLoudly(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	g := G.NewGraph()
 	x := G.NewTensor(g, tensor.Float64, 4, G.WithShape(2, 3, 4, 7), G.WithName("x"), G.WithValue(randomMixture(rng, 2, 3, 4, 2)))
-	o := NewIntegrate()
+	o := NewIntegrate(testDev)
 	y, err := G.ApplyOp(o, x)
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,9 @@ import (
 // of 1 evaluates every batch entry (channel) at the same points. Both inputs
 // are differentiable; gradients of broadcast points are summed over the
 // mixtures that read them.
-func NewEvaluate() G.Op { return newOp(evaluateKernel[float32]{}, evaluateKernel[float64]{}) }
+func NewEvaluate(dev *device.Device) G.Op {
+	return newOp(dev, evaluateKernel[float32]{}, evaluateKernel[float64]{})
+}
 
 type evaluateSpec struct{ noParams }
 

@@ -85,7 +85,7 @@ func TestEvaluateDirect(t *testing.T) {
 	forEvalBroadcasts(t, 21, func(t *testing.T, rng *rand.Rand, d int, bc [2]int) {
 		x := randomMixture(rng, 2, 3, 6, d)
 		p := evalPoints(rng, bc[0], bc[1], 7, d)
-		y, err := NewEvaluate().Do(x, p)
+		y, err := NewEvaluate(testDev).Do(x, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +105,7 @@ func TestEvaluateGrad(t *testing.T) {
 		x := randomMixture(rng, 2, 3, 3, d)
 		p := evalPoints(rng, bc[0], bc[1], 4, d)
 		checkGraphGrad(t, rng, []*tensor.Dense{x, p}, func(in []*G.Node) (*G.Node, error) {
-			return G.ApplyOp(NewEvaluate(), in[0], in[1])
+			return G.ApplyOp(NewEvaluate(testDev), in[0], in[1])
 		}, 0, 1)
 	})
 }
@@ -130,13 +130,13 @@ func TestEvaluateFloat32(t *testing.T) {
 			gmtest.WantClose(t, fmt.Sprintf("%v in float32", o), float64s(b), a.Data().([]float64), 1e-5)
 			return b
 		}
-		y32 := compare(NewEvaluate(), []G.Value{x, p}, []G.Value{x32, p32})
-		y64, err := NewEvaluate().Do(x, p)
+		y32 := compare(NewEvaluate(testDev), []G.Value{x, p}, []G.Value{x32, p32})
+		y64, err := NewEvaluate(testDev).Do(x, p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for wrt := range 2 {
-			compare(gradOf(NewEvaluate(), wrt), []G.Value{x, p, y64, gr}, []G.Value{x32, p32, y32, gr32})
+			compare(gradOf(NewEvaluate(testDev), wrt), []G.Value{x, p, y64, gr}, []G.Value{x32, p32, y32, gr32})
 		}
 	})
 }
@@ -148,7 +148,7 @@ func TestEvaluateGraphShape(t *testing.T) {
 		g := G.NewGraph()
 		x := G.NewTensor(g, tensor.Float32, 4, G.WithShape(2, 3, 5, 7), G.WithName("x"))
 		p := G.NewTensor(g, tensor.Float32, 4, G.WithShape(bc[0], bc[1], 11, 2), G.WithName("p"))
-		y, err := G.ApplyOp(NewEvaluate(), x, p)
+		y, err := G.ApplyOp(NewEvaluate(testDev), x, p)
 		if err != nil {
 			t.Fatalf("pb=%d pc=%d: %v", bc[0], bc[1], err)
 		}
@@ -193,50 +193,50 @@ func TestEvaluateBadInput(t *testing.T) {
 		want []string // substrings the error must contain
 	}
 	cases := []tc{
-		{"mixture rank 3", badMixture(zeros(2, 3, 7)), NewEvaluate(), []string{"gm.Evaluate", `"mixture"`, "rank 4", "(2, 3, 7)"}},
-		{"points rank 3", badPoints(zeros(3, 5, 2)), NewEvaluate(), []string{"gm.Evaluate", `"points"`, "rank 4", "(3, 5, 2)"}},
-		{"packed length 8", badMixture(zeros(2, 3, 4, 8)), NewEvaluate(), []string{"gm.Evaluate", `"mixture"`, "8", "7 (2D)", "13 (3D)"}},
-		{"D mismatch", badPoints(points(1, 3, 5, 3)), NewEvaluate(), []string{"gm.Evaluate", `"points"`, "must have 2 coordinates", "got 3"}},
-		{"pb not 1 or B", badPoints(points(3, 3, 5, 2)), NewEvaluate(), []string{"gm.Evaluate", `"points"`, "batch size must be 1 or", "2, got 3"}},
-		{"pc not 1 or C", badPoints(points(2, 2, 5, 2)), NewEvaluate(), []string{"gm.Evaluate", `"points"`, "channel size must be 1 or", "3, got 2"}},
-		{"no points", badPoints(zeros(1, 1, 0, 2)), NewEvaluate(), []string{"gm.Evaluate", `"points"`, "M = 0"}},
-		{"zero components", badMixture(zeros(2, 3, 0, 7)), NewEvaluate(), []string{"gm.Evaluate", `"mixture"`, "N = 0"}},
+		{"mixture rank 3", badMixture(zeros(2, 3, 7)), NewEvaluate(testDev), []string{"gm.Evaluate", `"mixture"`, "rank 4", "(2, 3, 7)"}},
+		{"points rank 3", badPoints(zeros(3, 5, 2)), NewEvaluate(testDev), []string{"gm.Evaluate", `"points"`, "rank 4", "(3, 5, 2)"}},
+		{"packed length 8", badMixture(zeros(2, 3, 4, 8)), NewEvaluate(testDev), []string{"gm.Evaluate", `"mixture"`, "8", "7 (2D)", "13 (3D)"}},
+		{"D mismatch", badPoints(points(1, 3, 5, 3)), NewEvaluate(testDev), []string{"gm.Evaluate", `"points"`, "must have 2 coordinates", "got 3"}},
+		{"pb not 1 or B", badPoints(points(3, 3, 5, 2)), NewEvaluate(testDev), []string{"gm.Evaluate", `"points"`, "batch size must be 1 or", "2, got 3"}},
+		{"pc not 1 or C", badPoints(points(2, 2, 5, 2)), NewEvaluate(testDev), []string{"gm.Evaluate", `"points"`, "channel size must be 1 or", "3, got 2"}},
+		{"no points", badPoints(zeros(1, 1, 0, 2)), NewEvaluate(testDev), []string{"gm.Evaluate", `"points"`, "M = 0"}},
+		{"zero components", badMixture(zeros(2, 3, 0, 7)), NewEvaluate(testDev), []string{"gm.Evaluate", `"mixture"`, "N = 0"}},
 		{"NaN in points", func() []G.Value {
 			x, p := good()
 			p.Data().([]float64)[4] = math.NaN()
 			return []G.Value{x, p}
-		}, NewEvaluate(), []string{"gm.Evaluate", `"points"`, "NaN", "index 4"}},
+		}, NewEvaluate(testDev), []string{"gm.Evaluate", `"points"`, "NaN", "index 4"}},
 		{"Inf in mixture", func() []G.Value {
 			x, p := good()
 			x.Data().([]float64)[8] = math.Inf(1)
 			return []G.Value{x, p}
-		}, NewEvaluate(), []string{"gm.Evaluate", `"mixture"`, "+Inf", "n=1"}},
+		}, NewEvaluate(testDev), []string{"gm.Evaluate", `"mixture"`, "+Inf", "n=1"}},
 		{"non-SPD covariance", func() []G.Value {
 			x, p := good()
 			s := mixture.PackedLen(2)
 			cov := x.Data().([]float64)[2*s+3 : 3*s]
 			copy(cov, []float64{1, 2, 2, 1})
 			return []G.Value{x, p}
-		}, NewEvaluate(), []string{"gm.Evaluate", `"mixture"`, "not positive definite", "n=2"}},
+		}, NewEvaluate(testDev), []string{"gm.Evaluate", `"mixture"`, "not positive definite", "n=2"}},
 		{"float32 mixture, float64 points", func() []G.Value {
 			x, p := good()
 			return []G.Value{as32(x), p}
-		}, NewEvaluate(), []string{"gm.Evaluate", `"points"`, "float64", "float32"}},
+		}, NewEvaluate(testDev), []string{"gm.Evaluate", `"points"`, "float64", "float32"}},
 		{"grad op: grad shape", func() []G.Value {
 			x, p := good()
 			return []G.Value{x, p, grad(), tensor.New(tensor.WithShape(2, 3, 4), tensor.Of(tensor.Float64))}
-		}, gradOf(NewEvaluate(), 0), []string{"gm.EvaluateGradMixture", `"grad"`, "(2, 3, 5)", "(2, 3, 4)"}},
+		}, gradOf(NewEvaluate(testDev), 0), []string{"gm.EvaluateGradMixture", `"grad"`, "(2, 3, 5)", "(2, 3, 4)"}},
 		{"grad op: NaN in grad", func() []G.Value {
 			x, p := good()
 			g := grad()
 			g.Data().([]float64)[3] = math.NaN()
 			return []G.Value{x, p, grad(), g}
-		}, gradOf(NewEvaluate(), 1), []string{"gm.EvaluateGradPoints", `"grad"`, "NaN"}},
+		}, gradOf(NewEvaluate(testDev), 1), []string{"gm.EvaluateGradPoints", `"grad"`, "NaN"}},
 		{"grad op: non-SPD mixture", func() []G.Value {
 			x, p := good()
 			x.Data().([]float64)[3] = -1
 			return []G.Value{x, p, grad(), grad()}
-		}, gradOf(NewEvaluate(), 1), []string{"gm.EvaluateGradPoints", `"mixture"`, "not positive definite"}},
+		}, gradOf(NewEvaluate(testDev), 1), []string{"gm.EvaluateGradPoints", `"mixture"`, "not positive definite"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -267,7 +267,7 @@ func TestEvaluateBadGraph(t *testing.T) {
 			g := G.NewGraph()
 			x := G.NewTensor(g, c.dtX, 4, G.WithShape(c.x...), G.WithName("x"))
 			p := G.NewTensor(g, c.dtP, 4, G.WithShape(c.p...), G.WithName("p"))
-			_, err := G.ApplyOp(NewEvaluate(), x, p)
+			_, err := G.ApplyOp(NewEvaluate(testDev), x, p)
 			gmtest.WantErr(t, err, c.want...)
 		})
 	}

@@ -35,11 +35,11 @@ func TestGraphGrads(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			return G.ApplyOp(NewScaleWeights(1.0/3), y)
+			return G.ApplyOp(NewScaleWeights(testDev, 1.0/3), y)
 		}
 	}
 	convFitScaled := func(n int) func(in []*G.Node) (*G.Node, error) {
-		return scaled(func() G.Op { return NewConvFit(n) })
+		return scaled(func() G.Op { return NewConvFit(testDev, n) })
 	}
 	cases := []struct {
 		name   string
@@ -49,10 +49,10 @@ func TestGraphGrads(t *testing.T) {
 		wrt    []int
 	}{
 		// Every dimension of a distinct size.
-		{"Conv", 21, mixtures([3]int{2, 3, 4}, [3]int{2, 3, 3}), apply(NewConv), []int{0, 1}},
+		{"Conv", 21, mixtures([3]int{2, 3, 4}, [3]int{2, 3, 3}), apply(on(NewConv)), []int{0, 1}},
 		// The reference layer's Conv → ScaleWeights(1/Fi) chain, where both
 		// grad ops meet.
-		{"Conv+ScaleWeights", 22, mixtures([3]int{2, 3, 2}, [3]int{3, 3, 2}), scaled(NewConv), []int{0, 1}},
+		{"Conv+ScaleWeights", 22, mixtures([3]int{2, 3, 2}, [3]int{3, 3, 2}), scaled(on(NewConv)), []int{0, 1}},
 		// ConvFit (scaled as in the reference layer) for an n that groups
 		// components, one that keeps them all (Fi·Ni·Nk = 36) and one that
 		// pads. The seeded inputs keep their tree and selection under the
@@ -63,10 +63,10 @@ func TestGraphGrads(t *testing.T) {
 		{"ConvFit n=40", 41, mixtures([3]int{2, 3, 4}, [3]int{2, 3, 3}), convFitScaled(40), []int{0, 1}},
 		// The weights of randomMixture are distinct, so the kept set does not
 		// change under the difference step.
-		{"KeepLargest", 43, mixtures([3]int{2, 3, 7}), apply(func() G.Op { return NewKeepLargest(3) }), []int{0}},
-		{"CovScale", 31, mixtures([3]int{2, 3, 4}), apply(NewCovScale), []int{0}},
-		{"ScaleWeights", 31, mixtures([3]int{2, 3, 4}), apply(func() G.Op { return NewScaleWeights(-0.7) }), []int{0}},
-		{"Integrate", 1, mixtures([3]int{2, 3, 4}), apply(NewIntegrate), []int{0}},
+		{"KeepLargest", 43, mixtures([3]int{2, 3, 7}), apply(func() G.Op { return NewKeepLargest(testDev, 3) }), []int{0}},
+		{"CovScale", 31, mixtures([3]int{2, 3, 4}), apply(on(NewCovScale)), []int{0}},
+		{"ScaleWeights", 31, mixtures([3]int{2, 3, 4}), apply(func() G.Op { return NewScaleWeights(testDev, -0.7) }), []int{0}},
+		{"Integrate", 1, mixtures([3]int{2, 3, 4}), apply(on(NewIntegrate)), []int{0}},
 		// Every form of the factors; the shared ones sum their gradient over
 		// the mixtures (and samples) that read them.
 		{"ScaleAxes [D]", 33, scalesOf(), apply(func() G.Op { return mustScaleAxes(1) }), []int{0, 1}},
@@ -75,12 +75,12 @@ func TestGraphGrads(t *testing.T) {
 		{"WeightDecay", 42, func(rng *rand.Rand, d int) []*tensor.Dense {
 			w, _, a := kernelRawTensors(rng, 2, 3, 4, d, 1.2)
 			return []*tensor.Dense{w, a}
-		}, apply(NewWeightDecay), []int{0, 1}},
+		}, apply(on(NewWeightDecay)), []int{0, 1}},
 		// ∂L/∂gain only: sd does not depend on the gain, so nothing needs
 		// freezing.
 		{"Standardise gain", 7, func(rng *rand.Rand, d int) []*tensor.Dense {
 			return []*tensor.Dense{randomMixture(rng, 2, 2, 3, d), tensor.New(tensor.WithShape(1), tensor.WithBacking([]float64{1.3}))}
-		}, apply(NewStandardise), []int{1}},
+		}, apply(on(NewStandardise)), []int{1}},
 	}
 	for _, c := range cases {
 		for _, d := range []int{2, 3} {

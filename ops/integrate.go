@@ -9,7 +9,9 @@ import (
 
 // NewIntegrate returns the op y[b,c] = Σ_k w[b,c,k] that integrates every
 // mixture of a packed batch [B, C, N, 1+D+D·D] into [B, C].
-func NewIntegrate() G.Op { return newOp(integrateKernel[float32]{}, integrateKernel[float64]{}) }
+func NewIntegrate(dev *device.Device) G.Op {
+	return newOp(dev, integrateKernel[float32]{}, integrateKernel[float64]{})
+}
 
 // integrateSpec is a mixtureOp whose output is [B, C], of rank 2.
 type integrateSpec struct {

@@ -35,8 +35,8 @@ func TestIntegrateStandardiseBadInput(t *testing.T) {
 			name string
 			do   func(x *tensor.Dense) error
 		}{
-			{"gm.Integrate", func(x *tensor.Dense) error { _, err := NewIntegrate().Do(x); return err }},
-			{"gm.Standardise", func(x *tensor.Dense) error { _, err := NewStandardise().Do(x, gain); return err }},
+			{"gm.Integrate", func(x *tensor.Dense) error { _, err := NewIntegrate(testDev).Do(x); return err }},
+			{"gm.Standardise", func(x *tensor.Dense) error { _, err := NewStandardise(testDev).Do(x, gain); return err }},
 		} {
 			t.Run(op.name+"/"+c.name, func(t *testing.T) {
 				err := op.do(c.x)
@@ -52,7 +52,7 @@ func TestIntegrateStandardiseBadInput(t *testing.T) {
 		}
 	}
 	t.Run("gm.Standardise/gain shape", func(t *testing.T) {
-		_, err := NewStandardise().Do(good(), tensor.New(tensor.WithShape(2), tensor.Of(tensor.Float64)))
+		_, err := NewStandardise(testDev).Do(good(), tensor.New(tensor.WithShape(2), tensor.Of(tensor.Float64)))
 		if err == nil || !strings.Contains(err.Error(), `"gain"`) {
 			t.Errorf("error %v does not name the gain", err)
 		}
@@ -61,7 +61,7 @@ func TestIntegrateStandardiseBadInput(t *testing.T) {
 		g := G.NewGraph()
 		x := G.NewTensor(g, tensor.Float32, 4, G.WithShape(2, 1, 3, 7), G.WithName("x"))
 		gn := G.NewTensor(g, tensor.Float64, 1, G.WithShape(1), G.WithName("gain"))
-		if _, err := G.ApplyOp(NewStandardise(), x, gn); err == nil {
+		if _, err := G.ApplyOp(NewStandardise(testDev), x, gn); err == nil {
 			t.Error("float32 mixture with a float64 gain was accepted")
 		}
 	})

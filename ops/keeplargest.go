@@ -14,9 +14,9 @@ import (
 // follows the dense ReLU fit there (all weights positive). The gradient
 // passes to the kept components (see cpu.KeepLargest). An np outside
 // [1, N] is reported when the op is applied.
-func NewKeepLargest(np int) G.Op {
+func NewKeepLargest(dev *device.Device, np int) G.Op {
 	s := keepLargestSpec{reduction{np: np}}
-	return newOp(keepLargestKernel[float32]{s}, keepLargestKernel[float64]{s})
+	return newOp(dev, keepLargestKernel[float32]{s}, keepLargestKernel[float64]{s})
 }
 
 type keepLargestSpec struct{ reduction }

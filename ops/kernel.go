@@ -29,9 +29,9 @@ type KernelConfig = device.KernelConfig
 // ε is a constant for the gradient (the reference detaches it). Constants
 // that cfg.Check rejects, such as a radius that is not positive and finite,
 // are reported when the op is applied.
-func NewAssembleKernel(cfg KernelConfig) G.Op {
+func NewAssembleKernel(dev *device.Device, cfg KernelConfig) G.Op {
 	s := assembleSpec{cfg}
-	return newOp(assembleKernel[float32]{s}, assembleKernel[float64]{s})
+	return newOp(dev, assembleKernel[float32]{s}, assembleKernel[float64]{s})
 }
 
 type assembleSpec struct{ cfg device.KernelConfig }

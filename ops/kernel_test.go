@@ -39,14 +39,14 @@ func kernelRawTensors(rng *rand.Rand, fo, fi, nk, d int, a float64) (w, p, f *te
 
 // assembleOp returns the kernel assembly with the reference's constants for
 // radius r.
-func assembleOp(r float64) G.Op { return NewAssembleKernel(device.DefaultKernelConfig(r)) }
+func assembleOp(r float64) G.Op { return NewAssembleKernel(testDev, device.DefaultKernelConfig(r)) }
 
 // assembleOpWith returns the kernel assembly of radius 1 with the constants
 // set changes.
 func assembleOpWith(set func(*KernelConfig)) G.Op {
 	cfg := device.DefaultKernelConfig(1)
 	set(&cfg)
-	return NewAssembleKernel(cfg)
+	return NewAssembleKernel(testDev, cfg)
 }
 
 // TestAssembleKernelGrad checks the graph gradients of all three raw tensors,
@@ -66,7 +66,7 @@ func TestAssembleKernelGrad(t *testing.T) {
 					t.Fatalf("ε = %g is not on its floor %g", eps, cfg.Epsilon(0))
 				}
 				checkGraphGrad(t, rng, []*tensor.Dense{w, p, a}, func(in []*G.Node) (*G.Node, error) {
-					return G.ApplyOp(NewAssembleKernel(cfg), in[0], in[1], in[2])
+					return G.ApplyOp(NewAssembleKernel(testDev, cfg), in[0], in[1], in[2])
 				}, 0, 1, 2)
 			})
 		}
@@ -81,12 +81,12 @@ func TestAssembleKernelFloat32Epsilon(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		w, p, a := kernelRawTensors(rand.New(rand.NewPCG(45, uint64(d))), 2, 3, 4, d, 0.6)
 		cfg := device.DefaultKernelConfig(2.5)
-		plain, err := NewAssembleKernel(cfg).Do(w, p, a)
+		plain, err := NewAssembleKernel(testDev, cfg).Do(w, p, a)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cfg.Float32Epsilon = true
-		f32, err := NewAssembleKernel(cfg).Do(w, p, a)
+		f32, err := NewAssembleKernel(testDev, cfg).Do(w, p, a)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +140,7 @@ func TestKernelOpsFloat32(t *testing.T) {
 		in []*tensor.Dense
 	}{
 		{assembleOp(2), []*tensor.Dense{w, p, a}},
-		{NewWeightDecay(), []*tensor.Dense{w, a}},
+		{NewWeightDecay(testDev), []*tensor.Dense{w, a}},
 	} {
 		wantFloat32Op(t, c.op, c.in...)
 	}
@@ -189,11 +189,11 @@ func TestKernelOpsBadInput(t *testing.T) {
 		}()}, []string{"gm.AssembleKernel", `"factors"`, "overflows", "+Inf"}},
 		{"assemble: epsilon 0", assembleOpWith(func(c *KernelConfig) { c.CovEpsilon = 0 }), []G.Value{w, p, a}, []string{"gm.AssembleKernel", "covariance epsilon", "got 0"}},
 		{"assemble: weight sd NaN", assembleOpWith(func(c *KernelConfig) { c.WeightSD = math.NaN() }), []G.Value{w, p, a}, []string{"gm.AssembleKernel", "weight sd NaN"}},
-		{"decay: D = 1", NewWeightDecay(), []G.Value{w, zeros(2, 3, 4, 1, 1)}, []string{"gm.WeightDecay", `"factors"`, "D = 2 or 3", "got 1"}},
-		{"decay: shape mismatch", NewWeightDecay(), []G.Value{w, zeros(2, 3, 5, 2, 2)}, []string{"gm.WeightDecay", `"factors"`, "(2, 3, 4, 2, 2)"}},
-		{"decay: factors rank 4", NewWeightDecay(), []G.Value{w, zeros(2, 3, 4, 4)}, []string{"gm.WeightDecay", `"factors"`, "rank 5"}},
-		{"decay: NaN factor", NewWeightDecay(), []G.Value{w, withNaN(a, 3)}, []string{"gm.WeightDecay", `"factors"`, "non-finite"}},
-		{"decay: Inf weight", NewWeightDecay(), []G.Value{func() *tensor.Dense {
+		{"decay: D = 1", NewWeightDecay(testDev), []G.Value{w, zeros(2, 3, 4, 1, 1)}, []string{"gm.WeightDecay", `"factors"`, "D = 2 or 3", "got 1"}},
+		{"decay: shape mismatch", NewWeightDecay(testDev), []G.Value{w, zeros(2, 3, 5, 2, 2)}, []string{"gm.WeightDecay", `"factors"`, "(2, 3, 4, 2, 2)"}},
+		{"decay: factors rank 4", NewWeightDecay(testDev), []G.Value{w, zeros(2, 3, 4, 4)}, []string{"gm.WeightDecay", `"factors"`, "rank 5"}},
+		{"decay: NaN factor", NewWeightDecay(testDev), []G.Value{w, withNaN(a, 3)}, []string{"gm.WeightDecay", `"factors"`, "non-finite"}},
+		{"decay: Inf weight", NewWeightDecay(testDev), []G.Value{func() *tensor.Dense {
 			y := w.Clone().(*tensor.Dense)
 			y.Data().([]float64)[1] = math.Inf(-1)
 			return y

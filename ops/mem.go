@@ -14,9 +14,9 @@ import (
 // np − N slots are padding {w = 0, μ = 0, Σ = I}. The likelihoods carry no
 // gradient, as in the reference; everything else does (see cpu.MEM). An np
 // below 1 is reported when the op is applied.
-func NewMEM(np int) G.Op {
+func NewMEM(dev *device.Device, np int) G.Op {
 	s := memSpec{reduction{np: np}}
-	return newOp(memKernel[float32]{s}, memKernel[float64]{s})
+	return newOp(dev, memKernel[float32]{s}, memKernel[float64]{s})
 }
 
 type memSpec struct{ reduction }

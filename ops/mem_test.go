@@ -74,7 +74,7 @@ func TestMEMGrad(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(d), uint64(ci)))
 				x := memClustered(rng, 2, 2, c.clusters, c.members, d, c.cs)
 				checkGraphGrad(t, rng, []*tensor.Dense{x}, func(in []*G.Node) (*G.Node, error) {
-					return G.ApplyOp(NewMEM(c.np), in[0])
+					return G.ApplyOp(NewMEM(testDev, c.np), in[0])
 				}, 0)
 			})
 		}
@@ -91,7 +91,7 @@ func TestMEMOp(t *testing.T) {
 	for i, x := range []*tensor.Dense{x64, x32} {
 		g := G.NewGraph()
 		n := G.NewTensor(g, x.Dtype(), 4, G.WithShape(x.Shape()...), G.WithName("x"), G.WithValue(x))
-		y, err := G.ApplyOp(NewMEM(4), n)
+		y, err := G.ApplyOp(NewMEM(testDev, 4), n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +151,7 @@ func TestMEMBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			op := NewMEM(c.np)
+			op := NewMEM(testDev, c.np)
 			x := c.input()
 			_, err := op.InferShape(x.Shape())
 			if err == nil {
@@ -162,11 +162,11 @@ func TestMEMBadInput(t *testing.T) {
 	}
 	// The grad op rejects a gradient of the wrong shape or with NaN.
 	x := good()
-	y, err := NewMEM(2).Do(x)
+	y, err := NewMEM(testDev, 2).Do(x)
 	if err != nil {
 		t.Fatal(err)
 	}
-	grad := gradOf(NewMEM(2), 0)
+	grad := gradOf(NewMEM(testDev, 2), 0)
 	if _, err := grad.InferShape(x.Shape(), y.(*tensor.Dense).Shape(), tensor.Shape{1, 2, 3, 7}); err == nil || !strings.Contains(err.Error(), `"grad"`) {
 		t.Errorf("wrong grad shape: error %v, want one naming input \"grad\"", err)
 	}

@@ -129,7 +129,7 @@ func negZero() float64 {
 func TestMemoOnlyWithGradient(t *testing.T) {
 	g := G.NewGraph()
 	x := G.NewTensor(g, tensor.Float64, 4, G.WithShape(1, 1, 6, 7), G.WithName("x"))
-	relu, conv := asOp(NewReLUFit(ReLUFitOptions{})), asOp(NewIntegrate())
+	relu, conv := asOp(NewReLUFit(testDev, ReLUFitOptions{})), asOp(NewIntegrate(testDev))
 	for _, o := range []*op{relu, conv} {
 		if o.memo != nil {
 			t.Fatalf("%s has a memo before SymDiff", o)

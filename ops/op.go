@@ -135,12 +135,11 @@ type op struct {
 	memo *memo // shared by a saving forward op and its grad ops; nil otherwise
 }
 
-// newOp returns the op of a kernel on the device that UseDevice selected.
-func newOp(k32 kernel[float32], k64 kernel[float64]) *op {
-	return newOpOn(CurrentDevice(), k32, k64)
-}
-
-func newOpOn(dev *device.Device, k32 kernel[float32], k64 kernel[float64]) *op {
+// newOp returns the op of a kernel on dev, the CPU if dev is nil.
+func newOp(dev *device.Device, k32 kernel[float32], k64 kernel[float64]) *op {
+	if dev == nil {
+		dev = cpuDevice
+	}
 	return &op{k32: k32, k64: k64, dev: dev, id: opIDs.Add(1)}
 }
 
@@ -342,7 +341,7 @@ func (o *op) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
 
 // gradOp returns the op computing ∂L/∂input[i].
 func (o *op) gradOp(i int) *op {
-	g := newOpOn(o.dev, newGrad(o.k32, i), newGrad(o.k64, i))
+	g := newOp(o.dev, newGrad(o.k32, i), newGrad(o.k64, i))
 	g.memo = o.memo
 	return g
 }

@@ -26,8 +26,8 @@ type ReLUFitOptions = device.ReLUFitOptions
 // with constants. The gradient flows into weights, positions and
 // covariances. Invalid options are reported when the op is applied
 // (InferShape) and when it runs.
-func NewReLUFit(opts ReLUFitOptions) G.Op {
-	return newReLUFit(reluFitSpec{opts: opts})
+func NewReLUFit(dev *device.Device, opts ReLUFitOptions) G.Op {
+	return newReLUFit(dev, reluFitSpec{opts: opts})
 }
 
 // NewReLUFitConstant returns the dense ReLU fit of mixtures with constants:
@@ -40,12 +40,12 @@ func NewReLUFit(opts ReLUFitOptions) G.Op {
 // gradient flows into the mixture and the constants; each has its own grad
 // op, and both run the backward pass (with the forward's saved sums in a
 // graph, one O(N²) pass each).
-func NewReLUFitConstant(opts ReLUFitOptions) G.Op {
-	return newReLUFit(reluFitSpec{opts: opts, constant: true})
+func NewReLUFitConstant(dev *device.Device, opts ReLUFitOptions) G.Op {
+	return newReLUFit(dev, reluFitSpec{opts: opts, constant: true})
 }
 
-func newReLUFit(s reluFitSpec) G.Op {
-	return newOp(reluFitKernel[float32]{s}, reluFitKernel[float64]{s})
+func newReLUFit(dev *device.Device, s reluFitSpec) G.Op {
+	return newOp(dev, reluFitKernel[float32]{s}, reluFitKernel[float64]{s})
 }
 
 type reluFitSpec struct {
@@ -59,7 +59,24 @@ func (k reluFitSpec) writeParams(w io.Writer) {
 	fmt.Fprintf(w, "%+v constant=%v", k.opts, k.constant)
 }
 
-func (reluFitSpec) computations() []string { return []string{"ReLUFit", "ReLUFitSaving"} }
+func (k reluFitSpec) computations() []string { return k.variant("ReLUFit", "ReLUFitSaving") }
+
+// variant qualifies the computations of the fit with a constant or the
+// refined fit ("ReLUFit/constant"; device.Device.External): a device may run
+// only the plain fit outside Go, and CallsExtern must not claim the others.
+func (k reluFitSpec) variant(computations ...string) []string {
+	var v string
+	switch {
+	case k.constant:
+		v = "/constant"
+	case k.opts.Refine:
+		v = "/refined"
+	}
+	for i := range computations {
+		computations[i] += v
+	}
+	return computations
+}
 
 func (k reluFitSpec) inputNames() []string {
 	if k.constant {
@@ -149,7 +166,7 @@ func (k reluFitGradKernel[T]) name() string {
 	return "gm.ReLUFitGrad"
 }
 
-func (reluFitGradKernel[T]) computations() []string { return []string{"ReLUFitBackward"} }
+func (k reluFitGradKernel[T]) computations() []string { return k.variant("ReLUFitBackward") }
 
 func (k reluFitGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
 	return k.doSaved(dev, out, in, nil)

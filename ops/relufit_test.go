@@ -63,7 +63,7 @@ func TestReLUFitGraphGrad(t *testing.T) {
 				rng := rand.New(rand.NewPCG(3, uint64(d)))
 				x := relufitStableMixture(t, rng, 2, 2, 5, d, nil)
 				checkGraphGrad(t, rng, []*tensor.Dense{x}, func(in []*G.Node) (*G.Node, error) {
-					return G.ApplyOp(NewReLUFit(opts), in[0])
+					return G.ApplyOp(NewReLUFit(testDev, opts), in[0])
 				}, 0)
 			})
 		}
@@ -101,7 +101,7 @@ func TestReLUFitConstantGraphGrad(t *testing.T) {
 						wrt = wrt[:1]
 					}
 					checkGraphGrad(t, rng, []*tensor.Dense{x, kappa}, func(in []*G.Node) (*G.Node, error) {
-						return G.ApplyOp(NewReLUFitConstant(opts), in[0], in[1])
+						return G.ApplyOp(NewReLUFitConstant(testDev, opts), in[0], in[1])
 					}, wrt...)
 				})
 			}
@@ -117,7 +117,7 @@ func TestReLUFitConstantZeroOp(t *testing.T) {
 		x := randomMixture(rng, 2, 3, 11, d)
 		zero := tensor.New(tensor.WithShape(2, 3), tensor.Of(tensor.Float64))
 		g := randomMixture(rng, 2, 3, 11, d)
-		plain, withZero := NewReLUFit(ReLUFitOptions{}), NewReLUFitConstant(ReLUFitOptions{})
+		plain, withZero := NewReLUFit(testDev, ReLUFitOptions{}), NewReLUFitConstant(testDev, ReLUFitOptions{})
 		y0, err0 := plain.Do(x)
 		y1, err1 := withZero.Do(x, zero)
 		dx0, err2 := gradOf(plain, 0).Do(x, y0, g)
@@ -129,7 +129,7 @@ func TestReLUFitConstantZeroOp(t *testing.T) {
 		}
 		// On the CUDA device the fit with a constant runs on the CPU
 		// fallback, the plain fit on the GPU kernels.
-		dev := CurrentDevice().Name
+		dev := testDev.Name
 		if ok, e := gmtest.SameAsCPU(dev, y0.Data().([]float64), y1.Data().([]float64)); !ok {
 			t.Errorf("D=%d: the fit with κ = 0 differs from the fit without a constant by %g on device %s", d, e, dev)
 		}
@@ -151,8 +151,8 @@ func TestReLUFitOpFloat32(t *testing.T) {
 			op G.Op
 			in []*tensor.Dense
 		}{
-			{NewReLUFit(ReLUFitOptions{}), []*tensor.Dense{x}},
-			{NewReLUFitConstant(ReLUFitOptions{}), []*tensor.Dense{x, kappa}},
+			{NewReLUFit(testDev, ReLUFitOptions{}), []*tensor.Dense{x}},
+			{NewReLUFitConstant(testDev, ReLUFitOptions{}), []*tensor.Dense{x, kappa}},
 		} {
 			in64, in32 := values(c.in), make([]G.Value, len(c.in))
 			for i, v := range c.in {
@@ -221,7 +221,7 @@ func TestReLUFitOpErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			op := NewReLUFit(c.opts)
+			op := NewReLUFit(testDev, c.opts)
 			_, errShape := op.InferShape(c.x.Shape())
 			_, errDo := op.Do(c.x)
 			if errShape != nil { // value errors only show when the op runs
@@ -261,7 +261,7 @@ func TestReLUFitConstantOpErrors(t *testing.T) {
 		{"float32 mixture", as32(x), kappa(2, 3), []string{"gm.ReLUFit", `"constant"`, "float64", `"mixture"`, "float32"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			op := NewReLUFitConstant(ReLUFitOptions{})
+			op := NewReLUFitConstant(testDev, ReLUFitOptions{})
 			_, errShape := op.InferShape(c.x.Shape(), c.kappa.Shape())
 			_, errDo := op.Do(c.x, c.kappa)
 			if errShape != nil { // value and dtype errors only show when the op runs
@@ -280,14 +280,14 @@ func TestReLUFitConstantOpErrors(t *testing.T) {
 	g := G.NewGraph()
 	xn := G.NewTensor(g, tensor.Float64, 4, G.WithShape(2, 3, 4, 7), G.WithName("x"))
 	kn := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 2), G.WithName("kappa"))
-	_, err := G.ApplyOp(NewReLUFitConstant(ReLUFitOptions{}), xn, kn)
+	_, err := G.ApplyOp(NewReLUFitConstant(testDev, ReLUFitOptions{}), xn, kn)
 	gmtest.WantErr(t, err, "gm.ReLUFit", `"constant"`, "shape (2, 3)", "got (3, 2)")
 }
 
 // TestReLUFitGradOpErrors checks the gradient op's own checks.
 func TestReLUFitGradOpErrors(t *testing.T) {
 	x := randomMixture(rand.New(rand.NewPCG(6, 6)), 1, 2, 3, 3)
-	gradOp := gradOf(NewReLUFit(ReLUFitOptions{}), 0)
+	gradOp := gradOf(NewReLUFit(testDev, ReLUFitOptions{}), 0)
 	nan := x.Clone().(*tensor.Dense)
 	nan.Data().([]float64)[4] = math.NaN()
 	short := tensor.New(tensor.WithShape(1, 2, 2, 13), tensor.Of(tensor.Float64))

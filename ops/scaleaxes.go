@@ -29,12 +29,12 @@ import (
 // Gorgonia's types fix an input's rank when the op is built, hence the rank
 // parameter; gmnode.ScaleAxes takes it from the scales node. A rank other
 // than 1, 2 or 3 is an error.
-func NewScaleAxes(scalesRank int) (G.Op, error) {
+func NewScaleAxes(dev *device.Device, scalesRank int) (G.Op, error) {
 	if scalesRank < 1 || scalesRank > 3 {
 		return nil, errors.Errorf(`gm.ScaleAxes: input "scales" must have rank 1 [D], 2 [B, D] or 3 [B, C, D], got rank %d`, scalesRank)
 	}
 	s := scaleAxesSpec{rank: scalesRank}
-	return newOp(scaleAxesKernel[float32]{s}, scaleAxesKernel[float64]{s}), nil
+	return newOp(dev, scaleAxesKernel[float32]{s}, scaleAxesKernel[float64]{s}), nil
 }
 
 type scaleAxesSpec struct{ rank int }

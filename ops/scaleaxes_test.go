@@ -28,7 +28,7 @@ func scalesOf(lead ...int) func(rng *rand.Rand, d int) []*tensor.Dense {
 }
 
 func mustScaleAxes(rank int) G.Op {
-	o, err := NewScaleAxes(rank)
+	o, err := NewScaleAxes(testDev, rank)
 	if err != nil {
 		panic(err)
 	}
@@ -40,7 +40,7 @@ func mustScaleAxes(rank int) G.Op {
 // the op, the input, what was expected and what was found.
 func TestScaleAxesBadInput(t *testing.T) {
 	for _, rank := range []int{0, 4} {
-		_, err := NewScaleAxes(rank)
+		_, err := NewScaleAxes(testDev, rank)
 		gmtest.WantErr(t, err, "gm.ScaleAxes", `"scales"`, "rank 1 [D], 2 [B, D] or 3 [B, C, D]", "got rank")
 	}
 	scales := func(v float64, shape ...int) *tensor.Dense {

@@ -17,9 +17,9 @@ import (
 // covariances through, so the mixture's function and integral scale by s.
 // The reference model applies it with s = 1/Fi right after each convolution.
 // A non-finite s is reported as an error when the op is applied.
-func NewScaleWeights(s float64) G.Op {
+func NewScaleWeights(dev *device.Device, s float64) G.Op {
 	sp := scaleWeightsSpec{s: s}
-	return newOp(scaleWeightsKernel[float32]{sp}, scaleWeightsKernel[float64]{sp})
+	return newOp(dev, scaleWeightsKernel[float32]{sp}, scaleWeightsKernel[float64]{sp})
 }
 
 type scaleWeightsSpec struct {

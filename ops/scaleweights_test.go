@@ -15,7 +15,7 @@ func TestScaleWeightsForward(t *testing.T) {
 	rng := rand.New(rand.NewPCG(32, 0))
 	x64 := randomMixture(rng, 2, 3, 4, 3)
 	for _, x := range []*tensor.Dense{x64, as32(x64)} {
-		y, err := NewScaleWeights(0.125).Do(x)
+		y, err := NewScaleWeights(testDev, 0.125).Do(x)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,13 +50,13 @@ func TestScaleWeightsBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := NewScaleWeights(c.s).Do(c.x)
+			_, err := NewScaleWeights(testDev, c.s).Do(c.x)
 			gmtest.WantErr(t, err, append([]string{"gm.ScaleWeights"}, c.contains...)...)
 		})
 	}
 	t.Run("grad shape", func(t *testing.T) {
 		x := convTensor(48, 2, 3, 4, 7)
-		_, err := gradOf(NewScaleWeights(2), 0).Do(x, x, convTensor(49, 2, 3, 5, 7))
+		_, err := gradOf(NewScaleWeights(testDev, 2), 0).Do(x, x, convTensor(49, 2, 3, 5, 7))
 		gmtest.WantErr(t, err, "gm.ScaleWeightsGrad", `"grad"`)
 	})
 }

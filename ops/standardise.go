@@ -16,8 +16,8 @@ import (
 // (cpu.StandardiseScale), treated as a constant
 // (docs/algorithms.md, "Weight standardisation"). Inputs: "mixture"
 // [B, C, N, ·] and the learnable "gain" [1].
-func NewStandardise() G.Op {
-	return newOp(standardiseKernel[float32]{}, standardiseKernel[float64]{})
+func NewStandardise(dev *device.Device) G.Op {
+	return newOp(dev, standardiseKernel[float32]{}, standardiseKernel[float64]{})
 }
 
 type standardiseSpec struct{ noParams }

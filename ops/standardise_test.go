@@ -39,7 +39,7 @@ func TestStandardiseUnitSD(t *testing.T) {
 		x := randomMixture(rng, 3, 1, 5, d)
 		l, _ := mixture.LayoutOf(x.Shape())
 		gain := tensor.New(tensor.WithShape(1), tensor.WithBacking([]float64{2}))
-		y, err := NewStandardise().Do(x, gain)
+		y, err := NewStandardise(testDev).Do(x, gain)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,9 +25,9 @@ type TreeHEMOptions = device.TreeHEMOptions
 // run on the same input when the forward saved them (in a graph with the
 // op's gradient) and recomputes them otherwise: they are a function of the
 // input, so both give the same gradient.
-func NewTreeHEM(np int, o TreeHEMOptions) G.Op {
+func NewTreeHEM(dev *device.Device, np int, o TreeHEMOptions) G.Op {
 	s := treehemSpec{reduction{np: np}, o}
-	return newOp(treehemKernel[float32]{s}, treehemKernel[float64]{s})
+	return newOp(dev, treehemKernel[float32]{s}, treehemKernel[float64]{s})
 }
 
 type treehemSpec struct {

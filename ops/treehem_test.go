@@ -46,7 +46,7 @@ func TestTreeHEMGraphGrad(t *testing.T) {
 			rng := rand.New(rand.NewPCG(3, uint64(c.d*100+c.n)))
 			x := treehemSeparated(rng, 2, 1, c.n, c.d)
 			checkGraphGrad(t, rng, []*tensor.Dense{x}, func(in []*G.Node) (*G.Node, error) {
-				return G.ApplyOp(NewTreeHEM(c.np, TreeHEMOptions{Reduction: c.t, UnderFill: c.under}), in[0])
+				return G.ApplyOp(NewTreeHEM(testDev, c.np, TreeHEMOptions{Reduction: c.t, UnderFill: c.under}), in[0])
 			}, 0)
 		})
 	}
@@ -79,12 +79,12 @@ func TestTreeHEMOpErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := NewTreeHEM(c.np, c.o).Do(c.x)
+			_, err := NewTreeHEM(testDev, c.np, c.o).Do(c.x)
 			gmtest.WantErr(t, err, c.want...)
 		})
 	}
 	big := tensor.New(tensor.WithShape(1, 1, 65535, 7), tensor.Of(tensor.Float32))
-	if _, err := NewTreeHEM(4, TreeHEMOptions{Reduction: 2}).(*op).InferShape(big.Shape()); err == nil || !strings.Contains(err.Error(), "N = 65535") {
+	if _, err := NewTreeHEM(testDev, 4, TreeHEMOptions{Reduction: 2}).(*op).InferShape(big.Shape()); err == nil || !strings.Contains(err.Error(), "N = 65535") {
 		t.Errorf("N = 65535: error %v", err)
 	}
 }

@@ -12,8 +12,8 @@ import (
 // weights_raw [F_o, F_i, N_k] and factors A [F_o, F_i, N_k, D, D]. The
 // reference minimises it with its own SGD step (decoupled decay); positions
 // are not decayed.
-func NewWeightDecay() G.Op {
-	return newOp(weightDecayKernel[float32]{}, weightDecayKernel[float64]{})
+func NewWeightDecay(dev *device.Device) G.Op {
+	return newOp(dev, weightDecayKernel[float32]{}, weightDecayKernel[float64]{})
 }
 
 type weightDecaySpec struct{ noParams }

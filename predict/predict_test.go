@@ -25,7 +25,7 @@ import (
 // and the same probability of its true class.
 func TestPredictMatchesEvaluate(t *testing.T) {
 	r := runtest.MNIST(t)
-	p, err := LoadRun(r.Dir)
+	p, err := LoadRun(r.Dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package predict
 import (
 	"cmp"
 	"fmt"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"io"
 	"math"
 	"path/filepath"
@@ -36,13 +37,15 @@ type Predictor struct {
 }
 
 // LoadRun reads the run in dir (run.json and checkpoint.gmcn), builds its
-// model with the run's batch size and loads the checkpoint's parameters and
-// running statistics. Close releases the machine.
-func LoadRun(dir string) (*Predictor, error) {
+// model on dev (nil: the CPU) with the run's batch size and loads the
+// checkpoint's parameters and running statistics. Close releases the
+// machine.
+func LoadRun(dir string, dev *device.Device) (*Predictor, error) {
 	s, err := train.LoadSetup(dir)
 	if err != nil {
 		return nil, err
 	}
+	s.Model.Device = dev
 	path := filepath.Join(dir, train.CheckpointFile)
 	st, err := checkpoint.Load(path)
 	if err != nil {

@@ -29,7 +29,7 @@ func tinyConfig(t *testing.T) models.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return models.Config{Layout: l, D: 2, Classes: 2, Batch: 8, Seed: 3}
+	return models.Config{Layout: l, D: 2, Classes: 2, Batch: 8, Seed: 3, Device: testDev}
 }
 
 // TestTrainSynthetic trains a tiny GMCN through the same builder and loop as

@@ -30,7 +30,7 @@ func BenchmarkTrainStep(b *testing.B) {
 				b.Fatal(err)
 			}
 			mc := setup.Model
-			mc.Batch = c.batch
+			mc.Batch, mc.Device = c.batch, testDev
 			s := stepInputs(b, rc, mc)
 			tr, err := newTrainer(mc, s, s, Options{Epochs: 1, LR: 1e-3, DecayRate: 0.05, Log: io.Discard})
 			if err != nil {

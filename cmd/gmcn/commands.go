@@ -91,10 +91,11 @@ func (c *evalCmd) check(given map[string]bool) error {
 
 func (c *evalCmd) run(context.Context) error {
 	dir := c.dir.run
-	if _, err := c.dev.use(); err != nil {
+	dev, err := c.dev.openTo(os.Stderr)
+	if err != nil {
 		return err
 	}
-	p, err := predict.LoadRun(dir)
+	p, err := predict.LoadRun(dir, dev)
 	if err != nil {
 		return err
 	}

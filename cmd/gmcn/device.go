@@ -2,11 +2,12 @@ package main
 
 import (
 	"fmt"
-	"os"
+	"io"
 	"slices"
 	"strings"
 
 	"github.com/gmcn-go/gmcn/ops"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/pkg/errors"
 )
 
@@ -24,22 +25,30 @@ func (d *deviceFlag) register(f *flagSet) {
 // check rejects a device this build does not have.
 func (d *deviceFlag) check() error {
 	if devs := ops.Devices(); !slices.Contains(devs, d.name) {
-		return errors.Errorf("--device %q: this build has %s", d.name, strings.Join(devs, ", "))
+		hint := ""
+		if d.name == "cuda" {
+			hint = " (cuda needs a build with -tags gmcuda: docs/cuda.md)"
+		}
+		return errors.Errorf("--device %q: this build has %s%s", d.name, strings.Join(devs, ", "), hint)
 	}
 	return nil
 }
 
-// use selects the device for every GM op built afterwards and returns its
-// name. A CUDA device that is built in but cannot start says why on
-// standard error and the command runs on the CPU.
-func (d *deviceFlag) use() (string, error) {
-	dev, err := ops.OpenDevice(d.name)
-	if errors.Is(err, ops.ErrDeviceUnavailable) {
-		fmt.Fprintf(os.Stderr, "gmcn: --device %s: %v; the GM ops run on the CPU\n", d.name, err)
-		dev, err = ops.OpenDevice("cpu")
+// open returns the device the command builds its models on
+// (ops.SelectDevice: a CUDA device that cannot start gives the CPU) and the
+// line saying what computes where.
+func (d *deviceFlag) open() (*device.Device, string, error) {
+	dev, where, err := ops.SelectDevice(d.name)
+	return dev, where, errors.Wrap(err, "--device")
+}
+
+// openTo is open for the commands that use a trained model: they write the
+// line to log when a device other than the CPU was asked for, which may have
+// fallen back to the CPU.
+func (d *deviceFlag) openTo(log io.Writer) (*device.Device, error) {
+	dev, where, err := d.open()
+	if err == nil && d.name != "cpu" {
+		fmt.Fprintf(log, "gmcn: %s\n", where)
 	}
-	if err != nil {
-		return "", errors.Wrap(err, "--device")
-	}
-	return dev.Name, ops.UseDevice(dev)
+	return dev, err
 }

@@ -24,6 +24,7 @@ type exportCmd struct {
 	dir    runDirFlag
 	out    string
 	inputs int
+	dev    deviceFlag
 	stdout io.Writer // nil: os.Stdout
 }
 
@@ -33,6 +34,7 @@ func (c *exportCmd) flags(f *flagSet) {
 		f.StringVar(&c.dir.run, "run", "runs/demo", "`DIR` of the training run (with run.json and checkpoint.gmcn)")
 		f.StringVar(&c.out, "out", "", "output `DIR` (default: RUN/export)")
 		intVar(f, &c.inputs, "inputs", 0, 1e6, "fitted test inputs to write; 0 = none (then the data set is not read)")
+		c.dev.register(f)
 	})
 }
 
@@ -40,11 +42,15 @@ func (c *exportCmd) check(map[string]bool) error {
 	if c.out == "" {
 		c.out = filepath.Join(c.dir.run, "export")
 	}
-	return nil
+	return c.dev.check()
 }
 
 func (c *exportCmd) run(context.Context) error {
-	p, err := predict.LoadRun(c.dir.run)
+	dev, err := c.dev.openTo(os.Stderr)
+	if err != nil {
+		return err
+	}
+	p, err := predict.LoadRun(c.dir.run, dev)
 	if err != nil {
 		return err
 	}

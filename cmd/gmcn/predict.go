@@ -33,6 +33,7 @@ type predictCmd struct {
 	invert bool
 	index  int
 	files  []string
+	dev    deviceFlag
 	stdout io.Writer // nil: os.Stdout
 	stderr io.Writer // nil: os.Stderr
 }
@@ -44,6 +45,7 @@ func (c *predictCmd) flags(f *flagSet) {
 		intVar(f, &c.top, "top", 1, 1e6, "`N` classes to print per input, most probable first")
 		f.BoolVar(&c.invert, "invert", false, "invert image grey levels (for dark digits on a light background)")
 		intVar(f, &c.index, "index", -1, 1e9, "IDX files: classify only image `N` (from 0); -1 = all")
+		c.dev.register(f)
 	})
 }
 
@@ -53,13 +55,20 @@ func (c *predictCmd) check(given map[string]bool) error {
 	if len(c.files) == 0 {
 		return errors.New("no input files; give images, IDX files or shapes after the flags")
 	}
-	return c.dir.check(given)
+	if err := c.dir.check(given); err != nil {
+		return err
+	}
+	return c.dev.check()
 }
 
 func (c *predictCmd) run(context.Context) error {
 	stdout := cmp.Or[io.Writer](c.stdout, os.Stdout)
 	stderr := cmp.Or[io.Writer](c.stderr, os.Stderr)
-	p, err := predict.LoadRun(c.dir.run)
+	dev, err := c.dev.openTo(stderr)
+	if err != nil {
+		return err
+	}
+	p, err := predict.LoadRun(c.dir.run, dev)
 	if err != nil {
 		return err
 	}

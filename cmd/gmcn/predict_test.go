@@ -31,7 +31,7 @@ func TestPredictCommand(t *testing.T) {
 	if err := runCommand("predict", []string{"--run", r.Dir, "--top", "2", idx}, &out); err != nil {
 		t.Fatal(err)
 	}
-	p, err := predict.LoadRun(r.Dir)
+	p, err := predict.LoadRun(r.Dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 type renderCmd struct {
 	dir     runDirFlag
 	n, size int
+	dev     deviceFlag
 }
 
 func (c *renderCmd) flags(f *flagSet) {
@@ -23,10 +24,16 @@ func (c *renderCmd) flags(f *flagSet) {
 		c.n, c.size = 16, 96
 		intVar(f, &c.n, "inputs", 1, 10000, "`N` input mixtures to draw")
 		intVar(f, &c.size, "size", 8, 4096, "`PIXELS` per side of a drawn mixture")
+		c.dev.register(f)
 	})
 }
 
-func (c *renderCmd) check(given map[string]bool) error { return c.dir.check(given) }
+func (c *renderCmd) check(given map[string]bool) error {
+	if err := c.dir.check(given); err != nil {
+		return err
+	}
+	return c.dev.check()
+}
 
 func (c *renderCmd) run(context.Context) error {
 	dir, n, size := c.dir.run, c.n, c.size
@@ -54,6 +61,9 @@ func (c *renderCmd) run(context.Context) error {
 		return nil
 	}
 	mc := setup.Model
+	if mc.Device, err = c.dev.openTo(os.Stderr); err != nil {
+		return err
+	}
 	m, err := models.Build(mc)
 	if err != nil {
 		return err

@@ -15,9 +15,10 @@ import (
 )
 
 // TestRunWithoutTrainingData trains on a copy of MNIST, then takes the
-// copy's data away step by step: without the training files `eval` and
-// `render` run from the cached test inputs; without any data `predict`
-// still names the classes, which run.json records.
+// copy's data away step by step: without the training files `eval`,
+// `render` and `export` run from the cached test inputs and the test files;
+// without any data `predict` still names the classes, which run.json
+// records. Each is told --device cpu.
 func TestRunWithoutTrainingData(t *testing.T) {
 	src := os.Getenv(mnist.DataEnv)
 	if src != "" {
@@ -68,7 +69,8 @@ func TestRunWithoutTrainingData(t *testing.T) {
 	for _, f := range trainFiles {
 		os.Remove(f)
 	}
-	for _, args := range [][]string{{"eval", "--run", run}, {"render", "--run", run, "--inputs", "4"}} {
+	for _, args := range [][]string{{"eval", "--run", run, "--device", "cpu"}, {"render", "--run", run, "--inputs", "4", "--device", "cpu"},
+		{"export", "--run", run, "--inputs", "2", "--device", "cpu"}} {
 		if r := gmcn(t, work, args...); r.code != 0 {
 			t.Errorf("%s without the training files: exit status %d\n%s", args[0], r.code, r.stderr)
 		}
@@ -91,7 +93,7 @@ func TestRunWithoutTrainingData(t *testing.T) {
 	if err := os.WriteFile(img, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := gmcn(t, work, "predict", "--run", run, img)
+	r := gmcn(t, work, "predict", "--run", run, "--device", "cpu", img)
 	if r.code != 0 || strings.Contains(r.stderr, "class names unavailable") || !strings.HasPrefix(r.stdout, img+": ") {
 		t.Errorf("predict without any data: exit status %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
 	}

@@ -143,10 +143,11 @@ func (c *trainCmd) train(ctx context.Context, comm dist.Comm) error {
 	if err := c.shareSetup(comm); err != nil {
 		return err
 	}
-	device, err := c.dev.use()
+	dev, where, err := c.dev.open()
 	if err != nil {
 		return err
 	}
+	c.setup.Model.Device = dev
 	start := time.Now()
 	log := io.Writer(os.Stderr)
 	if !root {
@@ -156,7 +157,7 @@ func (c *trainCmd) train(ctx context.Context, comm dist.Comm) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(log, "GM ops compute on %s\n", device)
+	fmt.Fprintln(log, where)
 	rc := c.setup.Run
 	if comm.Size() > 1 {
 		fmt.Fprintf(log, "data-parallel on %d MPI ranks: a step trains on %d × %d × %d samples (ranks × --accumulate × --batch)\n",

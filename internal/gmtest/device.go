@@ -14,10 +14,10 @@ import (
 const DeviceEnv = "GMCN_TEST_DEVICE"
 
 // RunOnEnvDevice is the body of a TestMain: it opens the device DeviceEnv
-// names with open, makes it current with use (ops.OpenDevice and
-// ops.UseDevice, passed in because ops' own tests cannot import a package
-// that imports ops, and generic because this package may import no package
-// of the module), runs the tests and returns their exit code. A device that
+// names with open (ops.OpenDevice, passed in because ops' own tests cannot
+// import a package that imports ops, and generic because this package may
+// import no package of the module), hands it to use, which makes it the
+// tests' device and checks it, runs the tests and returns their exit code. A device that
 // cannot be opened is a failure, never a silent fallback to the CPU.
 func RunOnEnvDevice[D any](m *testing.M, open func(string) (D, error), use func(D) error) int {
 	if name := os.Getenv(DeviceEnv); name != "" && name != "cpu" {

@@ -116,6 +116,31 @@ func TestComputations(t *testing.T) {
 	}
 }
 
+// TestVariants checks the External names with a variant: Extern takes them
+// exactly, Check accepts only a method's own variants, and Placement lists
+// the ones computed in Go.
+func TestVariants(t *testing.T) {
+	ext := Computations()
+	ext["ReLUFit/refined"] = true
+	d := &Device{Name: "gpu", External: ext}
+	if !d.Extern("ReLUFit/refined") || d.Extern("ReLUFit/constant") || !d.Extern("ReLUFit") {
+		t.Error("Extern does not take the variants exactly")
+	}
+	want := "gpu; in Go on the CPU: ReLUFit/constant, ReLUFitBackward/constant, ReLUFitBackward/refined, ReLUFitSaving/constant, ReLUFitSaving/refined"
+	if got := d.Placement(); got != want {
+		t.Errorf("Placement() = %q, want %q", got, want)
+	}
+	if got := (&Device{Name: "cpu"}).Placement(); got != "cpu (every computation in Go)" {
+		t.Errorf("Placement() of a Go device = %q", got)
+	}
+	for name, want := range map[string]string{"ReLUFit/fast": `"ReLUFit/fast", but ReLUFit has the variants [constant refined]`, "Conv/constant": `"Conv/constant", but Conv has the variants []`} {
+		err := (&Device{Name: "y", F32: noKernels[float32]{}, F64: noKernels[float64]{}, External: map[string]bool{name: true}}).Check()
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Check with External %q: %v, want an error containing %q", name, err, want)
+		}
+	}
+}
+
 func TestConvLayoutAndCovScaleFactor(t *testing.T) {
 	got := ConvLayout(mixture.Layout{B: 4, C: 3, N: 5, D: 3}, mixture.Layout{B: 8, C: 3, N: 2, D: 3})
 	if want := (mixture.Layout{B: 4, C: 8, N: 30, D: 3}); got != want {
@@ -130,3 +155,6 @@ func TestConvLayoutAndCovScaleFactor(t *testing.T) {
 		}
 	}
 }
+
+// noKernels satisfies Kernels for Check, which does not call them.
+type noKernels[T Float] struct{ Kernels[T] }

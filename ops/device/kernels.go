@@ -1,7 +1,10 @@
 package device
 
 import (
+	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
@@ -154,7 +157,12 @@ type Device struct {
 	F32 Kernels[float32]
 	F64 Kernels[float64]
 	// External holds the Kernels method names that run outside the Go
-	// runtime (on a GPU); nil for a device that computes in Go.
+	// runtime (on a GPU); nil for a device that computes in Go. A method
+	// with variants that the device computes in different places is named
+	// with the variant for each one that leaves the runtime:
+	// "ReLUFit/constant" is the ReLU fit with constants, "ReLUFit/refined"
+	// the refined fit (likewise ReLUFitSaving and ReLUFitBackward), while
+	// "ReLUFit" alone covers only the plain fit.
 	External map[string]bool
 }
 
@@ -171,15 +179,49 @@ func (d *Device) Check() error {
 	}
 	all := Computations()
 	for name := range d.External {
-		if !all[name] {
+		method, v, qualified := strings.Cut(name, "/")
+		if !all[method] {
 			return errors.Errorf("device %q: External names %q, which is not a Kernels method", d.Name, name)
+		}
+		if qualified && !slices.Contains(variants[method], v) {
+			return errors.Errorf("device %q: External names %q, but %s has the variants %v", d.Name, name, method, variants[method])
 		}
 	}
 	return nil
 }
 
-// Extern reports whether any of the named computations runs outside the Go
-// runtime on d.
+// variants are the variants of the Kernels methods that have some, as
+// External names them.
+var variants = map[string][]string{
+	"ReLUFit":         {"constant", "refined"},
+	"ReLUFitSaving":   {"constant", "refined"},
+	"ReLUFitBackward": {"constant", "refined"},
+}
+
+// Placement says where d computes: its name, and for a device with
+// external computations the ones (and the variants) it computes in Go.
+func (d *Device) Placement() string {
+	if len(d.External) == 0 {
+		return d.Name + " (every computation in Go)"
+	}
+	var inGo []string
+	for name := range Computations() {
+		if !d.External[name] {
+			inGo = append(inGo, name)
+			continue
+		}
+		for _, v := range variants[name] {
+			if !d.External[name+"/"+v] {
+				inGo = append(inGo, name+"/"+v)
+			}
+		}
+	}
+	slices.Sort(inGo)
+	return fmt.Sprintf("%s; in Go on the CPU: %s", d.Name, strings.Join(inGo, ", "))
+}
+
+// Extern reports whether any of the named computations (with their
+// variant, if any: External) runs outside the Go runtime on d.
 func (d *Device) Extern(computations ...string) bool {
 	for _, c := range computations {
 		if d.External[c] {

@@ -1,0 +1,84 @@
+package models
+
+import (
+	"math/rand/v2"
+	"slices"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gmcn-go/gmcn/gmnode"
+	"github.com/gmcn-go/gmcn/internal/gmtest"
+	"github.com/gmcn-go/gmcn/ops"
+	"github.com/gmcn-go/gmcn/ops/device"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// counting is the CPU's kernels with the convolutions counted.
+type counting[T device.Float] struct {
+	device.Kernels[T]
+	n *atomic.Int64
+}
+
+func (c counting[T]) Conv(y, x, k []T, lx, lk mixture.Layout) error {
+	c.n.Add(1)
+	return c.Kernels.Conv(y, x, k, lx, lk)
+}
+
+// TestTwoModelsTwoDevices builds the same model twice in one process, on
+// the CPU and on a device that counts its convolutions, and runs both:
+// each computes on its own device (the counter moves only for the second),
+// with the same result, and the graphs report their devices.
+func TestTwoModelsTwoDevices(t *testing.T) {
+	var n atomic.Int64
+	cpu := ops.CPU()
+	other := &device.Device{Name: "counting", F32: counting[float32]{cpu.F32, &n}, F64: counting[float64]{cpu.F64, &n}}
+	l, err := ParseLayout("1/6 -> 3/3 -> 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(4, 5))
+	input := gmtest.Normal(rng, 4*6*7)
+	for i := 0; i < len(input); i += 7 {
+		input[i+3], input[i+4], input[i+5], input[i+6] = 1, 0.2, 0.2, 1.5 // valid covariances
+	}
+	devs := []*device.Device{nil, other}
+	var built []*Model
+	for _, dev := range devs {
+		m, err := Build(Config{Layout: l, D: 2, Classes: 2, Batch: 4, Seed: 9, Dtype: tensor.Float64, Device: dev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := cmpOr(dev, cpu); gmnode.DeviceOf(m.Graph) != want {
+			t.Errorf("model built for %s: graph on %s", want.Name, gmnode.DeviceOf(m.Graph).Name)
+		}
+		built = append(built, m)
+	}
+	var out [][]float64
+	for i, m := range built {
+		before := n.Load()
+		G.Let(m.Input, tensor.New(tensor.WithShape(4, 1, 6, 7), tensor.WithBacking(slices.Clone(input))))
+		G.Let(m.Target, tensor.New(tensor.WithShape(4, 2), tensor.WithBacking([]float64{1, 0, 0, 1, 1, 0, 0, 1})))
+		vm := G.NewTapeMachine(m.Graph)
+		err := vm.RunAll()
+		vm.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if calls := n.Load() - before; (devs[i] == nil) != (calls == 0) {
+			t.Errorf("model on %s: the counting device ran %d convolutions", cmpOr(devs[i], cpu).Name, calls)
+		}
+		out = append(out, slices.Clone(m.LogProbValue().Data().([]float64)))
+	}
+	if len(out[0]) != 8 || !slices.Equal(out[0], out[1]) {
+		t.Errorf("the two devices' log-probabilities differ:\n%v\n%v", out[0], out[1])
+	}
+}
+
+func cmpOr(d, fallback *device.Device) *device.Device {
+	if d == nil {
+		return fallback
+	}
+	return d
+}
