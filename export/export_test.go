@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"github.com/gmcn-go/gmcn/runspec"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,7 +18,6 @@ import (
 	"github.com/gmcn-go/gmcn/internal/runtest"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/gmcn-go/gmcn/predict"
-	"github.com/gmcn-go/gmcn/train"
 	"github.com/gmcn-go/gmcn/train/checkpoint"
 )
 
@@ -131,7 +131,7 @@ func TestExportRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, meta := readSafetensors(t, data)
-	st, err := checkpoint.Load(filepath.Join(r.Dir, train.CheckpointFile))
+	st, err := checkpoint.Load(filepath.Join(r.Dir, runspec.CheckpointFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestExportRoundTrip(t *testing.T) {
 			t.Errorf("tensor %s: shape %v, want %v", name, g.shape, s)
 		}
 	}
-	var rc train.RunConfig
+	var rc runspec.Config
 	if err := json.Unmarshal([]byte(meta["run_config"]), &rc); err != nil || rc.Layers != r.Setup.Run.Layers || meta["dtype"] != "float32" {
 		t.Errorf("metadata %v: run config %+v (%v)", meta, rc, err)
 	}

@@ -1,6 +1,7 @@
 package predict
 
 import (
+	"github.com/gmcn-go/gmcn/runspec"
 	"image"
 	"image/color"
 	"image/png"
@@ -41,7 +42,7 @@ func TestPredictMatchesEvaluate(t *testing.T) {
 		t.Fatalf("%d predictions for %d inputs", len(probs), r.Test.Len())
 	}
 
-	st, err := checkpoint.Load(filepath.Join(r.Dir, train.CheckpointFile))
+	st, err := checkpoint.Load(filepath.Join(r.Dir, runspec.CheckpointFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"github.com/gmcn-go/gmcn/ops/device"
+	"github.com/gmcn-go/gmcn/runspec"
 	"io"
 	"math"
 	"path/filepath"
@@ -12,8 +13,8 @@ import (
 	"github.com/gmcn-go/gmcn/dataset"
 	"github.com/gmcn-go/gmcn/models"
 	"github.com/gmcn-go/gmcn/ops/mixture"
-	"github.com/gmcn-go/gmcn/train"
 	"github.com/gmcn-go/gmcn/train/checkpoint"
+	"github.com/gmcn-go/gmcn/train/report"
 	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -23,7 +24,7 @@ import (
 // input mixtures. It is not safe for concurrent use.
 type Predictor struct {
 	// Setup is the run's configuration, resolved.
-	Setup *train.Setup
+	Setup *runspec.Setup
 	// Model is the run's model with the checkpoint's state, in evaluation
 	// mode.
 	Model *models.Model
@@ -41,12 +42,12 @@ type Predictor struct {
 // checkpoint's parameters and running statistics. Close releases the
 // machine.
 func LoadRun(dir string, dev *device.Device) (*Predictor, error) {
-	s, err := train.LoadSetup(dir)
+	s, err := runspec.LoadSetup(dir)
 	if err != nil {
 		return nil, err
 	}
 	s.Model.Device = dev
-	path := filepath.Join(dir, train.CheckpointFile)
+	path := filepath.Join(dir, runspec.CheckpointFile)
 	st, err := checkpoint.Load(path)
 	if err != nil {
 		return nil, err
@@ -56,7 +57,7 @@ func LoadRun(dir string, dev *device.Device) (*Predictor, error) {
 		return nil, err
 	}
 	if err := m.SetState(models.State{Names: st.Names, Params: st.Params, BNMean: st.BNMean, BNVar: st.BNVar, CovNorms: st.CovNorms}); err != nil {
-		return nil, errors.Wrapf(err, "checkpoint %s does not fit the model of %s", path, filepath.Join(dir, train.RunConfigFile))
+		return nil, errors.Wrapf(err, "checkpoint %s does not fit the model of %s", path, filepath.Join(dir, runspec.ConfigFile))
 	}
 	if err := m.SetTraining(false); err != nil {
 		return nil, err
@@ -68,7 +69,7 @@ func LoadRun(dir string, dev *device.Device) (*Predictor, error) {
 
 // classNames returns the class names of the run of s, or the labels as
 // numbers and why the names are not available.
-func classNames(s *train.Setup) ([]string, error) {
+func classNames(s *runspec.Setup) ([]string, error) {
 	names, err := s.ClassNames()
 	if err == nil {
 		return names, nil
@@ -81,10 +82,23 @@ func classNames(s *train.Setup) ([]string, error) {
 }
 
 // Evaluate returns the mean negative log-likelihood, the accuracy and the
-// confusion matrix of the model on s (train.Evaluate), drawing a progress
-// bar on log (nil: none).
+// confusion matrix of the model on s (models.Model.Evaluate, as training
+// evaluates), drawing a progress bar on log (nil: none).
 func (p *Predictor) Evaluate(s *dataset.Inputs, log io.Writer) (loss, acc float64, confusion [][]int, err error) {
-	return train.Evaluate(p.Model, p.Model, p.vm, s, log)
+	if s.Len() == 0 {
+		return 0, 0, nil, errors.New("predict: no samples to evaluate")
+	}
+	var bar *report.Progress
+	if log != nil {
+		bar = report.NewProgress(log, "evaluating", s.Len())
+	}
+	loss, correct, confusion, err := p.Model.Evaluate(p.vm, s, 0, 1, bar.Add)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	bar.Finish()
+	n := float64(s.Len())
+	return loss / n, float64(correct) / n, confusion, nil
 }
 
 // Close releases the predictor's machine.

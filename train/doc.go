@@ -36,8 +36,8 @@
 // exactly what one process with Options.Accumulate = P computes
 // (docs/distributed.md).
 //
-// The run configuration (RunConfig, the run.json of a run) is resolved once
-// into typed settings (Resolve, Setup); LoadInputs opens the data set a Setup
-// names through package dataset (dataset/mnist for MNIST and Fashion-MNIST,
-// shapes for ModelNet) and returns its fitted, cached input mixtures.
+// The run's settings (presets, run.json, the data sets and their fitted
+// inputs, the names of the files a run folder holds) are package runspec's:
+// train needs only a models.Config and the inputs. The device the model
+// computes on is models.Config.Device.
 package train

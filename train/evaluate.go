@@ -32,12 +32,7 @@ func evaluate(trained, ev *models.Model, vm G.VM, s *dataset.Inputs, log io.Writ
 	if err := ev.SetTraining(false); err != nil {
 		return 0, 0, nil, err
 	}
-	B := ev.Config.Batch
-	n := s.Len()
-	confusion = make([][]int, s.Classes)
-	for i := range confusion {
-		confusion[i] = make([]int, s.Classes)
-	}
+	B, n := ev.Config.Batch, s.Len()
 	rank, size := comm.Rank(), comm.Size()
 	var bar *report.Progress
 	if log != nil {
@@ -47,28 +42,10 @@ func evaluate(trained, ev *models.Model, vm G.VM, s *dataset.Inputs, log io.Writ
 		}
 		bar = report.NewProgress(log, "evaluating", share)
 	}
-	perm := make([]int, n)
-	for i := range perm {
-		perm[i] = i
-	}
-	correct := 0
-	for b := rank; b*B < n; b += size {
-		idx := batchIndices(perm, b, B)
-		real := min(B, n-b*B)
-		if err := setBatch(ev, s, idx); err != nil {
-			return 0, 0, nil, err
-		}
-		vm.Reset()
-		if err := vm.RunAll(); err != nil {
-			return 0, 0, nil, errors.Wrapf(err, "evaluation batch %d", b)
-		}
-		l, c, err := batchStats(ev, s, idx, real, confusion)
-		if err != nil {
-			return 0, 0, nil, err
-		}
-		loss += l
-		correct += c
-		bar.Add(real)
+	var correct int
+	loss, correct, confusion, err = ev.Evaluate(vm, s, rank, size, bar.Add)
+	if err != nil {
+		return 0, 0, nil, err
 	}
 	bar.Finish()
 	if size > 1 {

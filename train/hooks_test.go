@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gmcn-go/gmcn/runspec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -128,7 +129,7 @@ func TestStepSnapshotResumes(t *testing.T) {
 	if _, err := Run(context.Background(), tinyConfig(t), trainSet, testSet, opt); !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("interrupted run returned %v, want ErrInterrupted", err)
 	}
-	got, err := checkpoint.Load(filepath.Join(interrupted, CheckpointFile))
+	got, err := checkpoint.Load(filepath.Join(interrupted, runspec.CheckpointFile))
 	if err != nil {
 		t.Fatal(err)
 	}

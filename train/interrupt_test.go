@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"errors"
+	"github.com/gmcn-go/gmcn/runspec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ func TestInterruptInsideStep(t *testing.T) {
 	t.Logf("Run returned %v after the cancel", time.Since(start).Round(time.Millisecond))
 	close(release)
 	<-finished
-	st, err := checkpoint.Load(filepath.Join(dir, CheckpointFile))
+	st, err := checkpoint.Load(filepath.Join(dir, runspec.CheckpointFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestInterruptInsideStep(t *testing.T) {
 		t.Errorf("checkpoint at epoch %d batch %d, want the start of the first step (0, 0)", st.Epoch, st.Batch)
 	}
 	opt := testOptions(2, 1e-2, dir)
-	opt.Resume = filepath.Join(dir, CheckpointFile)
+	opt.Resume = filepath.Join(dir, runspec.CheckpointFile)
 	got, err := Run(context.Background(), tinyConfig(t), trainSet, testSet, opt)
 	if err != nil {
 		t.Fatal(err)

@@ -411,14 +411,14 @@ func (t *trainer) step(g int) (loss float64, correct, real int, err error) {
 // forwardBackward runs the training graph on the samples idx and returns the
 // summed loss and the number of correct predictions over the first real.
 func (t *trainer) forwardBackward(idx []int, real int) (float64, int, error) {
-	if err := setBatch(t.m, t.train, idx); err != nil {
+	if err := t.m.SetBatch(t.train, idx); err != nil {
 		return 0, 0, err
 	}
 	t.vm.Reset()
 	if err := t.vm.RunAll(); err != nil {
 		return 0, 0, err
 	}
-	return batchStats(t.m, t.train, idx, real, nil)
+	return t.m.BatchStats(t.train, idx, real, nil)
 }
 
 // decay takes the reference's weight-decay step on every kernel with

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/gmcn-go/gmcn/runspec"
 	"math"
 	"os"
 	"path/filepath"
@@ -64,13 +65,13 @@ func TestResumeMatchesUninterrupted(t *testing.T) {
 	if _, err := Run(context.Background(), tinyConfig(t), trainSet, testSet, opt); !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("interrupted run returned %v, want ErrInterrupted", err)
 	}
-	opt.StopAfter, opt.Resume = 0, filepath.Join(dir, CheckpointFile)
+	opt.StopAfter, opt.Resume = 0, filepath.Join(dir, runspec.CheckpointFile)
 	got, err := Run(context.Background(), tinyConfig(t), trainSet, testSet, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sameMetrics(t, got, want)
-	sameFile(t, filepath.Join(dir, StepsFile), filepath.Join(wantDir, StepsFile))
+	sameFile(t, filepath.Join(dir, runspec.StepsFile), filepath.Join(wantDir, runspec.StepsFile))
 }
 
 // sameMetrics fails t unless a resumed run's metrics equal an uninterrupted
@@ -121,7 +122,7 @@ func TestExtendFinishedRun(t *testing.T) {
 	if _, err := Run(context.Background(), tinyConfig(t), trainSet, testSet, testOptions(2, 1e-2, dir)); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, CheckpointFile)
+	path := filepath.Join(dir, runspec.CheckpointFile)
 	for _, c := range []struct {
 		epochs int
 		want   string
@@ -150,12 +151,12 @@ func TestExtendFinishedRun(t *testing.T) {
 	if !reflect.DeepEqual(withoutTimes(&checkpoint.State{Metrics: got}), withoutTimes(&checkpoint.State{Metrics: want})) {
 		t.Errorf("extended: %+v\n three epochs: %+v", got, want)
 	}
-	sameFile(t, filepath.Join(dir, StepsFile), filepath.Join(wantDir, StepsFile))
+	sameFile(t, filepath.Join(dir, runspec.StepsFile), filepath.Join(wantDir, runspec.StepsFile))
 	gotSt, err := checkpoint.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantSt, err := checkpoint.Load(filepath.Join(wantDir, CheckpointFile))
+	wantSt, err := checkpoint.Load(filepath.Join(wantDir, runspec.CheckpointFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func TestStepLogContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := report.ReadSteps(filepath.Join(dir, StepsFile))
+	rows, err := report.ReadSteps(filepath.Join(dir, runspec.StepsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"github.com/gmcn-go/gmcn/runspec"
 	"path/filepath"
 
 	"github.com/gmcn-go/gmcn/internal/atomicfile"
@@ -9,45 +10,36 @@ import (
 	"github.com/pkg/errors"
 )
 
-// File names DefaultHooks writes inside its directory.
-const (
-	CheckpointFile = "checkpoint.gmcn"
-	MetricsFile    = "metrics.csv"
-	PlotFile       = "metrics.png"
-	ConfusionFile  = "confusion.csv" // of the latest evaluation
-	StepsFile      = "steps.csv"     // one row per training step (report.ReadSteps reads it)
-)
-
 // DefaultHooks returns the hooks that write the command line's training
 // outputs into dir. After every step they append the step's row to the step
-// log (StepsFile), at once, so the log holds every step before any
+// log (runspec.StepsFile), at once, so the log holds every step before any
 // checkpoint a later hook writes; a resumed run first drops the rows after
 // its checkpoint's step. At the end of every epoch they write, in this order, the
-// test set's confusion matrix (ConfusionFile), the checkpoint that resumes
-// the run (CheckpointFile), the metrics of every epoch so far (MetricsFile)
-// and their plot (PlotFile). When the run is interrupted they write the
+// test set's confusion matrix (runspec.ConfusionFile), the checkpoint that resumes
+// the run (runspec.CheckpointFile), the metrics of every epoch so far (runspec.MetricsFile)
+// and their plot (runspec.PlotFile). When the run is interrupted they write the
 // checkpoint and, once an epoch has finished, the metrics and the plot. Every
 // file but the step log is replaced atomically.
 func DefaultHooks(dir string) []Hook {
 	return []Hook{
 		stepLog(dir),
 		{Name: "confusion", Epoch: func(e EpochInfo) error {
-			return report.WriteConfusionCSV(filepath.Join(dir, ConfusionFile), e.Confusion)
+			return report.WriteConfusionCSV(filepath.Join(dir, runspec.ConfusionFile), e.Confusion)
 		}},
 		atEpochsAndInterrupt("checkpoint", func(_ []report.EpochMetrics, state func() *checkpoint.State) error {
-			return checkpoint.Save(filepath.Join(dir, CheckpointFile), state())
+			return checkpoint.Save(filepath.Join(dir, runspec.CheckpointFile), state())
 		}),
 		atEpochsAndInterrupt("metrics", func(rows []report.EpochMetrics, _ func() *checkpoint.State) error {
 			if len(rows) == 0 {
 				return nil
 			}
-			return report.WriteMetricsCSV(filepath.Join(dir, MetricsFile), rows)
+			return report.WriteMetricsCSV(filepath.Join(dir, runspec.MetricsFile), rows)
 		}),
 		atEpochsAndInterrupt("plot", func(rows []report.EpochMetrics, _ func() *checkpoint.State) error {
 			if len(rows) == 0 {
 				return nil
 			}
-			steps, err := report.ReadSteps(filepath.Join(dir, StepsFile))
+			steps, err := report.ReadSteps(filepath.Join(dir, runspec.StepsFile))
 			if err != nil {
 				return errors.Wrap(err, "plotting metrics")
 			}
@@ -55,7 +47,7 @@ func DefaultHooks(dir string) []Hook {
 			if err != nil {
 				return errors.Wrap(err, "plotting metrics")
 			}
-			return atomicfile.Write(filepath.Join(dir, PlotFile), png)
+			return atomicfile.Write(filepath.Join(dir, runspec.PlotFile), png)
 		}),
 	}
 }

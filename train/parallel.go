@@ -12,7 +12,7 @@ import (
 )
 
 // Data-parallel training (docs/distributed.md). Step g of an epoch trains
-// on the global batch batchIndices(perm, g, shards·B), cut into shards of
+// on the global batch models.BatchIndices(perm, g, shards·B), cut into shards of
 // the model's batch size B; rank r computes shards r·K … r·K+K−1 (K =
 // Options.Accumulate). Every shard starts from the same running statistics;
 // the gradients, running statistics, losses and counts of all shards are
@@ -33,10 +33,10 @@ func (t *trainer) shardSums(g int) (stepSums, error) {
 	B, n, K := t.cfg.Batch, t.train.Len(), t.opt.Accumulate
 	if t.shards == 1 {
 		real := min(B, n-g*B)
-		loss, correct, err := t.forwardBackward(batchIndices(t.st.EpochPerm, g, B), real)
+		loss, correct, err := t.forwardBackward(models.BatchIndices(t.st.EpochPerm, g, B), real)
 		return stepSums{loss, correct, real}, err
 	}
-	global := batchIndices(t.st.EpochPerm, g, t.shards*B)
+	global := models.BatchIndices(t.st.EpochPerm, g, t.shards*B)
 	stats := t.m.RunningStats()
 	np := paramCount(t.learn)
 	sums := np + len(stats) // then loss, correct, real, and one failure flag per rank

@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"errors"
+	"github.com/gmcn-go/gmcn/runspec"
 	"math"
 	"path/filepath"
 	"strings"
@@ -50,11 +51,11 @@ func runRanks(t *testing.T, comms []dist.Comm, cfg func(rank int) models.Config,
 // ordered by rank).
 func sameRun(t *testing.T, dir, wantDir string, tol float64) {
 	t.Helper()
-	got, err := checkpoint.Load(filepath.Join(dir, CheckpointFile))
+	got, err := checkpoint.Load(filepath.Join(dir, runspec.CheckpointFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := checkpoint.Load(filepath.Join(wantDir, CheckpointFile))
+	want, err := checkpoint.Load(filepath.Join(wantDir, runspec.CheckpointFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func sameRun(t *testing.T, dir, wantDir string, tol float64) {
 			t.Errorf("epoch %d: %v\nwant %v", i+1, g, w)
 		}
 	}
-	sameFile(t, filepath.Join(dir, StepsFile), filepath.Join(wantDir, StepsFile))
+	sameFile(t, filepath.Join(dir, runspec.StepsFile), filepath.Join(wantDir, runspec.StepsFile))
 }
 
 // TestDataParallelMatchesAccumulation trains P in-process ranks, one shard
@@ -130,7 +131,7 @@ func TestDataParallelResume(t *testing.T) {
 		}
 		errs = runRanks(t, dist.NewLocal(resumeRanks), cfg, func(int) Options {
 			o := testOptions(2, 1e-2, dir)
-			o.Resume, o.Accumulate = filepath.Join(dir, CheckpointFile), 2/resumeRanks
+			o.Resume, o.Accumulate = filepath.Join(dir, runspec.CheckpointFile), 2/resumeRanks
 			return o
 		})
 		for r, err := range errs {
@@ -167,7 +168,7 @@ func TestDataParallelErrors(t *testing.T) {
 	}
 	errs = runRanks(t, dist.NewLocal(2), func(int) models.Config { return tinyConfig(t) }, func(int) Options {
 		o := testOptions(2, 1e-2, dir)
-		o.Resume = filepath.Join(dir, CheckpointFile)
+		o.Resume = filepath.Join(dir, runspec.CheckpointFile)
 		return o
 	})
 	for r, err := range errs {

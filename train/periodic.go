@@ -1,6 +1,7 @@
 package train
 
 import (
+	"github.com/gmcn-go/gmcn/runspec"
 	"path/filepath"
 	"time"
 
@@ -8,7 +9,7 @@ import (
 )
 
 // CheckpointEvery returns a Step hook that writes the checkpoint resuming
-// the run after the current step to dir/CheckpointFile, atomically, once at
+// the run after the current step to dir/runspec.CheckpointFile, atomically, once at
 // least every has passed since the run started in this process or since the
 // hook last wrote it, so a long epoch killed without Ctrl-C loses at most
 // about every of training. It complements DefaultHooks, which writes the
@@ -35,7 +36,7 @@ func checkpointEvery(dir string, every time.Duration, now func() time.Time) Hook
 			}
 			if t := now(); t.Sub(last) >= every {
 				last = t
-				return checkpoint.Save(filepath.Join(dir, CheckpointFile), s.State())
+				return checkpoint.Save(filepath.Join(dir, runspec.CheckpointFile), s.State())
 			}
 			return nil
 		},

@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"errors"
+	"github.com/gmcn-go/gmcn/runspec"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -34,7 +35,7 @@ func TestCheckpointEvery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantSteps, err := os.ReadFile(filepath.Join(wantDir, StepsFile))
+	wantSteps, err := os.ReadFile(filepath.Join(wantDir, runspec.StepsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestCheckpointEvery(t *testing.T) {
 			if _, err := Run(context.Background(), tinyConfig(t), trainSet, testSet, opt); !errors.Is(err, ErrInterrupted) {
 				t.Fatalf("stopped run returned %v, want ErrInterrupted", err)
 			}
-			path := filepath.Join(dir, CheckpointFile)
+			path := filepath.Join(dir, runspec.CheckpointFile)
 			st, err := checkpoint.Load(path)
 			if c.wantStep == 0 {
 				if !errors.Is(err, os.ErrNotExist) {
@@ -79,7 +80,7 @@ func TestCheckpointEvery(t *testing.T) {
 			if !reflect.DeepEqual(withoutTimes(&checkpoint.State{Metrics: got}), withoutTimes(&checkpoint.State{Metrics: want})) {
 				t.Errorf("resumed: %+v\n uninterrupted %+v", got, want)
 			}
-			steps, err := os.ReadFile(filepath.Join(dir, StepsFile))
+			steps, err := os.ReadFile(filepath.Join(dir, runspec.StepsFile))
 			if err != nil {
 				t.Fatal(err)
 			}

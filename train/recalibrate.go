@@ -31,9 +31,9 @@ func (t *trainer) recalibrateBN() error {
 	sums := make([]float64, 2*c+1) // Σx per channel, Σx², count
 	sum, sum2 := sums[:c], sums[c:2*c]
 	for b := t.comm.Rank(); b < batches; b += t.comm.Size() {
-		idx := batchIndices(t.st.EpochPerm, b, B)
+		idx := models.BatchIndices(t.st.EpochPerm, b, B)
 		real := min(B, n-b*B)
-		if err := setBatch(t.eval, t.train, idx); err != nil {
+		if err := t.eval.SetBatch(t.train, idx); err != nil {
 			return err
 		}
 		t.evm.Reset()

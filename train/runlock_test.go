@@ -2,6 +2,7 @@ package train
 
 import (
 	"errors"
+	"github.com/gmcn-go/gmcn/runspec"
 	"os"
 	"path/filepath"
 	"testing"
@@ -25,7 +26,7 @@ func TestLockRun(t *testing.T) {
 		t.Fatalf("second lock: %v, want ErrRunInUse", err)
 	}
 	gmtest.WantErr(t, err, dir, "is being written by gmcn (pid", "wait for it to finish or stop it")
-	if err := os.WriteFile(filepath.Join(dir, RunConfigFile), []byte("{}"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, runspec.ConfigFile), []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Release(); err != nil {

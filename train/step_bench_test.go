@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"github.com/gmcn-go/gmcn/runspec"
 	"io"
 	"path/filepath"
 	"strings"
@@ -24,8 +25,8 @@ func BenchmarkTrainStep(b *testing.B) {
 		batch  int
 	}{{"demo", 50}, {"paper", 8}, {"paper-fused", 8}, {"modelnet10-paper", 21}} {
 		b.Run(fmt.Sprintf("%s_B%d", strings.ReplaceAll(c.preset, "-", "_"), c.batch), func(b *testing.B) {
-			rc := Presets[c.preset]
-			setup, err := Resolve(rc)
+			rc := runspec.Presets[c.preset]
+			setup, err := runspec.Resolve(rc)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -56,7 +57,7 @@ func BenchmarkTrainStep(b *testing.B) {
 // labels), and in 3D the generated ModelNet10-layout shapes
 // (shapes.GenerateModelNet, three per class) fitted as the preset fits its
 // data; the model's class count either way.
-func stepInputs(b *testing.B, rc RunConfig, mc models.Config) *dataset.Inputs {
+func stepInputs(b *testing.B, rc runspec.Config, mc models.Config) *dataset.Inputs {
 	if mc.D != 3 {
 		s := SyntheticLines(mc.Batch, mc.Layout.InputGaussians, 1)
 		s.Classes = mc.Classes
@@ -67,11 +68,11 @@ func stepInputs(b *testing.B, rc RunConfig, mc models.Config) *dataset.Inputs {
 		b.Fatal(err)
 	}
 	rc.DataDir, rc.CacheDir = root, b.TempDir()
-	setup, err := Resolve(rc)
+	setup, err := runspec.Resolve(rc)
 	if err != nil {
 		b.Fatal(err)
 	}
-	in, _, err := LoadInputs(setup, false, nil)
+	in, _, err := runspec.LoadInputs(setup, false, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

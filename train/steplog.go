@@ -1,13 +1,14 @@
 package train
 
 import (
+	"github.com/gmcn-go/gmcn/runspec"
 	"path/filepath"
 
 	"github.com/gmcn-go/gmcn/train/report"
 )
 
 // stepLog returns the hook that writes one row per training step to
-// dir/StepsFile. When a run resumes, it drops the rows after the
+// dir/runspec.StepsFile. When a run resumes, it drops the rows after the
 // checkpoint's step, so the log equals an uninterrupted run's.
 func stepLog(dir string) Hook {
 	var log *report.StepLog
@@ -15,7 +16,7 @@ func stepLog(dir string) Hook {
 		Name: "steps",
 		Start: func(s StartInfo) error {
 			var err error
-			log, err = report.OpenStepLog(filepath.Join(dir, StepsFile), s.Step)
+			log, err = report.OpenStepLog(filepath.Join(dir, runspec.StepsFile), s.Step)
 			return err
 		},
 		Step: func(s StepInfo) error {

@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/gmcn-go/gmcn/runspec"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/gmcn-go/gmcn/predict"
-	"github.com/gmcn-go/gmcn/train"
 	"github.com/gmcn-go/gmcn/train/report"
 	"github.com/pkg/errors"
 )
@@ -16,7 +16,7 @@ import (
 // fitInputsCmd is `gmcn fit-inputs`.
 type fitInputsCmd struct {
 	rf    runFlags
-	setup *train.Setup
+	setup *runspec.Setup
 }
 
 func (c *fitInputsCmd) flags(f *flagSet) {
@@ -30,13 +30,13 @@ func (c *fitInputsCmd) check(given map[string]bool) error {
 	if err != nil {
 		return err
 	}
-	c.setup, err = train.Resolve(rc)
+	c.setup, err = runspec.Resolve(rc)
 	return err
 }
 
 func (c *fitInputsCmd) run(context.Context) error {
 	start := time.Now()
-	trainSet, testSet, err := train.LoadInputs(c.setup, false, os.Stderr)
+	trainSet, testSet, err := runspec.LoadInputs(c.setup, false, os.Stderr)
 	if err != nil {
 		return err
 	}
@@ -103,7 +103,7 @@ func (c *evalCmd) run(context.Context) error {
 	if c.given["test-limit"] {
 		p.Setup.Run.TestLimit = c.testLimit
 	}
-	_, testSet, err := train.LoadInputs(p.Setup, true, os.Stderr)
+	_, testSet, err := runspec.LoadInputs(p.Setup, true, os.Stderr)
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func (c *evalCmd) run(context.Context) error {
 		}
 		fmt.Println()
 	}
-	if err := report.WriteConfusionCSV(filepath.Join(dir, train.ConfusionFile), conf); err != nil {
+	if err := report.WriteConfusionCSV(filepath.Join(dir, runspec.ConfusionFile), conf); err != nil {
 		return err
 	}
 	return writeConfusionPNG(filepath.Join(dir, "confusion.png"), conf, p.Classes)
@@ -138,7 +138,7 @@ func (presetsCmd) check(map[string]bool) error { return nil }
 
 func (presetsCmd) run(context.Context) error {
 	for _, n := range presetNames() {
-		p := train.Presets[n]
+		p := runspec.Presets[n]
 		fmt.Printf("%s:\n  %s on %s, radii %v, %s, batch %d, %d epochs, lr %g", n, p.Layers, p.Dataset, p.Radii, p.Reduction, p.Batch, p.Epochs, p.LR)
 		if p.Fused > 0 {
 			fmt.Printf(", fused ×%d", p.Fused)

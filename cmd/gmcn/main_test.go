@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/gmcn-go/gmcn/runspec"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/gmcn-go/gmcn/train"
 )
 
 // bin is the gmcn binary built once for the tests that run it.
@@ -64,10 +63,10 @@ func gmcn(t *testing.T, dir string, args ...string) result {
 func existingRun(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "run")
-	if err := train.SaveRunConfig(dir, train.Presets["demo"]); err != nil {
+	if err := runspec.SaveConfig(dir, runspec.Presets["demo"]); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, train.CheckpointFile), []byte("not a checkpoint"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, runspec.CheckpointFile), []byte("not a checkpoint"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -78,10 +77,10 @@ func existingRun(t *testing.T) string {
 func stoppedRun(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "stopped")
-	if err := train.SaveRunConfig(dir, train.Presets["demo"]); err != nil {
+	if err := runspec.SaveConfig(dir, runspec.Presets["demo"]); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, train.StepsFile), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, runspec.StepsFile), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -3,12 +3,11 @@ package main
 import (
 	"errors"
 	"flag"
+	"github.com/gmcn-go/gmcn/runspec"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/gmcn-go/gmcn/train"
 )
 
 // TestParseTrain checks that exactly the flags given replace the preset's
@@ -16,18 +15,18 @@ import (
 func TestParseTrain(t *testing.T) {
 	for _, c := range []struct {
 		args   string
-		change func(*train.RunConfig)
+		change func(*runspec.Config)
 		out    string
 		every  time.Duration
 	}{
-		{"", func(*train.RunConfig) {}, "runs/demo", 10 * time.Minute},
-		{"--epochs 5 --lr 0.5 --batch 7", func(c *train.RunConfig) { c.Epochs, c.LR, c.Batch = 5, 0.5, 7 }, "runs/demo", 10 * time.Minute},
-		{"--train-limit 0 --fit-em 0 --seed 0 --weight-decay 0", func(c *train.RunConfig) { c.TrainLimit, c.FitEM, c.Seed, c.DecayRate = 0, 0, 0, 0 }, "runs/demo", 10 * time.Minute},
-		{"--layers 1/8->4/4->10 --kernel-gaussians 3", func(c *train.RunConfig) { c.Layers, c.Radii, c.Kernel = "1/8->4/4->10", nil, 3 }, "runs/demo", 10 * time.Minute},
-		{"--radii 1,2,3 --reduction mem --dense 4", func(c *train.RunConfig) { c.Radii, c.Reduction, c.DenseHead = []float64{1, 2, 3}, "mem", 4 }, "runs/demo", 10 * time.Minute},
-		{"--root d --data d --cache c --out o --checkpoint-every 0", func(c *train.RunConfig) { c.DataDir, c.CacheDir = "d", "c" }, "o", 0},
-		{"--preset paper --fused 2", func(c *train.RunConfig) { *c = train.Presets["paper"]; c.Fused = 2 }, "runs/paper", 10 * time.Minute},
-		{"--bias normal --reduction mem", func(c *train.RunConfig) { c.Bias, c.Reduction = "normal", "mem" }, "runs/demo", 10 * time.Minute},
+		{"", func(*runspec.Config) {}, "runs/demo", 10 * time.Minute},
+		{"--epochs 5 --lr 0.5 --batch 7", func(c *runspec.Config) { c.Epochs, c.LR, c.Batch = 5, 0.5, 7 }, "runs/demo", 10 * time.Minute},
+		{"--train-limit 0 --fit-em 0 --seed 0 --weight-decay 0", func(c *runspec.Config) { c.TrainLimit, c.FitEM, c.Seed, c.DecayRate = 0, 0, 0, 0 }, "runs/demo", 10 * time.Minute},
+		{"--layers 1/8->4/4->10 --kernel-gaussians 3", func(c *runspec.Config) { c.Layers, c.Radii, c.Kernel = "1/8->4/4->10", nil, 3 }, "runs/demo", 10 * time.Minute},
+		{"--radii 1,2,3 --reduction mem --dense 4", func(c *runspec.Config) { c.Radii, c.Reduction, c.DenseHead = []float64{1, 2, 3}, "mem", 4 }, "runs/demo", 10 * time.Minute},
+		{"--root d --data d --cache c --out o --checkpoint-every 0", func(c *runspec.Config) { c.DataDir, c.CacheDir = "d", "c" }, "o", 0},
+		{"--preset paper --fused 2", func(c *runspec.Config) { *c = runspec.Presets["paper"]; c.Fused = 2 }, "runs/paper", 10 * time.Minute},
+		{"--bias normal --reduction mem", func(c *runspec.Config) { c.Bias, c.Reduction = "normal", "mem" }, "runs/demo", 10 * time.Minute},
 	} {
 		r, err := parse("train", strings.Fields(c.args))
 		if err != nil {
@@ -35,7 +34,7 @@ func TestParseTrain(t *testing.T) {
 			continue
 		}
 		tc := r.(*trainCmd)
-		want := train.Presets["demo"]
+		want := runspec.Presets["demo"]
 		c.change(&want)
 		if !reflect.DeepEqual(tc.setup.Run, want) || tc.out != c.out || tc.every != c.every {
 			t.Errorf("%q:\n got %+v, out %q, every %v\nwant %+v, out %q, every %v", c.args, tc.setup.Run, tc.out, tc.every, want, c.out, c.every)

@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/gmcn-go/gmcn/runspec"
 	"os"
 	"path/filepath"
 
 	"github.com/gmcn-go/gmcn/models"
-	"github.com/gmcn-go/gmcn/train"
 	"github.com/gmcn-go/gmcn/train/checkpoint"
 )
 
@@ -37,11 +37,11 @@ func (c *renderCmd) check(given map[string]bool) error {
 
 func (c *renderCmd) run(context.Context) error {
 	dir, n, size := c.dir.run, c.n, c.size
-	setup, err := train.LoadSetup(dir)
+	setup, err := runspec.LoadSetup(dir)
 	if err != nil {
 		return err
 	}
-	_, testSet, err := train.LoadInputs(setup, true, os.Stderr)
+	_, testSet, err := runspec.LoadInputs(setup, true, os.Stderr)
 	if err != nil {
 		return err
 	}
@@ -55,7 +55,7 @@ func (c *renderCmd) run(context.Context) error {
 		return err
 	}
 	fmt.Printf("wrote %s\n", filepath.Join(dir, "inputs.png"))
-	st, err := checkpoint.Load(filepath.Join(dir, train.CheckpointFile))
+	st, err := checkpoint.Load(filepath.Join(dir, runspec.CheckpointFile))
 	if err != nil {
 		fmt.Printf("no kernels drawn: %v\n", err)
 		return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/gmcn-go/gmcn/runspec"
 	"image"
 	"image/png"
 	"os"
@@ -11,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/gmcn-go/gmcn/dataset/mnist"
-	"github.com/gmcn-go/gmcn/train"
 )
 
 // TestRunWithoutTrainingData trains on a copy of MNIST, then takes the
@@ -54,7 +54,7 @@ func TestRunWithoutTrainingData(t *testing.T) {
 		"--batch", "10", "--epochs", "1", "--out", run); r.code != 0 {
 		t.Fatalf("train: exit status %d\n%s", r.code, r.stderr)
 	}
-	rc, err := train.LoadRunConfig(run)
+	rc, err := runspec.LoadConfig(run)
 	if err != nil {
 		t.Fatal(err)
 	}

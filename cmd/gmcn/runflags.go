@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
+	"github.com/gmcn-go/gmcn/runspec"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/gmcn-go/gmcn/train"
 	"github.com/pkg/errors"
 )
 
@@ -17,11 +17,11 @@ import (
 // the flags given on the command line replace the preset's values.
 type runFlags struct {
 	preset string
-	over   train.RunConfig // the override flags' values
+	over   runspec.Config // the override flags' values
 	radii  string
 	root   string
 	// apply copies the value of the flag of that name from over.
-	apply map[string]func(*train.RunConfig)
+	apply map[string]func(*runspec.Config)
 }
 
 // presetDefault ends the usage of every override flag.
@@ -29,19 +29,19 @@ const presetDefault = " (default: the preset's)"
 
 // field registers that the flag name sets the RunConfig field get returns,
 // and returns that field of the overrides for the flag to write.
-func field[T any](r *runFlags, name string, get func(*train.RunConfig) *T) *T {
+func field[T any](r *runFlags, name string, get func(*runspec.Config) *T) *T {
 	if r.apply == nil {
-		r.apply = map[string]func(*train.RunConfig){}
+		r.apply = map[string]func(*runspec.Config){}
 	}
-	r.apply[name] = func(c *train.RunConfig) { *get(c) = *get(&r.over) }
+	r.apply[name] = func(c *runspec.Config) { *get(c) = *get(&r.over) }
 	return get(&r.over)
 }
 
-func (r *runFlags) intField(f *flagSet, name string, get func(*train.RunConfig) *int, lo, hi int, usage string) {
+func (r *runFlags) intField(f *flagSet, name string, get func(*runspec.Config) *int, lo, hi int, usage string) {
 	intVar(f, field(r, name, get), name, lo, hi, usage+presetDefault)
 }
 
-func (r *runFlags) stringField(f *flagSet, name string, get func(*train.RunConfig) *string, usage string) {
+func (r *runFlags) stringField(f *flagSet, name string, get func(*runspec.Config) *string, usage string) {
 	f.StringVar(field(r, name, get), name, "", usage+presetDefault)
 }
 
@@ -53,51 +53,51 @@ func (r *runFlags) presetFlag(f *flagSet) {
 // dataFlags registers the data set, where it is, the input cache and the
 // limits.
 func (r *runFlags) dataFlags(f *flagSet) {
-	r.stringField(f, "dataset", func(c *train.RunConfig) *string { return &c.Dataset }, "`NAME` of the data set: "+strings.Join(train.DatasetNames(), ", "))
-	r.stringField(f, "data", func(c *train.RunConfig) *string { return &c.DataDir }, "`DIR` of the data: MNIST/Fashion-MNIST: the IDX files (MNIST defaults to the Go module cache,\nFashion-MNIST to /usr/share/datasets/fashion-mnist); ModelNet: the data set's root, either\nModelNet10|40/<class>/{train,test}/*.off or modelnet40_normal_resampled/")
+	r.stringField(f, "dataset", func(c *runspec.Config) *string { return &c.Dataset }, "`NAME` of the data set: "+strings.Join(runspec.DatasetNames(), ", "))
+	r.stringField(f, "data", func(c *runspec.Config) *string { return &c.DataDir }, "`DIR` of the data: MNIST/Fashion-MNIST: the IDX files (MNIST defaults to the Go module cache,\nFashion-MNIST to /usr/share/datasets/fashion-mnist); ModelNet: the data set's root, either\nModelNet10|40/<class>/{train,test}/*.off or modelnet40_normal_resampled/")
 	f.StringVar(&r.root, "root", "", "`DIR`: ModelNet's root directory, the same as --data")
-	f.StringVar(field(r, "cache", func(c *train.RunConfig) *string { return &c.CacheDir }), "cache", "cache", "`DIR` for fitted input mixtures")
-	r.intField(f, "train-limit", func(c *train.RunConfig) *int { return &c.TrainLimit }, 0, 1e9, "use only the first `N` training images; 0 = all")
-	r.intField(f, "test-limit", func(c *train.RunConfig) *int { return &c.TestLimit }, 0, 1e9, "evaluate on the first `N` test images; 0 = all")
+	f.StringVar(field(r, "cache", func(c *runspec.Config) *string { return &c.CacheDir }), "cache", "cache", "`DIR` for fitted input mixtures")
+	r.intField(f, "train-limit", func(c *runspec.Config) *int { return &c.TrainLimit }, 0, 1e9, "use only the first `N` training images; 0 = all")
+	r.intField(f, "test-limit", func(c *runspec.Config) *int { return &c.TestLimit }, 0, 1e9, "evaluate on the first `N` test images; 0 = all")
 }
 
 // fittingFlags registers the settings of the input fitting.
 func (r *runFlags) fittingFlags(f *flagSet) {
-	r.intField(f, "fit-em", func(c *train.RunConfig) *int { return &c.FitEM }, 0, 1000, "`N` EM steps of the input fitting after its initialisation")
-	r.stringField(f, "fit-init", func(c *train.RunConfig) *string { return &c.FitInit }, "`METHOD` of the input fitting: 2D kmeans or random; 3D fps or kmeans-em")
-	r.intField(f, "fit-points", func(c *train.RunConfig) *int { return &c.FitPoints }, 1, 1e8, "3D: `N` surface points sampled per mesh")
+	r.intField(f, "fit-em", func(c *runspec.Config) *int { return &c.FitEM }, 0, 1000, "`N` EM steps of the input fitting after its initialisation")
+	r.stringField(f, "fit-init", func(c *runspec.Config) *string { return &c.FitInit }, "`METHOD` of the input fitting: 2D kmeans or random; 3D fps or kmeans-em")
+	r.intField(f, "fit-points", func(c *runspec.Config) *int { return &c.FitPoints }, 1, 1e8, "3D: `N` surface points sampled per mesh")
 }
 
 // layersFlag registers --layers, which also sets the Gaussians per input.
 func (r *runFlags) layersFlag(f *flagSet) {
-	r.stringField(f, "layers", func(c *train.RunConfig) *string { return &c.Layers }, "`MODEL` in the paper's notation, e.g. \"1/64 -> 8/32 -> 16/16 -> 10\" (input channels/Gaussians,\nthen channels/Gaussians per block, then the classes)")
+	r.stringField(f, "layers", func(c *runspec.Config) *string { return &c.Layers }, "`MODEL` in the paper's notation, e.g. \"1/64 -> 8/32 -> 16/16 -> 10\" (input channels/Gaussians,\nthen channels/Gaussians per block, then the classes)")
 }
 
 // modelFlags registers the model's settings but the layer string.
 func (r *runFlags) modelFlags(f *flagSet) {
 	f.StringVar(&r.radii, "radii", "", "`LIST` of kernel radii, one per block, comma-separated, e.g. 1.5,2,2.5 (default: the preset's;\n2.5 each with --layers)")
-	r.intField(f, "kernel-gaussians", func(c *train.RunConfig) *int { return &c.Kernel }, 1, 64, "`N_k`, the Gaussians of every convolution kernel")
-	r.stringField(f, "reduction", func(c *train.RunConfig) *string { return &c.Reduction }, "`METHOD`: treehem2, treehem4, treehem8, mem or max (keep the largest weights)")
-	r.stringField(f, "relu-fit", func(c *train.RunConfig) *string { return &c.ReLUFit }, "`METHOD` of the dense ReLU fit: heuristic (the reference's) or refined (one EM step and weight\niterations after it: a lower fitting error, but no better training and up to 60× slower steps; see\ndocs/results.md)")
-	r.intField(f, "fused", func(c *train.RunConfig) *int { return &c.Fused }, 0, 64, "fused convolution-fitting to `F` × N_p Gaussians per block; 0 = the unfused path")
-	r.intField(f, "dense", func(c *train.RunConfig) *int { return &c.DenseHead }, 0, 1e5, "`N` hidden units of a dense head after integration; 0 = none")
-	r.stringField(f, "bias", func(c *train.RunConfig) *string { return &c.Bias }, "`TYPE` of learnable bias in the mixtures' constants before every ReLU fit: none, normal or\nnegative-softplus; normal's positive constants can give negative weights, which TreeHEM may fail\non (then use --reduction mem or max)")
+	r.intField(f, "kernel-gaussians", func(c *runspec.Config) *int { return &c.Kernel }, 1, 64, "`N_k`, the Gaussians of every convolution kernel")
+	r.stringField(f, "reduction", func(c *runspec.Config) *string { return &c.Reduction }, "`METHOD`: treehem2, treehem4, treehem8, mem or max (keep the largest weights)")
+	r.stringField(f, "relu-fit", func(c *runspec.Config) *string { return &c.ReLUFit }, "`METHOD` of the dense ReLU fit: heuristic (the reference's) or refined (one EM step and weight\niterations after it: a lower fitting error, but no better training and up to 60× slower steps; see\ndocs/results.md)")
+	r.intField(f, "fused", func(c *runspec.Config) *int { return &c.Fused }, 0, 64, "fused convolution-fitting to `F` × N_p Gaussians per block; 0 = the unfused path")
+	r.intField(f, "dense", func(c *runspec.Config) *int { return &c.DenseHead }, 0, 1e5, "`N` hidden units of a dense head after integration; 0 = none")
+	r.stringField(f, "bias", func(c *runspec.Config) *string { return &c.Bias }, "`TYPE` of learnable bias in the mixtures' constants before every ReLU fit: none, normal or\nnegative-softplus; normal's positive constants can give negative weights, which TreeHEM may fail\non (then use --reduction mem or max)")
 }
 
 // optimFlags registers the optimisation's settings.
 func (r *runFlags) optimFlags(f *flagSet) {
-	r.intField(f, "batch", func(c *train.RunConfig) *int { return &c.Batch }, 1, 1e5, "batch size `N`")
-	r.intField(f, "epochs", func(c *train.RunConfig) *int { return &c.Epochs }, 1, 1e6, "`N` epochs")
-	r.intField(f, "accumulate", func(c *train.RunConfig) *int { return &c.Accumulate }, 1, 1e4,
+	r.intField(f, "batch", func(c *runspec.Config) *int { return &c.Batch }, 1, 1e5, "batch size `N`")
+	r.intField(f, "epochs", func(c *runspec.Config) *int { return &c.Epochs }, 1, 1e6, "`N` epochs")
+	r.intField(f, "accumulate", func(c *runspec.Config) *int { return &c.Accumulate }, 1, 1e4,
 		"`N` batches per step and rank, computed one after the other and their gradients averaged: a step trains on ranks × N × --batch samples")
-	floatVar(f, field(r, "lr", func(c *train.RunConfig) *float64 { return &c.LR }), "lr", 0, 1, true, "Adam's `RATE` of learning"+presetDefault)
-	floatVar(f, field(r, "weight-decay", func(c *train.RunConfig) *float64 { return &c.DecayRate }), "weight-decay", 0, 1, false, "`RATE` of weight decay: the decay step uses lr = rate × initial lr"+presetDefault)
-	seedVar(f, field(r, "seed", func(c *train.RunConfig) *uint64 { return &c.Seed }), "seed", "`N` seeding kernel initialisation and shuffling"+presetDefault)
+	floatVar(f, field(r, "lr", func(c *runspec.Config) *float64 { return &c.LR }), "lr", 0, 1, true, "Adam's `RATE` of learning"+presetDefault)
+	floatVar(f, field(r, "weight-decay", func(c *runspec.Config) *float64 { return &c.DecayRate }), "weight-decay", 0, 1, false, "`RATE` of weight decay: the decay step uses lr = rate × initial lr"+presetDefault)
+	seedVar(f, field(r, "seed", func(c *runspec.Config) *uint64 { return &c.Seed }), "seed", "`N` seeding kernel initialisation and shuffling"+presetDefault)
 }
 
 // config returns the preset with every given flag applied.
-func (r *runFlags) config(given map[string]bool) (train.RunConfig, error) {
-	c, ok := train.Presets[r.preset]
+func (r *runFlags) config(given map[string]bool) (runspec.Config, error) {
+	c, ok := runspec.Presets[r.preset]
 	if !ok {
 		return c, errors.Errorf("--preset %q: want one of %s", r.preset, strings.Join(presetNames(), ", "))
 	}
@@ -141,7 +141,7 @@ func parseRadii(s string) ([]float64, error) {
 
 func presetNames() []string {
 	var names []string
-	for n := range train.Presets {
+	for n := range runspec.Presets {
 		names = append(names, n)
 	}
 	slices.Sort(names)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/gmcn-go/gmcn/runspec"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -56,7 +57,7 @@ func TestTwoTrainingsOneOut(t *testing.T) {
 	if !tried {
 		t.Fatalf("the first run never showed 10%% of its first epoch:\n%s", strings.Join(lines, "\n"))
 	}
-	steps, err := os.ReadFile(filepath.Join(run, train.StepsFile))
+	steps, err := os.ReadFile(filepath.Join(run, runspec.StepsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestStoppedRunRestarts(t *testing.T) {
 	if r := gmcn(t, work, append(args, "--overwrite")...); r.code != 0 {
 		t.Fatalf("train --overwrite: exit status %d\n%s", r.code, r.stderr)
 	}
-	if _, err := os.Stat(filepath.Join(run, train.CheckpointFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(run, runspec.CheckpointFile)); err != nil {
 		t.Errorf("no checkpoint after the restart: %v", err)
 	}
 	if r := gmcn(t, work, "eval", "--run", run); r.code != 0 {
@@ -119,7 +120,7 @@ func TestEvalFromAnotherFolder(t *testing.T) {
 		"--batch", "10", "--epochs", "1", "--out", "run"); r.code != 0 {
 		t.Fatalf("train: exit status %d\n%s", r.code, r.stderr)
 	}
-	rc, err := train.LoadRunConfig(run)
+	rc, err := runspec.LoadConfig(run)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/csv"
+	"github.com/gmcn-go/gmcn/runspec"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +17,6 @@ import (
 	"time"
 
 	"github.com/gmcn-go/gmcn/dataset/mnist"
-	"github.com/gmcn-go/gmcn/train"
 	"github.com/gmcn-go/gmcn/train/checkpoint"
 )
 
@@ -64,7 +64,7 @@ func TestSIGTERMResumes(t *testing.T) {
 	if last := lines[len(lines)-1]; !strings.Contains(last, "resume with: gmcn train --out "+run+" --resume") {
 		t.Errorf("last line %q, want the resume hint", last)
 	}
-	st, err := checkpoint.Load(filepath.Join(run, train.CheckpointFile))
+	st, err := checkpoint.Load(filepath.Join(run, runspec.CheckpointFile))
 	if err != nil {
 		t.Fatalf("interrupted run: %v", err)
 	}
@@ -83,7 +83,7 @@ func TestSIGTERMResumes(t *testing.T) {
 	if r := gmcn(t, work, "train", "--out", run, "--resume", "--epochs", "3"); r.code != 0 {
 		t.Fatalf("extended run: exit status %d\n%s", r.code, r.stderr)
 	}
-	rc, err := train.LoadRunConfig(run)
+	rc, err := runspec.LoadConfig(run)
 	if err != nil || rc.Epochs != 3 {
 		t.Errorf("run.json after --resume --epochs 3: epochs %d, %v", rc.Epochs, err)
 	}
@@ -127,7 +127,7 @@ func splitLines(data []byte, atEOF bool) (int, []byte, error) {
 // columns that measure time.
 func metricsWithoutTimes(t *testing.T, dir string) [][]string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, train.MetricsFile))
+	f, err := os.Open(filepath.Join(dir, runspec.MetricsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestSignalInsideStep(t *testing.T) {
 	// 4 s on two cores.
 	deadline := time.Now().Add(time.Minute)
 	for {
-		if _, err := os.Stat(filepath.Join(run, train.RunConfigFile)); err == nil {
+		if _, err := os.Stat(filepath.Join(run, runspec.ConfigFile)); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -205,7 +205,7 @@ func TestSignalInsideStep(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(stderr.String(), "stopping now with a checkpoint of the last finished step") {
 		t.Fatalf("exit status %d, want 130 and the stopping line:\n%s", code, stderr.String())
 	}
-	st, err := checkpoint.Load(filepath.Join(run, train.CheckpointFile))
+	st, err := checkpoint.Load(filepath.Join(run, runspec.CheckpointFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gmcn-go/gmcn/runspec"
 	"io"
 	"os"
 	"path/filepath"
@@ -32,7 +33,7 @@ type trainCmd struct {
 	every     time.Duration
 	maxMemory int64 // -1: the memory available when the run starts
 	given     map[string]bool
-	setup     *train.Setup // resolved by check, or by run from run.json with --resume
+	setup     *runspec.Setup // resolved by check, or by run from run.json with --resume
 }
 
 // resumeFlags are the flags --resume accepts: run.json fixes everything
@@ -87,7 +88,7 @@ func (c *trainCmd) check(given map[string]bool) error {
 	if err != nil {
 		return err
 	}
-	if c.setup, err = train.Resolve(rc); err != nil {
+	if c.setup, err = runspec.Resolve(rc); err != nil {
 		return err
 	}
 	if c.out == "" {
@@ -168,7 +169,7 @@ func (c *trainCmd) train(ctx context.Context, comm dist.Comm) error {
 	opt := train.Options{Epochs: rc.Epochs, LR: rc.LR, DecayRate: rc.DecayRate, Seed: rc.Seed, Hooks: hooks, Log: log,
 		Comm: comm, Accumulate: rc.Accumulate}
 	if c.resume {
-		opt.Resume = filepath.Join(c.out, train.CheckpointFile)
+		opt.Resume = filepath.Join(c.out, runspec.CheckpointFile)
 	}
 	rows, err := train.Run(ctx, c.setup.Model, trainSet, testSet, opt)
 	if errors.Is(err, train.ErrInterrupted) {
@@ -204,11 +205,11 @@ func (c *trainCmd) shareSetup(comm dist.Comm) error {
 	if err != nil {
 		return err
 	}
-	var rc train.RunConfig
+	var rc runspec.Config
 	if err := json.Unmarshal(data, &rc); err != nil {
 		return pkgerrors.Wrap(err, "rank 0's run configuration")
 	}
-	c.setup, err = train.Resolve(rc)
+	c.setup, err = runspec.Resolve(rc)
 	return pkgerrors.Wrap(err, "rank 0's run configuration")
 }
 
@@ -217,7 +218,7 @@ func (c *trainCmd) shareSetup(comm dist.Comm) error {
 // cache when it is shared (and fit them themselves when it is not).
 func (c *trainCmd) loadInputs(comm dist.Comm, log io.Writer) (trainSet, testSet *dataset.Inputs, err error) {
 	if comm.Rank() == 0 {
-		trainSet, testSet, err = train.LoadInputs(c.setup, false, log)
+		trainSet, testSet, err = runspec.LoadInputs(c.setup, false, log)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -226,7 +227,7 @@ func (c *trainCmd) loadInputs(comm dist.Comm, log io.Writer) (trainSet, testSet 
 		return nil, nil, err
 	}
 	if comm.Rank() != 0 {
-		trainSet, testSet, err = train.LoadInputs(c.setup, false, log)
+		trainSet, testSet, err = runspec.LoadInputs(c.setup, false, log)
 	}
 	return trainSet, testSet, err
 }
@@ -238,18 +239,18 @@ func (c *trainCmd) loadInputs(comm dist.Comm, log io.Writer) (trainSet, testSet 
 // first checkpoint (killed while it built its model or took its first
 // steps) has nothing to resume: both say that --overwrite starts it again.
 func (c *trainCmd) prepare() error {
-	ckpt := filepath.Join(c.out, train.CheckpointFile)
-	_, err := os.Stat(filepath.Join(c.out, train.RunConfigFile))
+	ckpt := filepath.Join(c.out, runspec.CheckpointFile)
+	_, err := os.Stat(filepath.Join(c.out, runspec.ConfigFile))
 	hasRun := err == nil
 	_, err = os.Stat(ckpt)
 	hasCkpt := err == nil
 	stopped := pkgerrors.Errorf("%s holds a run that stopped before its first checkpoint (%s, no %s): there is nothing to resume; start it again with --overwrite",
-		c.out, train.RunConfigFile, train.CheckpointFile)
+		c.out, runspec.ConfigFile, runspec.CheckpointFile)
 	if c.resume {
 		if hasRun && !hasCkpt {
 			return stopped
 		}
-		rc, err := train.LoadRunConfig(c.out)
+		rc, err := runspec.LoadConfig(c.out)
 		if err != nil {
 			return err
 		}
@@ -262,8 +263,8 @@ func (c *trainCmd) prepare() error {
 		if c.given["accumulate"] {
 			rc.Accumulate = c.rf.over.Accumulate
 		}
-		c.setup, err = train.Resolve(rc)
-		return pkgerrors.Wrapf(err, "%s", filepath.Join(c.out, train.RunConfigFile))
+		c.setup, err = runspec.Resolve(rc)
+		return pkgerrors.Wrapf(err, "%s", filepath.Join(c.out, runspec.ConfigFile))
 	}
 	// run.json keeps the data and cache folders absolute (the cache's
 	// default too), so that eval, render and predict find them from any
@@ -282,7 +283,7 @@ func (c *trainCmd) prepare() error {
 	case c.overwrite:
 		return nil
 	case hasCkpt:
-		return pkgerrors.Errorf("%s already holds a run (%s); continue it with --resume or replace it with --overwrite", c.out, train.CheckpointFile)
+		return pkgerrors.Errorf("%s already holds a run (%s); continue it with --resume or replace it with --overwrite", c.out, runspec.CheckpointFile)
 	case hasRun:
 		return stopped
 	}
@@ -298,12 +299,12 @@ func (c *trainCmd) startHook(intr *interrupts) train.Hook {
 	return train.Hook{Name: "run.json", Start: func(train.StartInfo) error {
 		intr.start()
 		if c.overwrite {
-			for _, name := range []string{train.CheckpointFile, train.MetricsFile, train.StepsFile, train.PlotFile, train.ConfusionFile} {
+			for _, name := range []string{runspec.CheckpointFile, runspec.MetricsFile, runspec.StepsFile, runspec.PlotFile, runspec.ConfusionFile} {
 				if err := os.Remove(filepath.Join(c.out, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 					return err
 				}
 			}
 		}
-		return train.SaveRunConfig(c.out, c.setup.Run)
+		return runspec.SaveConfig(c.out, c.setup.Run)
 	}}
 }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"github.com/gmcn-go/gmcn/runspec"
 	"os"
 	"testing"
 
@@ -17,7 +18,7 @@ import (
 // Run is a trained run directory with the data it was evaluated on.
 type Run struct {
 	Dir   string
-	Setup *train.Setup
+	Setup *runspec.Setup
 	// Test holds the fitted test inputs of the run; Images the same test
 	// images as pixels, in the same order.
 	Test   *dataset.Inputs
@@ -35,18 +36,18 @@ func MNIST(tb testing.TB) Run {
 	if err != nil {
 		tb.Skipf("MNIST not available: %v", err)
 	}
-	c := train.RunConfig{Dataset: "mnist", CacheDir: tb.TempDir(), TrainLimit: 200, TestLimit: 40, FitEM: 1, FitInit: "kmeans",
+	c := runspec.Config{Dataset: "mnist", CacheDir: tb.TempDir(), TrainLimit: 200, TestLimit: 40, FitEM: 1, FitInit: "kmeans",
 		Layers: "1/8 -> 4/4 -> 10", Kernel: 5, Reduction: "treehem2", Batch: 16, Epochs: 1, LR: 1e-2, DecayRate: 0.05, Seed: 1}
-	s, err := train.Resolve(c)
+	s, err := runspec.Resolve(c)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	trainSet, testSet, err := train.LoadInputs(s, false, nil)
+	trainSet, testSet, err := runspec.LoadInputs(s, false, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	dir := tb.TempDir()
-	if err := train.SaveRunConfig(dir, c); err != nil {
+	if err := runspec.SaveConfig(dir, c); err != nil {
 		tb.Fatal(err)
 	}
 	opt := train.Options{Epochs: c.Epochs, LR: c.LR, DecayRate: c.DecayRate, Seed: c.Seed, Hooks: train.DefaultHooks(dir)}

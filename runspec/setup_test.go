@@ -1,4 +1,4 @@
-package train
+package runspec
 
 import (
 	"math"
@@ -29,7 +29,7 @@ func TestResolvePresets(t *testing.T) {
 	}
 }
 
-// TestResolveFit checks how the RunConfig's fit settings map onto the fit
+// TestResolveFit checks how the Config's fit settings map onto the fit
 // config of each dimension.
 func TestResolveFit(t *testing.T) {
 	c := Presets["demo"]
@@ -78,27 +78,27 @@ func TestResolveBias(t *testing.T) {
 func TestResolveErrors(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		change func(*RunConfig)
+		change func(*Config)
 		want   string
 	}{
-		{"dataset", func(c *RunConfig) { c.Dataset = "cifar" }, `unknown dataset "cifar" (want fashion-mnist, mnist, modelnet10, modelnet40)`},
-		{"layers", func(c *RunConfig) { c.Layers = "1/16 -> " }, "layer"},
-		{"radii count", func(c *RunConfig) { c.Radii = []float64{1} }, "1 radii for 3 blocks"},
-		{"radius", func(c *RunConfig) { c.Radii = []float64{1, 0, 1} }, "radius 2 is 0"},
-		{"radius NaN", func(c *RunConfig) { c.Radii = []float64{1, 1, math.NaN()} }, "radius 3 is NaN"},
-		{"radius Inf", func(c *RunConfig) { c.Radii = []float64{math.Inf(1), 1, 1} }, "radius 1 is +Inf"},
-		{"classes", func(c *RunConfig) { c.Layers = "1/16 -> 8/8 -> 16/4 -> 7" }, "end in 7 channels but mnist has 10 classes"},
-		{"batch", func(c *RunConfig) { c.Batch = 0 }, "batch is 0, want ≥ 1"},
-		{"lr NaN", func(c *RunConfig) { c.LR = math.NaN() }, "lr is NaN, want a finite number > 0"},
-		{"lr Inf", func(c *RunConfig) { c.LR = math.Inf(1) }, "lr is +Inf"},
-		{"decay", func(c *RunConfig) { c.DecayRate = -0.5 }, "weight_decay_rate is -0.5"},
-		{"test limit", func(c *RunConfig) { c.TestLimit = -5 }, "test_limit is -5"},
-		{"kernel", func(c *RunConfig) { c.Kernel = -1 }, "kernel_gaussians is -1"},
-		{"classes 3D", func(c *RunConfig) { c.Dataset, c.FitInit = "modelnet40", "fps" }, "end in 10 channels but modelnet40 has 40 classes"},
-		{"reduction", func(c *RunConfig) { c.Reduction = "median" }, `unknown reduction "median"`},
-		{"bias", func(c *RunConfig) { c.Bias = "positive" }, `unknown bias type "positive" (want none, normal or negative-softplus)`},
-		{"fit init", func(c *RunConfig) { c.FitInit = "fps" }, "method fps fits 3D data, the data is 2D"},
-		{"fit name", func(c *RunConfig) { c.FitInit = "em" }, `fit method "em"`},
+		{"dataset", func(c *Config) { c.Dataset = "cifar" }, `unknown dataset "cifar" (want fashion-mnist, mnist, modelnet10, modelnet40)`},
+		{"layers", func(c *Config) { c.Layers = "1/16 -> " }, "layer"},
+		{"radii count", func(c *Config) { c.Radii = []float64{1} }, "1 radii for 3 blocks"},
+		{"radius", func(c *Config) { c.Radii = []float64{1, 0, 1} }, "radius 2 is 0"},
+		{"radius NaN", func(c *Config) { c.Radii = []float64{1, 1, math.NaN()} }, "radius 3 is NaN"},
+		{"radius Inf", func(c *Config) { c.Radii = []float64{math.Inf(1), 1, 1} }, "radius 1 is +Inf"},
+		{"classes", func(c *Config) { c.Layers = "1/16 -> 8/8 -> 16/4 -> 7" }, "end in 7 channels but mnist has 10 classes"},
+		{"batch", func(c *Config) { c.Batch = 0 }, "batch is 0, want ≥ 1"},
+		{"lr NaN", func(c *Config) { c.LR = math.NaN() }, "lr is NaN, want a finite number > 0"},
+		{"lr Inf", func(c *Config) { c.LR = math.Inf(1) }, "lr is +Inf"},
+		{"decay", func(c *Config) { c.DecayRate = -0.5 }, "weight_decay_rate is -0.5"},
+		{"test limit", func(c *Config) { c.TestLimit = -5 }, "test_limit is -5"},
+		{"kernel", func(c *Config) { c.Kernel = -1 }, "kernel_gaussians is -1"},
+		{"classes 3D", func(c *Config) { c.Dataset, c.FitInit = "modelnet40", "fps" }, "end in 10 channels but modelnet40 has 40 classes"},
+		{"reduction", func(c *Config) { c.Reduction = "median" }, `unknown reduction "median"`},
+		{"bias", func(c *Config) { c.Bias = "positive" }, `unknown bias type "positive" (want none, normal or negative-softplus)`},
+		{"fit init", func(c *Config) { c.FitInit = "fps" }, "method fps fits 3D data, the data is 2D"},
+		{"fit name", func(c *Config) { c.FitInit = "em" }, `fit method "em"`},
 	} {
 		rc := Presets["demo"]
 		c.change(&rc)

@@ -1,4 +1,4 @@
-package train
+package runspec
 
 import (
 	"io"
@@ -16,12 +16,12 @@ import (
 	"github.com/gmcn-go/gmcn/train/report"
 )
 
-// Setup is a RunConfig resolved once into typed settings: the data set,
+// Setup is a Config resolved once into typed settings: the data set,
 // the input fitting and the model. Every consumer reads these instead of
-// parsing the RunConfig's strings again.
+// parsing the Config's strings again.
 type Setup struct {
 	// Run is the configuration as given; it is what run.json holds.
-	Run RunConfig
+	Run Config
 	// Dataset is the data set's name, "mnist" if Run leaves it empty.
 	Dataset string
 	// Fit is the input fitting: K from the layer string's input Gaussians,
@@ -96,7 +96,7 @@ func DatasetNames() []string {
 // Resolve checks c and resolves it into a Setup; the data is not read.
 // Without a dense head, the model's last block must have one channel per
 // class of the data set.
-func Resolve(c RunConfig) (*Setup, error) {
+func Resolve(c Config) (*Setup, error) {
 	if err := checkNumbers(c); err != nil {
 		return nil, err
 	}
@@ -155,7 +155,7 @@ func Resolve(c RunConfig) (*Setup, error) {
 
 // checkNumbers rejects the numeric settings of c that no run can use, so
 // that a hand-edited run.json fails here rather than deep in training.
-func checkNumbers(c RunConfig) error {
+func checkNumbers(c Config) error {
 	for _, f := range []struct {
 		name string
 		ok   bool
@@ -185,7 +185,7 @@ func checkNumbers(c RunConfig) error {
 // fitConfig returns the input fitting of c for data of dimension dim and k
 // Gaussians per sample. The 2D fit takes c.FitEM as is (0: k-means only);
 // in 3D, 0 keeps the default.
-func fitConfig(c RunConfig, dim, k int) (dataset.FitConfig, error) {
+func fitConfig(c Config, dim, k int) (dataset.FitConfig, error) {
 	f := dataset.DefaultFitConfig(dim)
 	f.K = k
 	if c.FitInit != "" {

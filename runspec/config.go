@@ -1,4 +1,4 @@
-package train
+package runspec
 
 import (
 	"bytes"
@@ -13,10 +13,10 @@ import (
 	"github.com/pkg/errors"
 )
 
-// RunConfig is everything that defines a training run: data, input fitting,
+// Config is everything that defines a training run: data, input fitting,
 // model and optimisation. It is saved as run.json in the run's directory so
 // that `gmcn eval` and `gmcn train --resume` rebuild exactly the same model.
-type RunConfig struct {
+type Config struct {
 	Preset  string `json:"preset,omitempty"`
 	Dataset string `json:"dataset"` // "mnist", "fashion-mnist", "modelnet10" or "modelnet40"
 	// Classes are the data set's class names by label, recorded by
@@ -50,11 +50,11 @@ type RunConfig struct {
 	Seed       uint64  `json:"seed"`
 }
 
-// RunConfigFile is the name of the saved RunConfig inside a run directory.
-const RunConfigFile = "run.json"
+// ConfigFile is the name of the saved Config inside a run directory.
+const ConfigFile = "run.json"
 
 // Presets are the named configurations of `gmcn train --preset`.
-var Presets = map[string]RunConfig{
+var Presets = map[string]Config{
 	// demo trains a small GMCN on the first 8,000 MNIST training images for
 	// three epochs and evaluates on all 10,000 test images, in minutes on two
 	// cores; its learning rate is ten times the paper's to learn in so few
@@ -120,30 +120,30 @@ func ParseReLUFit(s string) (ops.ReLUFitOptions, error) {
 	return ops.ReLUFitOptions{}, errors.Errorf("unknown ReLU fit %q (want heuristic or refined)", s)
 }
 
-// SaveRunConfig writes c as dir/run.json atomically, creating dir if
+// SaveConfig writes c as dir/run.json atomically, creating dir if
 // needed. The file is meant to be read by people too, so "->" in the layer
 // string is written as is rather than escaped for HTML.
-func SaveRunConfig(dir string, c RunConfig) error {
+func SaveConfig(dir string, c Config) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(c); err != nil {
-		return errors.Wrapf(err, "encoding %s", RunConfigFile)
+		return errors.Wrapf(err, "encoding %s", ConfigFile)
 	}
-	return atomicfile.Write(filepath.Join(dir, RunConfigFile), buf.Bytes())
+	return atomicfile.Write(filepath.Join(dir, ConfigFile), buf.Bytes())
 }
 
-// LoadRunConfig reads dir/run.json.
-func LoadRunConfig(dir string) (RunConfig, error) {
-	path := filepath.Join(dir, RunConfigFile)
+// LoadConfig reads dir/run.json.
+func LoadConfig(dir string) (Config, error) {
+	path := filepath.Join(dir, ConfigFile)
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return RunConfig{}, errors.Wrapf(err, "reading %s (is %s a training output directory?)", path, dir)
+		return Config{}, errors.Wrapf(err, "reading %s (is %s a training output directory?)", path, dir)
 	}
-	var c RunConfig
+	var c Config
 	if err := json.Unmarshal(data, &c); err != nil {
-		return RunConfig{}, errors.Wrapf(err, "parsing %s", path)
+		return Config{}, errors.Wrapf(err, "parsing %s", path)
 	}
 	return c, nil
 }
@@ -151,13 +151,13 @@ func LoadRunConfig(dir string) (RunConfig, error) {
 // LoadSetup reads dir/run.json and resolves it; an error of the run
 // configuration names the file.
 func LoadSetup(dir string) (*Setup, error) {
-	c, err := LoadRunConfig(dir)
+	c, err := LoadConfig(dir)
 	if err != nil {
 		return nil, err
 	}
 	s, err := Resolve(c)
 	if err != nil {
-		return nil, errors.Wrapf(err, "%s", filepath.Join(dir, RunConfigFile))
+		return nil, errors.Wrapf(err, "%s", filepath.Join(dir, ConfigFile))
 	}
 	return s, nil
 }
