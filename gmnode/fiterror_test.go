@@ -5,13 +5,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	G "gorgonia.org/gorgonia"
 )
 
 // TestFitErrorsNodes checks that FitErrors reads the nodes of a run and
-// agrees with cpu.FitErrorsOf on their values, and that it refuses nodes
+// agrees with mixture.FitErrorsOf on their values, and that it refuses nodes
 // without values.
 func TestFitErrorsNodes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
@@ -34,12 +33,12 @@ func TestFitErrorsNodes(t *testing.T) {
 	}
 	lr := l
 	lr.N = 3
-	want, err := cpu.FitErrorsOf(xd, dense.Value().Data().([]float64), y.Value().Data().([]float64), l, lr, 100, 1)
+	want, err := mixture.FitErrorsOf(testDev.F64.Evaluate, xd, dense.Value().Data().([]float64), y.Value().Data().([]float64), l, lr, 100, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got != want {
-		t.Errorf("FitErrors %+v, cpu.FitErrorsOf %+v", got, want)
+		t.Errorf("FitErrors %+v, mixture.FitErrorsOf %+v", got, want)
 	}
 	if !(got.ReLU.RMSE > 0 && got.Reduction.RMSE > 0 && got.All.RMSE > 0) {
 		t.Errorf("fitting errors of a real reduction should be positive: %+v", got)

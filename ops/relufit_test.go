@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/gmcn-go/gmcn/internal/gmtest"
-	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	G "gorgonia.org/gorgonia"
@@ -26,7 +25,7 @@ func relufitStableMixture(t *testing.T, rng *rand.Rand, b, c, n, d int, kappa []
 	t.Helper()
 	l := mixture.Layout{B: b, C: c, N: n, D: d}
 	st := l.Stride()
-	ps := make([]cpu.Prepared[float64], n)
+	ps := make([]mixture.Prepared[float64], n)
 outer:
 	for range 100 {
 		x := randomMixture(rng, b, c, n, d)
@@ -40,9 +39,9 @@ outer:
 				k = kappa[m]
 			}
 			mx := mixture.Mixture(data, l, m)
-			cpu.PrepareMixture(d, mx, ps)
+			mixture.PrepareMixture(d, mx, ps)
 			for j := range n {
-				if math.Abs(cpu.EvalMixture(d, ps, mx[j*st+1:j*st+1+d])+k) < 1e-3 || math.Abs(mx[j*st]+k) < 1e-3 {
+				if math.Abs(mixture.EvalMixture(d, ps, mx[j*st+1:j*st+1+d])+k) < 1e-3 || math.Abs(mx[j*st]+k) < 1e-3 {
 					continue outer
 				}
 			}

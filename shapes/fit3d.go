@@ -8,7 +8,6 @@ import (
 
 	"github.com/gmcn-go/gmcn/dataset"
 	"github.com/gmcn-go/gmcn/internal/parallel"
-	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -35,7 +34,7 @@ type Fitter struct {
 	count   []int
 	mix     []float64 // K × 13, the working mixture
 	acc     []float64 // K × 13 accumulators of the M step
-	prep    []cpu.Prepared[float64]
+	prep    []mixture.Prepared[float64]
 	logp    []float64 // K, per point in the E step
 }
 
@@ -43,7 +42,7 @@ type Fitter struct {
 func NewFitter(cfg dataset.FitConfig) *Fitter {
 	k := cfg.K
 	return &Fitter{cfg: cfg, centres: make([]float64, 3*k), count: make([]int, k), mix: make([]float64, stride*k),
-		acc: make([]float64, stride*k), prep: make([]cpu.Prepared[float64], k), logp: make([]float64, k)}
+		acc: make([]float64, stride*k), prep: make([]mixture.Prepared[float64], k), logp: make([]float64, k)}
 }
 
 // Fit fits cfg.K Gaussians to the points pts (x y z per point, not
@@ -293,9 +292,9 @@ func (f *Fitter) emStep(eps float64) {
 	k := f.cfg.K
 	for c := range k {
 		if g := f.mix[stride*c:]; g[0] > 0 {
-			f.prep[c] = cpu.Prepare(3, g[:stride])
+			f.prep[c] = mixture.Prepare(3, g[:stride])
 		} else {
-			f.prep[c] = cpu.Prepared[float64]{}
+			f.prep[c] = mixture.Prepared[float64]{}
 		}
 	}
 	acc := f.acc

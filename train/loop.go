@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"fmt"
+	"github.com/gmcn-go/gmcn/gmnode"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -404,7 +405,9 @@ func (t *trainer) step(g int) (loss float64, correct, real int, err error) {
 	if err := t.st.Adam.Step(G.NodesToValueGrads(t.learn)); err != nil {
 		return 0, 0, 0, err
 	}
-	t.decay()
+	if err := t.decay(); err != nil {
+		return 0, 0, 0, err
+	}
 	return loss, s.correct, s.real, nil
 }
 
@@ -422,19 +425,25 @@ func (t *trainer) forwardBackward(idx []int, real int) (float64, int, error) {
 }
 
 // decay takes the reference's weight-decay step on every kernel with
-// lr = DecayRate·LR₀.
-func (t *trainer) decay() {
+// lr = DecayRate·LR₀, on the model's device.
+func (t *trainer) decay() error {
 	lr := t.opt.DecayRate * t.opt.LR
+	dev := gmnode.DeviceOf(t.m.Graph)
 	for _, k := range t.m.Kernels {
+		var err error
 		switch w := k.Learnables()[0].Value().Data().(type) {
 		case []float32:
 			a := k.Learnables()[2].Value().Data().([]float32)
-			optim.WeightDecay(w, a, t.cfg.D, float32(lr))
+			err = optim.WeightDecay(dev.F32, w, a, t.cfg.D, float32(lr))
 		case []float64:
 			a := k.Learnables()[2].Value().Data().([]float64)
-			optim.WeightDecay(w, a, t.cfg.D, lr)
+			err = optim.WeightDecay(dev.F64, w, a, t.cfg.D, lr)
+		}
+		if err != nil {
+			return errors.Wrap(err, "weight decay")
 		}
 	}
+	return nil
 }
 
 // checkSet reports the first inconsistency of the set s named name: empty,

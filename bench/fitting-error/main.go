@@ -4,7 +4,7 @@
 //
 // Data: B synthetic MNIST-like 2D mixtures [B, 1, 64] (see mnistLike),
 // normalised as the model's norm0 does: per-sample CovScaleNorm to mean
-// trace 2, then per-sample weight standardisation (cpu.StandardiseScale).
+// trace 2, then per-sample weight standardisation (the device's StandardiseScale).
 // Layer 1: convolution 1 → 8 (5 kernel Gaussians, radius r1), weights ÷ F_i,
 // dense ReLU fit (reference variant), reduction to np1. Between the layers
 // CovScaleNorm with the batch statistic per channel (the value the
@@ -14,7 +14,7 @@
 // and kernels, so layer 2 sees that method's layer-1 output.
 //
 // The fused rows replace each layer's convolution by the fused
-// convolution-fitting to n = F·N_p Gaussians (cpu.ConvFit), then ÷ F_i, the
+// convolution-fitting to n = F·N_p Gaussians (ConvFit), then ÷ F_i, the
 // dense ReLU fit of those n and the reduction (TreeHEM T=2, or "max":
 // keep the N_p largest weights). Their ReLU and reduction columns compare
 // with the fused mixture; their "all" column compares the final mixture
@@ -37,14 +37,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gmcn-go/gmcn/ops/cpu"
+	"github.com/gmcn-go/gmcn/ops"
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
 func main() {
 	batch := flag.Int("batch", 16, "batch size B")
-	samples := flag.Int("samples", cpu.DefaultFitErrorSamples, "sample points per mixture")
+	samples := flag.Int("samples", mixture.DefaultFitErrorSamples, "sample points per mixture")
 	seed := flag.Uint64("seed", 1, "seed of the data, the kernels and the sample points")
 	np1 := flag.Int("np1", 32, "components after the layer-1 reduction")
 	np2 := flag.Int("np2", 16, "components after the layer-2 reduction")
@@ -65,13 +65,23 @@ type method struct {
 	reduce func(y, x []float64, l mixture.Layout, np int) error
 }
 
+// kernels are the CPU device's float64 computations, reached through the
+// device seam as the ops reach them.
+var kernels = ops.CPU().F64
+
+// must ends the program on an error of a computation that prepares data.
+func must(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}
+
 func keepLargest(y, x []float64, l mixture.Layout, np int) error {
-	cpu.KeepLargest(y, x, l, np)
-	return nil
+	return kernels.KeepLargest(y, x, l, np)
 }
 
 var methods = []method{
-	{"MEM", 0, func(y, x []float64, l mixture.Layout, np int) error { cpu.MEM(y, x, l, np); return nil }},
+	{"MEM", 0, kernels.MEM},
 	{"TreeHEM T=2", 0, treeHEM(2)},
 	{"TreeHEM T=4", 0, treeHEM(4)},
 	{"fused ×2 + TreeHEM T=2", 2, treeHEM(2)},
@@ -84,7 +94,7 @@ var methods = []method{
 
 func treeHEM(t int) func(y, x []float64, l mixture.Layout, np int) error {
 	return func(y, x []float64, l mixture.Layout, np int) error {
-		return cpu.TreeHEM(y, x, l, np, device.TreeHEMOptions{Reduction: t})
+		return kernels.TreeHEM(y, x, l, np, device.TreeHEMOptions{Reduction: t})
 	}
 }
 
@@ -92,7 +102,7 @@ func treeHEM(t int) func(y, x []float64, l mixture.Layout, np int) error {
 // integrals and the wall time of its forward pass.
 type layerResult struct {
 	label   string
-	fe      cpu.FitErrors
+	fe      mixture.FitErrors
 	mass    float64
 	elapsed time.Duration
 }
@@ -145,7 +155,7 @@ func pipeline(m method, x []float64, lx mixture.Layout, layers []layer, samples 
 			conv, lc = convolve(in, layer.k, lin, layer.lk)
 		}
 		dense := make([]float64, len(conv))
-		if err := cpu.ReLUFit(dense, conv, nil, lc, opts); err != nil {
+		if err := kernels.ReLUFit(dense, conv, nil, lc, opts); err != nil {
 			return nil, fmt.Errorf("%s layer %d ReLU fit: %w", m.name, li+1, err)
 		}
 		lr := lc
@@ -158,14 +168,14 @@ func pipeline(m method, x []float64, lx mixture.Layout, layers []layer, samples 
 		if err := mixture.Validate(red, lr); err != nil {
 			return nil, fmt.Errorf("%s layer %d reduction output: %w", m.name, li+1, err)
 		}
-		fe, err := cpu.FitErrorsOf(conv, dense, red, lc, lr, samples, seed+uint64(li))
+		fe, err := mixture.FitErrorsOf(kernels.Evaluate, conv, dense, red, lc, lr, samples, seed+uint64(li))
 		if err != nil {
 			return nil, err
 		}
 		if m.fused > 0 {
 			// "all" against ReLU of the full convolution.
 			full, lf := convolve(in, layer.k, lin, layer.lk)
-			ff, err := cpu.FitErrorsOf(full, full, red, lf, lr, samples, seed+uint64(li))
+			ff, err := mixture.FitErrorsOf(kernels.Evaluate, full, full, red, lf, lr, samples, seed+uint64(li))
 			if err != nil {
 				return nil, err
 			}
@@ -188,26 +198,26 @@ func weightSum(x []float64, l mixture.Layout) float64 {
 	return s
 }
 
-func cell(e cpu.FitError) string { return fmt.Sprintf("%.4f (%.3f)", e.RMSE, e.NRMSE) }
+func cell(e mixture.FitError) string { return fmt.Sprintf("%.4f (%.3f)", e.RMSE, e.NRMSE) }
 
-// convolve applies cpu.Conv and divides the weights by F_i, as the
+// convolve applies the convolution and divides the weights by F_i, as the
 // reference model does after every convolution.
 func convolve(x, k []float64, lx, lk mixture.Layout) ([]float64, mixture.Layout) {
 	ly := device.ConvLayout(lx, lk)
 	y := make([]float64, ly.Len())
-	cpu.Conv(y, x, k, lx, lk)
+	must(kernels.Conv(y, x, k, lx, lk))
 	for i := 0; i < len(y); i += ly.Stride() {
 		y[i] /= float64(lx.C)
 	}
 	return y, ly
 }
 
-// convolveFused applies cpu.ConvFit to n Gaussians per channel and divides
+// convolveFused applies the fused convolution-fitting to n Gaussians per channel and divides
 // the weights by F_i.
 func convolveFused(x, k []float64, lx, lk mixture.Layout, n int) ([]float64, mixture.Layout) {
 	ly := device.ConvFitLayout(lx, lk, n)
 	y := make([]float64, ly.Len())
-	cpu.ConvFit(y, x, k, lx, lk, n)
+	must(kernels.ConvFit(y, x, k, lx, lk, n))
 	for i := 0; i < len(y); i += ly.Stride() {
 		y[i] /= float64(lx.C)
 	}
@@ -241,7 +251,9 @@ func randomKernels(rng *rand.Rand, fo, fi int, radius float64) ([]float64, mixtu
 	}
 	cfg := device.DefaultKernelConfig(radius)
 	k := make([]float64, l.Len())
-	cpu.AssembleKernel(k, w, p, a, l, cfg, cpu.KernelEpsilon(a, d, cfg))
+	eps, err := kernels.KernelEpsilon(a, d, cfg)
+	must(err)
+	must(kernels.AssembleKernel(k, w, p, a, l, cfg, eps))
 	return k, l
 }
 
@@ -289,16 +301,16 @@ func mnistLike(rng *rand.Rand, b int) ([]float64, mixture.Layout) {
 		}
 	}
 	tau := make([]float64, l.Mixtures())
-	cpu.MeanTraces(tau, x, l)
+	must(kernels.MeanTraces(tau, x, l))
 	f := make([]float64, l.Mixtures())
 	for m, t := range tau {
 		f[m], _ = device.CovScaleFactor(d, t)
 	}
-	cpu.ScaleMixtures(x, x, l, f)
+	must(kernels.ScaleMixtures(x, x, l, f))
 	sd := make([]float64, l.Mixtures())
-	cpu.StandardiseScale(sd, x, l)
+	must(kernels.StandardiseScale(sd, x, l))
 	y := make([]float64, len(x))
-	cpu.Standardise(y, x, sd, 1, l)
+	must(kernels.Standardise(y, x, sd, 1, l))
 	return y, l
 }
 
@@ -307,7 +319,7 @@ func mnistLike(rng *rand.Rand, b int) ([]float64, mixture.Layout) {
 // tracks; the factor is the same for every sample of a channel.
 func batchCovScale(x []float64, l mixture.Layout) []float64 {
 	tau := make([]float64, l.Mixtures())
-	cpu.MeanTraces(tau, x, l)
+	must(kernels.MeanTraces(tau, x, l))
 	f := make([]float64, l.Mixtures())
 	for c := range l.C {
 		var t float64
@@ -323,6 +335,6 @@ func batchCovScale(x []float64, l mixture.Layout) []float64 {
 		}
 	}
 	y := make([]float64, len(x))
-	cpu.ScaleMixtures(y, x, l, f)
+	must(kernels.ScaleMixtures(y, x, l, f))
 	return y
 }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/gmcn-go/gmcn/dataset"
 	"github.com/gmcn-go/gmcn/internal/atomicfile"
-	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/gmcn-go/gmcn/shapes"
 	"github.com/gmcn-go/gmcn/train/report"
@@ -109,7 +108,7 @@ func densityTiles[T mixture.Float](data []T, l mixture.Layout, size int, box [4]
 		return nil, errors.Wrap(err, "render")
 	}
 	tiles := make([][]float64, l.Mixtures())
-	ps := make([]cpu.Prepared[float64], l.N)
+	ps := make([]mixture.Prepared[float64], l.N)
 	g := make([]float64, l.Stride())
 	for m := range tiles {
 		mx := mixture.Mixture(data, l, m)
@@ -117,14 +116,14 @@ func densityTiles[T mixture.Float](data []T, l mixture.Layout, size int, box [4]
 			for j := range g {
 				g[j] = float64(mx[k*l.Stride()+j])
 			}
-			ps[k] = cpu.Prepare(2, g)
+			ps[k] = mixture.Prepare(2, g)
 		}
 		vals := make([]float64, size*size)
 		var p [2]float64
 		for i := range vals {
 			p[0] = box[0] + (box[1]-box[0])*(float64(i%size)+0.5)/float64(size)
 			p[1] = box[2] + (box[3]-box[2])*(float64(i/size)+0.5)/float64(size)
-			vals[i] = cpu.EvalMixture(2, ps, p[:])
+			vals[i] = mixture.EvalMixture(2, ps, p[:])
 		}
 		tiles[m] = vals
 	}

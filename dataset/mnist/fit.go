@@ -9,7 +9,6 @@ import (
 
 	"github.com/gmcn-go/gmcn/dataset"
 	"github.com/gmcn-go/gmcn/internal/parallel"
-	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -282,7 +281,7 @@ func (f *fitter) accumulate(j int, r, x, y float64) {
 	a[5] += ry * y
 }
 
-// comp2 is a 2D component in evaluation form, from cpu.Prepare (inverse and
+// comp2 is a 2D component in evaluation form, from mixture.Prepare (inverse and
 // normalisation computed once per component and step):
 // w·N(x) = coef·exp(−½ (a Δx² + 2b Δx Δy + c Δy²)), Δ = x − (mx, my).
 type comp2 struct {
@@ -303,7 +302,7 @@ func (f *fitter) prepare() {
 		g[0] = f.w[j]
 		copy(g[1:3], f.mu[2*j:2*j+2])
 		copy(g[3:7], f.cov[4*j:4*j+4])
-		p := cpu.Prepare(2, g[:])
+		p := mixture.Prepare(2, g[:])
 		a, b, c := p.Inv[0], (p.Inv[1]+p.Inv[2])/2, p.Inv[3]
 		// Eigenvalues of the symmetric 2×2 inverse [[a b] [b c]].
 		mean, rad := (a+c)/2, math.Hypot((a-c)/2, b)

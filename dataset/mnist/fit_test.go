@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/gmcn-go/gmcn/dataset"
-	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -319,7 +318,7 @@ func plainLloyd(pts, centres []float64, maxIter int) []int32 {
 }
 
 // TestEMSteps checks one E and one M step against the formulas evaluated
-// independently: responsibilities from cpu.Prepare/Eval without the log
+// independently: responsibilities from mixture.Prepare/Eval without the log
 // domain, parameters by two-pass weighted moments.
 func TestEMSteps(t *testing.T) {
 	cfg := smallConfig()
@@ -327,13 +326,13 @@ func TestEMSteps(t *testing.T) {
 	f, pcg := sampledFitter(t, cfg, 11)
 	f.km.run(f.pts, cfg.LloydIters, rand.New(pcg))
 	f.mStep(f.km.label)
-	prep := make([]cpu.Prepared[float64], cfg.K)
+	prep := make([]mixture.Prepared[float64], cfg.K)
 	var g [7]float64
 	for j := range prep {
 		g[0] = f.w[j]
 		copy(g[1:3], f.mu[2*j:])
 		copy(g[3:7], f.cov[4*j:])
-		prep[j] = cpu.Prepare(2, g[:])
+		prep[j] = mixture.Prepare(2, g[:])
 	}
 	f.eStep()
 	k := cfg.K

@@ -123,13 +123,13 @@ func TestConvGrid(t *testing.T) {
 	y, ly := convRun(x, k, lx, lk)
 
 	sample := func(data []float64, l mixture.Layout, mi int) []float64 {
-		ps := make([]Prepared[float64], l.N)
-		PrepareMixture(2, mixture.Mixture(data, l, mi), ps)
+		ps := make([]mixture.Prepared[float64], l.N)
+		mixture.PrepareMixture(2, mixture.Mixture(data, l, mi), ps)
 		grid := make([]float64, side*side)
 		for r := range side {
 			for c := range side {
 				p := []float64{float64(r-m) * h, float64(c-m) * h}
-				grid[r*side+c] = EvalMixture(2, ps, p)
+				grid[r*side+c] = mixture.EvalMixture(2, ps, p)
 			}
 		}
 		return grid
@@ -145,8 +145,8 @@ func TestConvGrid(t *testing.T) {
 
 	var maxErr, maxVal float64
 	for o := range lk.B {
-		ps := make([]Prepared[float64], ly.N)
-		PrepareMixture(2, mixture.Mixture(y, ly, o), ps)
+		ps := make([]mixture.Prepared[float64], ly.N)
+		mixture.PrepareMixture(2, mixture.Mixture(y, ly, o), ps)
 		for pr := -40; pr <= 40; pr += 10 {
 			for pc := -40; pc <= 40; pc += 10 {
 				var num float64
@@ -167,7 +167,7 @@ func TestConvGrid(t *testing.T) {
 					}
 				}
 				num *= h * h
-				ana := EvalMixture(2, ps, []float64{float64(pr) * h, float64(pc) * h})
+				ana := mixture.EvalMixture(2, ps, []float64{float64(pr) * h, float64(pc) * h})
 				maxErr = math.Max(maxErr, math.Abs(ana-num))
 				maxVal = math.Max(maxVal, math.Abs(ana))
 			}

@@ -46,7 +46,7 @@ func evaluateGeneric[T Float](y, x, pts []T, l mixture.Layout, pb, pc, m int) {
 	ws := newEvalScratch[T](parallel.Workers(l.Mixtures()), l.N, 0)
 	parallel.ForWorker(l.Mixtures(), func(w, mi int) {
 		ps, row := ws[w].prep, ws[w].row
-		PrepareMixture(d, mixture.Mixture(x, l, mi), ps)
+		mixture.PrepareMixture(d, mixture.Mixture(x, l, mi), ps)
 		p := pts[pointSet(mi/l.C, mi%l.C, pb, pc)*m*d:]
 		out := y[mi*m : (mi+1)*m]
 		for i := range out {
@@ -67,7 +67,7 @@ func evaluateGeneric[T Float](y, x, pts []T, l mixture.Layout, pb, pc, m int) {
 // evalScratch is one worker's scratch space: prepared components, a row of
 // exponents and the vectors A·t of that row.
 type evalScratch[T Float] struct {
-	prep []Prepared[T]
+	prep []mixture.Prepared[T]
 	row  []T
 	u    []T
 }
@@ -81,7 +81,7 @@ func newEvalScratch[T Float](workers, nPrep, nRow int) []evalScratch[T] {
 	}
 	ws := make([]evalScratch[T], workers)
 	for w := range ws {
-		ws[w] = evalScratch[T]{prep: make([]Prepared[T], nPrep), row: make([]T, nRow), u: make([]T, 3*nRow)}
+		ws[w] = evalScratch[T]{prep: make([]mixture.Prepared[T], nPrep), row: make([]T, nRow), u: make([]T, 3*nRow)}
 	}
 	return ws
 }
@@ -120,7 +120,7 @@ func evaluateBackwardMixtureGeneric[T Float](dx, x, pts, g []T, l mixture.Layout
 		p := pts[pointSet(mi/l.C, mi%l.C, pb, pc)*m*d:]
 		gm := g[mi*m : (mi+1)*m]
 		for k := range l.N {
-			pk := Prepare(d, mx[k*s:(k+1)*s])
+			pk := mixture.Prepare(d, mx[k*s:(k+1)*s])
 			a := pk.Inv[:d*d]
 			for i := range row {
 				var t [3]T
@@ -206,7 +206,7 @@ func evaluateBackwardPointsGeneric[T Float](dp, x, pts, g []T, l mixture.Layout,
 		for b := b0; b < b0+bs; b++ {
 			for c := c0; c < c0+cs; c++ {
 				mi := b*l.C + c
-				PrepareMixture(d, mixture.Mixture(x, l, mi), ws[w].prep)
+				mixture.PrepareMixture(d, mixture.Mixture(x, l, mi), ws[w].prep)
 				gm := g[mi*m : (mi+1)*m]
 				for i := lo; i < hi; i++ {
 					pointGrad(d, &ws[w], p[i*d:(i+1)*d], gm[i], dpSet[i*d:(i+1)*d])

@@ -58,7 +58,7 @@ func (s *evalLanes) prepare(d int, mix []float32, n int) {
 	for b := range nb {
 		lane = [10][8]float32{}
 		for j := range min(8, n-8*b) {
-			pk := Prepare(d, mix[(8*b+j)*st:(8*b+j+1)*st])
+			pk := mixture.Prepare(d, mix[(8*b+j)*st:(8*b+j+1)*st])
 			lane[0][j] = pk.Coef
 			r := 1
 			for a := range d {
@@ -260,7 +260,7 @@ type evalComp struct {
 
 // newEvalComp returns pk as an evalComp. H is the symmetric part of −½ Σ⁻¹,
 // as the forward's q is, which changes nothing for a symmetric covariance.
-func newEvalComp(d int, pk *Prepared[float32]) evalComp {
+func newEvalComp(d int, pk *mixture.Prepared[float32]) evalComp {
 	c := evalComp{mu: pk.Mu, coef: pk.Coef}
 	j := 0
 	for r := range d {
@@ -293,7 +293,7 @@ type mixSums struct {
 // grad writes the packed gradient of the component prepared as pk into dg:
 // with A = Σ⁻¹ and f = coef·e, Σ gᵢf·A t = coef·A (Σ gᵢe·t) and
 // Σ gᵢf·A t tᵀ A = coef·A (Σ gᵢe·t tᵀ) A.
-func (s *mixSums) grad(d int, pk *Prepared[float32], dg []float32) {
+func (s *mixSums) grad(d int, pk *mixture.Prepared[float32], dg []float32) {
 	a, sym := pk.Inv[:d*d], evalSym[d-2]
 	var at [9]float32 // A (Σ gᵢe·t tᵀ)
 	for r := range d {
@@ -340,7 +340,7 @@ func (k *evalBackward) backwardMixture(dx, x, pts, g []float32, l mixture.Layout
 		set := pointSet(mi/l.C, mi%l.C, pb, pc)
 		mx, dmx := mixture.Mixture(x, l, mi), mixture.Mixture(dx, l, mi)
 		for c := range l.N {
-			pk := Prepare(d, mx[c*s:(c+1)*s])
+			pk := mixture.Prepare(d, mx[c*s:(c+1)*s])
 			ec := newEvalComp(d, &pk)
 			r := sums(&ec, xt[set*n:(set+1)*n], g[mi*m:(mi+1)*m])
 			r.grad(d, &pk, dmx[c*s:(c+1)*s])
@@ -371,7 +371,7 @@ func (k *evalBackward) backwardPoints(dp, x, pts, g []float32, l mixture.Layout,
 	parallel.For(l.Mixtures(), func(mi int) {
 		mx := mixture.Mixture(x, l, mi)
 		for c := range l.N {
-			pk := Prepare(d, mx[c*s:(c+1)*s])
+			pk := mixture.Prepare(d, mx[c*s:(c+1)*s])
 			cs[mi*l.N+c] = newEvalComp(d, &pk)
 		}
 	})

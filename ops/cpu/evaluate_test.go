@@ -105,7 +105,7 @@ func TestEvaluateBackwardPointsBlocks(t *testing.T) {
 	want := make([]float64, len(pts))
 	sc := newEvalScratch[float64](1, c.N, 0)[0]
 	for mi := range l.Mixtures() {
-		PrepareMixture(c.D, mixture.Mixture(x, l, mi), sc.prep)
+		mixture.PrepareMixture(c.D, mixture.Mixture(x, l, mi), sc.prep)
 		for i := range c.M {
 			pointGrad(c.D, &sc, pts[i*c.D:(i+1)*c.D], g[mi*c.M+i], want[i*c.D:(i+1)*c.D])
 		}

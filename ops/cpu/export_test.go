@@ -64,3 +64,9 @@ func memEachFrozen[T Float](x, lik []T, sel []int, l mixture.Layout, np int, f f
 		f(m, mixture.Mixture(x, l, m), lik[m*l.N*k:(m+1)*l.N*k], sel[m*k:(m+1)*k], &scratch[w])
 	})
 }
+
+// evaluator is Evaluate as a mixture.Evaluator, for the fitting errors.
+func evaluator[T Float](y, x, pts []T, l mixture.Layout, pb, pc, m int) error {
+	Evaluate(y, x, pts, l, pb, pc, m)
+	return nil
+}

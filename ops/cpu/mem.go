@@ -111,7 +111,7 @@ type memScratch[T Float] struct {
 	lik, resp  []T // N·K, row i, column s
 	gbeta      []T // N·K, ∂L/∂β_is
 	a, q       []T // N: a_i and max(Σ_s q_is, 1e-5)
-	fit        []Prepared[T]
+	fit        []mixture.Prepared[T]
 	logNorm    []T         // K: ln((2π)^(−D/2) det(Σ_s)^(−½))
 	s          []memFit[T] // K
 }
@@ -133,7 +133,7 @@ func newMEMScratch[T Float](workers, n, k int) []memScratch[T] {
 			sel: make([]int, k), order: make([]int, n),
 			lik: make([]T, n*k), resp: make([]T, n*k), gbeta: make([]T, n*k),
 			a: make([]T, n), q: make([]T, n),
-			fit: make([]Prepared[T], k), logNorm: make([]T, k), s: make([]memFit[T], k),
+			fit: make([]mixture.Prepared[T], k), logNorm: make([]T, k), s: make([]memFit[T], k),
 		}
 	}
 	return sc
@@ -151,7 +151,7 @@ func memLikelihoods[T Float](lik, mx []T, sel []int, d int, sc *memScratch[T]) {
 	total, _ := memTotal(mx, d)
 	fit, logNorm := sc.fit[:k], sc.logNorm[:k]
 	for s, j := range sel {
-		fit[s] = Prepare(d, mx[j*st:(j+1)*st])
+		fit[s] = mixture.Prepare(d, mx[j*st:(j+1)*st])
 		logNorm[s] = T(math.Log(float64(fit[s].Norm)))
 	}
 	dd := d * d
@@ -337,7 +337,7 @@ func memBackward[T Float](dx, mx, gy, lik []T, sel []int, d int, sc *memScratch[
 			for e := range dd {
 				gb += f.gcov[e] * cov[e]
 			}
-			gb += quadForm(d, f.gcov[:dd], t[:d])
+			gb += mixture.QuadForm(d, f.gcov[:dd], t[:d])
 			for r := range d {
 				gb += f.gmu[r] * g[1+r]
 			}

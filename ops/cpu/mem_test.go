@@ -218,7 +218,7 @@ func memReference(x []float64, l mixture.Layout, np int) []float64 {
 
 func memInverse(m []float64, d int) []float64 {
 	inv := make([]float64, d*d)
-	invDet(d, m, inv)
+	mixture.InvDet(d, m, inv)
 	return inv
 }
 

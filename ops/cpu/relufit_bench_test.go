@@ -75,18 +75,18 @@ func BenchmarkReLUFitNaive(b *testing.B) {
 		x := gmtest.To32(relufitRandom(rand.New(rand.NewPCG(1, 2)), l, 0, 4))
 		y := make([]float32, len(x))
 		b.Run(relufitBenchName(l), func(b *testing.B) {
-			ps := make([][]Prepared[float32], parallel.Workers(l.Mixtures()))
+			ps := make([][]mixture.Prepared[float32], parallel.Workers(l.Mixtures()))
 			for i := range ps {
-				ps[i] = make([]Prepared[float32], l.N)
+				ps[i] = make([]mixture.Prepared[float32], l.N)
 			}
 			st := l.Stride()
 			for b.Loop() {
 				parallel.ForWorker(l.Mixtures(), func(w, m int) {
 					mx, out := mixture.Mixture(x, l, m), mixture.Mixture(y, l, m)
-					PrepareMixture(l.D, mx, ps[w])
+					mixture.PrepareMixture(l.D, mx, ps[w])
 					for k := range l.N {
 						mu := mx[k*st+1 : k*st+1+l.D]
-						tk := EvalMixture(l.D, ps[w], mu)
+						tk := mixture.EvalMixture(l.D, ps[w], mu)
 						var ek float32
 						for j := range ps[w] {
 							ek += (max(mx[j*st], 0) + 0.1) * ps[w][j].Norm * float32(math.Exp(float64(ps[w][j].Exponent(l.D, mu))))

@@ -39,11 +39,11 @@ func TestReLUFitRefinedError(t *testing.T) {
 		if err := mixture.Validate(ref, c.l); err != nil {
 			t.Fatalf("%v: refined output: %v", c.l.Shape(), err)
 		}
-		eh, err := FitErrorsOf(x, heur, heur, c.l, c.l, 2000, 5)
+		eh, err := mixture.FitErrorsOf(evaluator[float64], x, heur, heur, c.l, c.l, 2000, 5)
 		if err != nil {
 			t.Fatal(err)
 		}
-		er, err := FitErrorsOf(x, ref, ref, c.l, c.l, 2000, 5)
+		er, err := mixture.FitErrorsOf(evaluator[float64], x, ref, ref, c.l, c.l, 2000, 5)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -33,11 +33,11 @@ func relufitNaive(x, kappa []float64, l mixture.Layout, opts device.ReLUFitOptio
 	y = append([]float64(nil), x...)
 	t = make([]float64, l.Mixtures()*l.N)
 	st := l.Stride()
-	ps := make([]Prepared[float64], l.N)
+	ps := make([]mixture.Prepared[float64], l.N)
 	for m := range l.Mixtures() {
 		mx := mixture.Mixture(x, l, m)
 		kappa := relufitKappa(kappa, m)
-		PrepareMixture(l.D, mx, ps)
+		mixture.PrepareMixture(l.D, mx, ps)
 		for k := range l.N {
 			mu := mx[k*st+1 : k*st+1+l.D]
 			tk, ek := kappa, 0.0
@@ -411,7 +411,7 @@ func TestReLUFitLargeConstant(t *testing.T) {
 				}
 				st := l.Stride()
 				want := slices.Clone(x)
-				ps, coarse := make([]Prepared[float64], l.N), slices.Clone(x)
+				ps, coarse := make([]mixture.Prepared[float64], l.N), slices.Clone(x)
 				for i := 0; i < len(x); i += st {
 					switch {
 					case big < 0 && p.Paper:
@@ -427,13 +427,13 @@ func TestReLUFitLargeConstant(t *testing.T) {
 					mx, cx := mixture.Mixture(x, l, m), mixture.Mixture(coarse, l, m)
 					for k := range l.N {
 						mu := mx[k*st+1 : k*st+1+d]
-						PrepareMixture(d, mx, ps)
+						mixture.PrepareMixture(d, mx, ps)
 						b := 0.0
 						if big > 0 {
-							b = EvalMixture(d, ps, mu)
+							b = mixture.EvalMixture(d, ps, mu)
 						}
-						PrepareMixture(d, cx, ps)
-						e := EvalMixture(d, ps, mu)
+						mixture.PrepareMixture(d, cx, ps)
+						e := mixture.EvalMixture(d, ps, mu)
 						want[(m*l.N+k)*st] = cx[k*st] * (b + p.Off) / (e + p.Off)
 						gbSum += math.Abs(g[(m*l.N+k)*st] * cx[k*st] / (e + p.Off))
 					}

@@ -124,7 +124,7 @@ func (s *reluWork[T]) load(mx []T, kappa T, p device.ReLUFitParams) error {
 	s.kappa = kappa
 	for j := range s.n {
 		g := mx[j*st : (j+1)*st]
-		det := invDet(d, g[1+d:], inv[:d*d])
+		det := mixture.InvDet(d, g[1+d:], inv[:d*d])
 		nrm := T(norm / math.Sqrt(float64(det)))
 		if !(det > 0) || !mixture.Finite(nrm) || !allFinite(inv[:d*d]) {
 			return errors.Errorf("component %d: covariance %v is singular in %T (det %v)", j, g[1+d:], det, det)

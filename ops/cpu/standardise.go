@@ -33,12 +33,12 @@ func StandardiseScale[T Float](sd []float64, x []T, l mixture.Layout) {
 	}
 	s := l.Stride()
 	type scratch struct {
-		ps []Prepared[float64]
+		ps []mixture.Prepared[float64]
 		g  []float64
 	}
 	ws := make([]scratch, parallel.Workers(l.Mixtures()))
 	for i := range ws {
-		ws[i] = scratch{make([]Prepared[float64], l.N), make([]float64, s)}
+		ws[i] = scratch{make([]mixture.Prepared[float64], l.N), make([]float64, s)}
 	}
 	parallel.ForWorker(l.Mixtures(), func(w, m int) {
 		ps, g := ws[w].ps, ws[w].g
@@ -67,7 +67,7 @@ func StandardiseScale[T Float](sd []float64, x []T, l mixture.Layout) {
 			for j := range g {
 				g[j] = float64(mx[k*s+j])
 			}
-			ps[k] = Prepare(l.D, g)
+			ps[k] = mixture.Prepare(l.D, g)
 		}
 		var sum, sum2 float64
 		var p [3]float64
@@ -77,7 +77,7 @@ func StandardiseScale[T Float](sd []float64, x []T, l mixture.Layout) {
 				p[j] = lo[j] + (hi[j]-lo[j])*(float64(r%n)+0.5)/float64(n)
 				r /= n
 			}
-			v := EvalMixture(l.D, ps, p[:l.D])
+			v := mixture.EvalMixture(l.D, ps, p[:l.D])
 			sum += v
 			sum2 += v * v
 		}

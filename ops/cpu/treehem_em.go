@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"github.com/gmcn-go/gmcn/ops/mixture"
 	"math"
 	"unsafe"
 )
@@ -313,7 +314,7 @@ func (e *emFit[T]) prepare(dec emDecision) {
 		c.init = int(dec.init[s])
 		y := &e.tg[c.init]
 		e.sumv += y.w
-		invDet(d, y.cov[:d*d], c.inv[:d*d])
+		mixture.InvDet(d, y.cov[:d*d], c.inv[:d*d])
 		c.logNorm = -0.5 * (T(d)*T(hemLog2Pi) + y.logDet)
 	}
 	e.bigV = atLeast(e.sumv, hemEpsSmall)

@@ -1,6 +1,11 @@
 // Package mixture defines the packed Gaussian-mixture layout shared by every
 // gmcn op, and the helpers around it: packing and unpacking, validation,
-// amplitude↔integral conversion and the reference's ASCII PLY files.
+// amplitude↔integral conversion, the reference's ASCII PLY files, and the
+// Gaussian maths that every layer above the kernels needs: a Gaussian
+// prepared for evaluation (Prepare, EvalMixture, InvDet, QuadForm) and the
+// fitting errors of a layer (FitErrorsOf, which evaluates through a
+// device's Evaluate). The kernels of ops/cpu build on these too, so the
+// packages above the ops reach no kernel but through a device.
 //
 // A batch of mixtures is one dense tensor of shape [B, C, N, 1+D+D·D]:
 // batch, channel, component and the packed Gaussian

@@ -1,6 +1,7 @@
 package optim
 
 import (
+	"github.com/gmcn-go/gmcn/ops"
 	"math"
 	"strings"
 	"testing"
@@ -110,7 +111,9 @@ func TestWeightDecay(t *testing.T) {
 	for i := range a {
 		want = append(want, a[i]-lr*grad(a, i))
 	}
-	WeightDecay(w, a, 2, lr)
+	if err := WeightDecay(ops.CPU().F64, w, a, 2, lr); err != nil {
+		t.Fatal(err)
+	}
 	for i, v := range append(w, a...) {
 		if math.Abs(v-want[i]) > 1e-9 {
 			t.Errorf("value %d after the step: %v, want %v", i, v, want[i])

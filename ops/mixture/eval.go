@@ -1,4 +1,4 @@
-package cpu
+package mixture
 
 import "math"
 
@@ -17,7 +17,7 @@ type Prepared[T Float] struct {
 func Prepare[T Float](d int, g []T) Prepared[T] {
 	var p Prepared[T]
 	copy(p.Mu[:d], g[1:1+d])
-	p.Det = invDet(d, g[1+d:1+d+d*d], p.Inv[:d*d])
+	p.Det = InvDet(d, g[1+d:1+d+d*d], p.Inv[:d*d])
 	p.Norm = T(math.Pow(2*math.Pi, -float64(d)/2) / math.Sqrt(float64(p.Det)))
 	p.Coef = g[0] * p.Norm
 	return p
@@ -37,7 +37,7 @@ func (p *Prepared[T]) Exponent(d int, x []T) T {
 	for j := range d {
 		t[j] = x[j] - p.Mu[j]
 	}
-	return -0.5 * quadForm(d, p.Inv[:d*d], t[:d])
+	return -0.5 * QuadForm(d, p.Inv[:d*d], t[:d])
 }
 
 // Eval returns w·N(x; μ, Σ).
@@ -52,4 +52,35 @@ func EvalMixture[T Float](d int, ps []Prepared[T], x []T) T {
 		s += ps[k].Eval(d, x)
 	}
 	return s
+}
+
+// InvDet writes the inverse of the symmetric d×d row-major matrix m (d = 2 or
+// 3) into inv and returns det m. The caller checks det > 0 beforehand or
+// afterwards; a singular m yields Inf/NaN entries, never a panic.
+func InvDet[T Float](d int, m, inv []T) T {
+	if d == 2 {
+		det := m[0]*m[3] - m[1]*m[2]
+		r := 1 / det
+		inv[0], inv[1], inv[2], inv[3] = m[3]*r, -m[1]*r, -m[2]*r, m[0]*r
+		return det
+	}
+	a, b, c := m[0], m[1], m[2]
+	dd, e, f := m[3], m[4], m[5]
+	g, h, i := m[6], m[7], m[8]
+	c00, c01, c02 := e*i-f*h, -(dd*i - f*g), dd*h-e*g
+	det := a*c00 + b*c01 + c*c02
+	r := 1 / det
+	inv[0], inv[3], inv[6] = c00*r, c01*r, c02*r
+	inv[1], inv[4], inv[7] = -(b*i-c*h)*r, (a*i-c*g)*r, -(a*h-b*g)*r
+	inv[2], inv[5], inv[8] = (b*f-c*e)*r, -(a*f-c*dd)*r, (a*e-b*dd)*r
+	return det
+}
+
+// QuadForm returns tᵀ A t for the d×d row-major matrix A.
+func QuadForm[T Float](d int, a, t []T) T {
+	if d == 2 {
+		return a[0]*t[0]*t[0] + (a[1]+a[2])*t[0]*t[1] + a[3]*t[1]*t[1]
+	}
+	return a[0]*t[0]*t[0] + a[4]*t[1]*t[1] + a[8]*t[2]*t[2] +
+		(a[1]+a[3])*t[0]*t[1] + (a[2]+a[6])*t[0]*t[2] + (a[5]+a[7])*t[1]*t[2]
 }

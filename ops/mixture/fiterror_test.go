@@ -1,4 +1,4 @@
-package cpu
+package mixture
 
 import (
 	"math"
@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/gmcn-go/gmcn/internal/gmtest"
-	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
 // TestFitErrorPoints checks that the sample points fill the documented box
@@ -16,8 +15,8 @@ import (
 func TestFitErrorPoints(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		rng := rand.New(rand.NewPCG(50, uint64(d)))
-		l := mixture.Layout{B: 2, C: 2, N: 6, D: d}
-		x := memMixture(rng, l, 3, 1, 1, false)
+		l := Layout{B: 2, C: 2, N: 6, D: d}
+		x := testMixture(rng, l, 3, 1, 1, false)
 		// A zero-weight component far away must not stretch the box.
 		x[l.Offset(0, 0, 5)] = 0
 		x[l.Offset(0, 0, 5)+1] = 100
@@ -36,7 +35,7 @@ func TestFitErrorPoints(t *testing.T) {
 		}
 		st := l.Stride()
 		for m := range l.Mixtures() {
-			mx := mixture.Mixture(x, l, m)
+			mx := Mixture(x, l, m)
 			for j := range d {
 				lo, hi, sd := math.Inf(1), math.Inf(-1), 0.0
 				for k := 0; k < len(mx); k += st {
@@ -69,23 +68,23 @@ func TestFitErrorPoints(t *testing.T) {
 func TestFitErrorsOf(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		rng := rand.New(rand.NewPCG(51, uint64(d)))
-		li := mixture.Layout{B: 2, C: 3, N: 8, D: d}
+		li := Layout{B: 2, C: 3, N: 8, D: d}
 		lr := withN(li, 3)
-		input := memMixture(rng, li, 2, 1, 1, false)
-		dense := memMixture(rng, li, 2, 1, 1, true)
-		reduced := memMixture(rng, lr, 2, 1, 1, true)
+		input := testMixture(rng, li, 2, 1, 1, false)
+		dense := testMixture(rng, li, 2, 1, 1, true)
+		reduced := testMixture(rng, lr, 2, 1, 1, true)
 		const s = 50
-		got, err := FitErrorsOf(input, dense, reduced, li, lr, s, 3)
+		got, err := FitErrorsOf(naiveEval, input, dense, reduced, li, lr, s, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
 		pts := make([]float64, li.Mixtures()*s*d)
 		FitErrorPoints(pts, input, li, s, 3)
-		eval := func(x []float64, l mixture.Layout, relu bool) []float64 {
+		eval := func(x []float64, l Layout, relu bool) []float64 {
 			v := make([]float64, l.Mixtures()*s)
 			ps := make([]Prepared[float64], l.N)
 			for m := range l.Mixtures() {
-				PrepareMixture(d, mixture.Mixture(x, l, m), ps)
+				PrepareMixture(d, Mixture(x, l, m), ps)
 				for i := range s {
 					v[m*s+i] = EvalMixture(d, ps, pts[(m*s+i)*d:(m*s+i+1)*d])
 					if relu {
@@ -111,7 +110,7 @@ func TestFitErrorsOf(t *testing.T) {
 		for i := 0; i < len(double); i += li.Stride() {
 			double[i] *= 2
 		}
-		got, err = FitErrorsOf(dense, dense, double, li, li, s, 4)
+		got, err = FitErrorsOf(naiveEval, dense, dense, double, li, li, s, 4)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +143,7 @@ func naiveFitError(g, f []float64) FitError {
 
 // TestFitErrorsOfBadInput checks that mismatched inputs are errors.
 func TestFitErrorsOfBadInput(t *testing.T) {
-	l := mixture.Layout{B: 1, C: 2, N: 3, D: 2}
+	l := Layout{B: 1, C: 2, N: 3, D: 2}
 	lr := withN(l, 2)
 	x, r := make([]float64, l.Len()), make([]float64, lr.Len())
 	l3 := lr
@@ -152,7 +151,7 @@ func TestFitErrorsOfBadInput(t *testing.T) {
 	cases := []struct {
 		name           string
 		in, dense, red []float64
-		lr             mixture.Layout
+		lr             Layout
 		samples        int
 		want           string
 	}{
@@ -163,9 +162,45 @@ func TestFitErrorsOfBadInput(t *testing.T) {
 		{"short reduced", x, x, r[1:], lr, 10, "reduced fit has"},
 	}
 	for _, c := range cases {
-		_, err := FitErrorsOf(c.in, c.dense, c.red, l, c.lr, c.samples, 1)
+		_, err := FitErrorsOf(naiveEval, c.in, c.dense, c.red, l, c.lr, c.samples, 1)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 		}
 	}
+}
+
+// testMixture returns random mixtures of layout l (positions within
+// spread, weights about w of both signs unless positive, covariances about
+// cs).
+func testMixture(rng *rand.Rand, l Layout, spread, w, cs float64, positive bool) []float64 {
+	s := gmtest.Spec{WeightMin: w / 2, WeightMax: 3 * w / 2, NegativeOneIn: 2, Spread: spread, CovScale: cs, CovDiag: 0.3 * cs}
+	if positive {
+		s.NegativeOneIn = 0
+	}
+	return gmtest.Mixtures[float64](rng, s, l.B, l.C, l.N, l.D)
+}
+
+// withN returns l with n components per mixture.
+func withN(l Layout, n int) Layout {
+	l.N = n
+	return l
+}
+
+// naiveEval is an Evaluator from Prepare and EvalMixture, one point at a
+// time: the reference the fitting errors are checked with, independent of
+// any kernel.
+func naiveEval(y, x, pts []float64, l Layout, pb, pc, m int) error {
+	ps := make([]Prepared[float64], l.N)
+	for b := range l.B {
+		for c := range l.C {
+			mi := b*l.C + c
+			PrepareMixture(l.D, Mixture(x, l, mi), ps)
+			set := min(b, pb-1)*pc + min(c, pc-1)
+			for i := range m {
+				p := pts[(set*m+i)*l.D : (set*m+i+1)*l.D]
+				y[mi*m+i] = EvalMixture(l.D, ps, p)
+			}
+		}
+	}
+	return nil
 }

@@ -1,11 +1,10 @@
-package cpu
+package mixture
 
 import (
 	"math"
 	"math/rand/v2"
 
 	"github.com/gmcn-go/gmcn/internal/parallel"
-	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
 )
 
@@ -28,10 +27,10 @@ const fitErrorMargin = 3
 // weight is zero), so zero-weight padding at the origin does not stretch
 // the box. Mixture m draws from its own PCG stream (seed, m), so the points
 // are reproducible and do not depend on scheduling.
-func FitErrorPoints[T Float](pts, x []T, l mixture.Layout, s int, seed uint64) {
+func FitErrorPoints[T Float](pts, x []T, l Layout, s int, seed uint64) {
 	d, st := l.D, l.Stride()
 	parallel.For(l.Mixtures(), func(m int) {
-		mx := mixture.Mixture(x, l, m)
+		mx := Mixture(x, l, m)
 		var lo, hi, sd [3]float64
 		for j := range d {
 			lo[j], hi[j] = math.Inf(1), math.Inf(-1)
@@ -78,13 +77,17 @@ type FitErrors struct {
 	ReLU, Reduction, All FitError
 }
 
+// Evaluator evaluates the mixtures x (layout l) at the point sets pts
+// [pb, pc, m, D] into y [B, C, m]: a device's Evaluate (ops/device.Kernels).
+type Evaluator[T Float] func(y, x, pts []T, l Layout, pb, pc, m int) error
+
 // FitErrorsOf measures the fitting errors of one layer: input is the
 // mixture before the activation (layout li), dense its dense ReLU fit (same
 // layout) and reduced the reduced fit (layout lr, same B, C and D; pass
-// dense again if nothing was reduced). All three are evaluated at
+// dense again if nothing was reduced). All three are evaluated with eval at
 // FitErrorPoints(input, samples, seed), so the measurements share their
 // sample points.
-func FitErrorsOf[T Float](input, dense, reduced []T, li, lr mixture.Layout, samples int, seed uint64) (FitErrors, error) {
+func FitErrorsOf[T Float](eval Evaluator[T], input, dense, reduced []T, li, lr Layout, samples int, seed uint64) (FitErrors, error) {
 	switch {
 	case samples < 2:
 		return FitErrors{}, errors.Errorf("fitting error: need at least 2 samples per mixture, got %d", samples)
@@ -101,9 +104,14 @@ func FitErrorsOf[T Float](input, dense, reduced []T, li, lr mixture.Layout, samp
 	pts := make([]T, n*li.D)
 	FitErrorPoints(pts, input, li, samples, seed)
 	vIn, vDense, vRed := make([]T, n), make([]T, n), make([]T, n)
-	Evaluate(vIn, input, pts, li, li.B, li.C, samples)
-	Evaluate(vDense, dense, pts, li, li.B, li.C, samples)
-	Evaluate(vRed, reduced, pts, lr, lr.B, lr.C, samples)
+	for _, e := range []struct {
+		y, x []T
+		l    Layout
+	}{{vIn, input, li}, {vDense, dense, li}, {vRed, reduced, lr}} {
+		if err := eval(e.y, e.x, pts, e.l, e.l.B, e.l.C, samples); err != nil {
+			return FitErrors{}, errors.Wrap(err, "fitting error")
+		}
+	}
 	for i, v := range vIn {
 		vIn[i] = max(v, 0)
 	}
