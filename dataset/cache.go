@@ -48,7 +48,7 @@ func EncodeCache(w io.Writer, key string, in *Inputs) error {
 	if len(key) > maxKeyLen {
 		return errors.Errorf("cache: key of %d bytes, at most %d", len(key), maxKeyLen)
 	}
-	if err := in.check(); err != nil {
+	if err := in.Check(); err != nil {
 		return errors.Wrap(err, "cache: encoding")
 	}
 	l := in.Layout
@@ -213,7 +213,7 @@ func DecodeCache(r io.Reader) (string, *Inputs, error) {
 	case err != io.EOF:
 		return "", nil, errors.Wrap(err, "cache: reading past the checksum")
 	}
-	if err := in.check(); err != nil {
+	if err := in.Check(); err != nil {
 		return "", nil, errors.Wrap(err, "cache")
 	}
 	return key, in, nil

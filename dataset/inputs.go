@@ -23,9 +23,13 @@ func (in *Inputs) Len() int { return in.Layout.B }
 // with K Gaussians of dimension d.
 func FitLayout(n, k, d int) mixture.Layout { return mixture.Layout{B: n, C: 1, N: k, D: d} }
 
-// check reports the first inconsistency of in: sizes, labels and the
-// mixtures themselves (finite, symmetric positive-definite covariances).
-func (in *Inputs) check() error {
+// Check reports the first inconsistency of in: no samples, sizes, labels
+// and the mixtures themselves (finite, symmetric positive-definite
+// covariances). Inputs read from a cache or handed to training pass it.
+func (in *Inputs) Check() error {
+	if in == nil {
+		return errors.New("no inputs")
+	}
 	l := in.Layout
 	switch {
 	case l.C != 1 || (l.D != 2 && l.D != 3) || l.N < 1 || l.B < 0:

@@ -3,6 +3,7 @@ package shapes
 import (
 	"bufio"
 	"bytes"
+	"github.com/gmcn-go/gmcn/internal/ply"
 	"io"
 	"math"
 	"os"
@@ -161,7 +162,7 @@ func ReadOFF(r io.Reader, name string) (*Mesh, error) {
 	switch key {
 	case "OFF", "COFF", "NOFF", "CNOFF":
 	default:
-		return nil, lr.errorf("header %q, want OFF, COFF, NOFF or CNOFF", truncate(f[0]))
+		return nil, lr.errorf("header %q, want OFF, COFF, NOFF or CNOFF", ply.Truncate(f[0]))
 	}
 	if len(rest) == 0 {
 		if rest, err = lr.next("the vertex and face counts"); err != nil {
@@ -201,7 +202,7 @@ func ReadOFF(r io.Reader, name string) (*Mesh, error) {
 		n, err := strconv.Atoi(f[0])
 		switch {
 		case err != nil:
-			return nil, lr.errorf("face %d: vertex count %q is not an integer", i, truncate(f[0]))
+			return nil, lr.errorf("face %d: vertex count %q is not an integer", i, ply.Truncate(f[0]))
 		case n < 3 || n > maxPolygon:
 			return nil, lr.errorf("face %d has %d vertices, want 3 to %d", i, n, maxPolygon)
 		case len(f) < 1+n:
@@ -211,20 +212,11 @@ func ReadOFF(r io.Reader, name string) (*Mesh, error) {
 		for _, s := range f[1 : 1+n] {
 			v, err := strconv.Atoi(s)
 			if err != nil || v < 0 || v >= nv {
-				return nil, lr.errorf("face %d: vertex index %q, want an integer in [0, %d)", i, truncate(s), nv)
+				return nil, lr.errorf("face %d: vertex index %q, want an integer in [0, %d)", i, ply.Truncate(s), nv)
 			}
 			idx = append(idx, int32(v))
 		}
 		m.Triangles = appendPolygon(m.Triangles, idx)
 	}
 	return m, nil
-}
-
-// truncate shortens s for an error message.
-func truncate(s string) string {
-	const n = 40
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
 }

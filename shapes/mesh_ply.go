@@ -3,6 +3,7 @@ package shapes
 import (
 	"bufio"
 	"encoding/binary"
+	"github.com/gmcn-go/gmcn/internal/ply"
 	"io"
 	"math"
 	"strconv"
@@ -11,41 +12,11 @@ import (
 	"github.com/pkg/errors"
 )
 
-// plyType is a PLY scalar type: its size in bytes and kind ('i' signed,
-// 'u' unsigned integer, 'f' floating point).
-type plyType struct {
-	size int
-	kind byte
-}
-
-var plyTypes = map[string]plyType{
-	"char": {1, 'i'}, "int8": {1, 'i'}, "uchar": {1, 'u'}, "uint8": {1, 'u'},
-	"short": {2, 'i'}, "int16": {2, 'i'}, "ushort": {2, 'u'}, "uint16": {2, 'u'},
-	"int": {4, 'i'}, "int32": {4, 'i'}, "uint": {4, 'u'}, "uint32": {4, 'u'},
-	"float": {4, 'f'}, "float32": {4, 'f'}, "double": {8, 'f'}, "float64": {8, 'f'},
-}
-
-type plyProp struct {
-	name      string
-	typ       plyType // element type of a list
-	countType plyType // list only
-	list      bool
-}
-
-type plyElement struct {
-	name  string
-	count int
-	props []plyProp
-}
-
-// maxPLYHeader bounds the header length in bytes.
-const maxPLYHeader = 1 << 16
-
 // plyBody reads the values of one element item after the other, in ASCII or
 // binary; errors carry the file and line (ASCII) or byte offset (binary).
 type plyBody interface {
 	begin() error
-	value(t plyType) (float64, error)
+	value(t ply.Type) (float64, error)
 	end() error
 	errorf(format string, args ...any) error
 }
@@ -59,25 +30,28 @@ type plyBody interface {
 // name the file and the line (ASCII) or byte offset (binary).
 func ReadPLY(r io.Reader, name string) (*Mesh, error) {
 	br := bufio.NewReader(r)
-	format, elems, line, offset, err := readPLYHeader(br, name)
+	h, err := ply.ReadHeader(br, maxElements)
+	if e, ok := err.(*ply.Error); ok {
+		return nil, errors.Errorf("%s:%d: %s", name, e.Line, e.Msg)
+	}
 	if err != nil {
-		return nil, err
+		return nil, errors.Wrap(err, name)
 	}
 	var body plyBody
-	switch format {
+	switch h.Format {
 	case "ascii":
 		lr := newLineReader(br, name)
-		lr.line = line
+		lr.line = h.Lines
 		body = &plyASCII{lr: lr}
 	case "binary_little_endian":
-		body = &plyBinary{r: br, name: name, offset: offset, order: binary.LittleEndian}
+		body = &plyBinary{r: br, name: name, offset: h.Bytes, order: binary.LittleEndian}
 	case "binary_big_endian":
-		body = &plyBinary{r: br, name: name, offset: offset, order: binary.BigEndian}
+		body = &plyBinary{r: br, name: name, offset: h.Bytes, order: binary.BigEndian}
 	}
 	m := &Mesh{}
 	nv := -1
-	for _, e := range elems {
-		switch e.name {
+	for _, e := range h.Elements {
+		switch e.Name {
 		case "vertex":
 			if err := readPLYVertices(body, e, m); err != nil {
 				return nil, err
@@ -91,7 +65,7 @@ func ReadPLY(r io.Reader, name string) (*Mesh, error) {
 				return nil, err
 			}
 		default:
-			for range e.count {
+			for range e.Count {
 				if err := skipPLYItem(body, e); err != nil {
 					return nil, err
 				}
@@ -104,102 +78,12 @@ func ReadPLY(r io.Reader, name string) (*Mesh, error) {
 	return m, nil
 }
 
-// readPLYHeader parses the header up to end_header and returns the format,
-// the elements, the number of header lines and the header length in bytes.
-func readPLYHeader(br *bufio.Reader, name string) (format string, elems []plyElement, line int, offset int64, err error) {
-	fail := func(format string, args ...any) error {
-		return errors.Errorf("%s:%d: "+format, append([]any{name, line}, args...)...)
-	}
-	for {
-		s, rerr := br.ReadString('\n')
-		line++
-		offset += int64(len(s))
-		if offset > maxPLYHeader {
-			return "", nil, line, offset, fail("header longer than %d bytes", maxPLYHeader)
-		}
-		if rerr != nil && (rerr != io.EOF || s == "") {
-			if rerr == io.EOF {
-				return "", nil, line, offset, fail("unexpected end of file in the header (no end_header)")
-			}
-			return "", nil, line, offset, fail("reading the header: %v", rerr)
-		}
-		f := strings.Fields(s)
-		if line == 1 {
-			if len(f) != 1 || f[0] != "ply" {
-				return "", nil, line, offset, fail("first line %q, want \"ply\"", truncate(strings.TrimSpace(s)))
-			}
-			continue
-		}
-		if len(f) == 0 {
-			continue
-		}
-		switch f[0] {
-		case "comment", "obj_info":
-		case "format":
-			if len(f) != 3 || f[2] != "1.0" {
-				return "", nil, line, offset, fail("format line %q, want \"format ascii|binary_little_endian|binary_big_endian 1.0\"", truncate(strings.TrimSpace(s)))
-			}
-			switch f[1] {
-			case "ascii", "binary_little_endian", "binary_big_endian":
-				format = f[1]
-			default:
-				return "", nil, line, offset, fail("unknown format %q", truncate(f[1]))
-			}
-		case "element":
-			if len(f) != 3 {
-				return "", nil, line, offset, fail("element line has %d fields, want \"element NAME COUNT\"", len(f))
-			}
-			n, err := parseCount(f[2], "element "+truncate(f[1]))
-			if err != nil {
-				return "", nil, line, offset, fail("%v", err)
-			}
-			elems = append(elems, plyElement{name: f[1], count: n})
-		case "property":
-			if len(elems) == 0 {
-				return "", nil, line, offset, fail("property before any element")
-			}
-			p, err := parsePLYProperty(f)
-			if err != nil {
-				return "", nil, line, offset, fail("%v", err)
-			}
-			e := &elems[len(elems)-1]
-			e.props = append(e.props, p)
-		case "end_header":
-			if format == "" {
-				return "", nil, line, offset, fail("end_header without a format line")
-			}
-			return format, elems, line, offset, nil
-		default:
-			return "", nil, line, offset, fail("unknown header keyword %q", truncate(f[0]))
-		}
-	}
-}
-
-func parsePLYProperty(f []string) (plyProp, error) {
-	if len(f) == 5 && f[1] == "list" {
-		ct, ok1 := plyTypes[f[2]]
-		it, ok2 := plyTypes[f[3]]
-		if !ok1 || !ok2 || ct.kind == 'f' {
-			return plyProp{}, errors.Errorf("list property %q: types %q %q, want an integer count type and a known item type", truncate(f[4]), truncate(f[2]), truncate(f[3]))
-		}
-		return plyProp{name: f[4], typ: it, countType: ct, list: true}, nil
-	}
-	if len(f) != 3 {
-		return plyProp{}, errors.Errorf("property line has %d fields, want \"property TYPE NAME\" or \"property list CTYPE TYPE NAME\"", len(f))
-	}
-	t, ok := plyTypes[f[1]]
-	if !ok {
-		return plyProp{}, errors.Errorf("property %q: unknown type %q", truncate(f[2]), truncate(f[1]))
-	}
-	return plyProp{name: f[2], typ: t}, nil
-}
-
-func readPLYVertices(body plyBody, e plyElement, m *Mesh) error {
+func readPLYVertices(body plyBody, e ply.Element, m *Mesh) error {
 	slot := [3]int{-1, -1, -1}
-	for i, p := range e.props {
-		if j := strings.Index("xyz", p.name); len(p.name) == 1 && j >= 0 {
-			if p.list {
-				return body.errorf("vertex property %s is a list, want a scalar", p.name)
+	for i, p := range e.Props {
+		if j := strings.Index("xyz", p.Name); len(p.Name) == 1 && j >= 0 {
+			if p.List {
+				return body.errorf("vertex property %s is a list, want a scalar", p.Name)
 			}
 			slot[j] = i
 		}
@@ -207,13 +91,13 @@ func readPLYVertices(body plyBody, e plyElement, m *Mesh) error {
 	if slot[0] < 0 || slot[1] < 0 || slot[2] < 0 {
 		return body.errorf("the vertex element lacks one of the properties x, y, z")
 	}
-	m.Vertices = make([]float64, 0, 3*min(e.count, maxPrealloc))
+	m.Vertices = make([]float64, 0, 3*min(e.Count, maxPrealloc))
 	var xyz [3]float64
-	for i := range e.count {
+	for i := range e.Count {
 		if err := body.begin(); err != nil {
 			return err
 		}
-		for pi, p := range e.props {
+		for pi, p := range e.Props {
 			if err := readPLYProp(body, p, func(v float64) {
 				for j, s := range slot {
 					if s == pi {
@@ -237,28 +121,28 @@ func readPLYVertices(body plyBody, e plyElement, m *Mesh) error {
 	return nil
 }
 
-func readPLYFaces(body plyBody, e plyElement, m *Mesh, nv int) error {
+func readPLYFaces(body plyBody, e ply.Element, m *Mesh, nv int) error {
 	list := -1
-	for i, p := range e.props {
-		if p.list && (p.name == "vertex_indices" || p.name == "vertex_index") {
+	for i, p := range e.Props {
+		if p.List && (p.Name == "vertex_indices" || p.Name == "vertex_index") {
 			list = i
 		}
 	}
 	if list < 0 {
 		return body.errorf("the face element has no list property vertex_indices")
 	}
-	if e.props[list].typ.kind == 'f' {
+	if e.Props[list].Type.Kind == 'f' {
 		return body.errorf("face indices of floating-point type, want an integer type")
 	}
-	m.Triangles = make([]int32, 0, 3*min(e.count, maxPrealloc))
+	m.Triangles = make([]int32, 0, 3*min(e.Count, maxPrealloc))
 	idx := make([]int32, 0, 16)
-	for i := range e.count {
+	for i := range e.Count {
 		if err := body.begin(); err != nil {
 			return err
 		}
 		idx = idx[:0]
 		bad := math.NaN()
-		for pi, p := range e.props {
+		for pi, p := range e.Props {
 			add := func(float64) {}
 			if pi == list {
 				add = func(v float64) {
@@ -286,11 +170,11 @@ func readPLYFaces(body plyBody, e plyElement, m *Mesh, nv int) error {
 	return nil
 }
 
-func skipPLYItem(body plyBody, e plyElement) error {
+func skipPLYItem(body plyBody, e ply.Element) error {
 	if err := body.begin(); err != nil {
 		return err
 	}
-	for _, p := range e.props {
+	for _, p := range e.Props {
 		if err := readPLYProp(body, p, func(float64) {}); err != nil {
 			return err
 		}
@@ -300,24 +184,24 @@ func skipPLYItem(body plyBody, e plyElement) error {
 
 // readPLYProp reads one property (a scalar, or a count and that many items)
 // and passes every value to use.
-func readPLYProp(body plyBody, p plyProp, use func(float64)) error {
-	if !p.list {
-		v, err := body.value(p.typ)
+func readPLYProp(body plyBody, p ply.Property, use func(float64)) error {
+	if !p.List {
+		v, err := body.value(p.Type)
 		if err != nil {
 			return err
 		}
 		use(v)
 		return nil
 	}
-	c, err := body.value(p.countType)
+	c, err := body.value(p.Count)
 	if err != nil {
 		return err
 	}
 	if c < 0 || c > maxPolygon {
-		return body.errorf("list %s of %v items, want 0 to %d", p.name, c, maxPolygon)
+		return body.errorf("list %s of %v items, want 0 to %d", p.Name, c, maxPolygon)
 	}
 	for range int(c) {
-		v, err := body.value(p.typ)
+		v, err := body.value(p.Type)
 		if err != nil {
 			return err
 		}
@@ -337,7 +221,7 @@ func (a *plyASCII) begin() (err error) {
 	return err
 }
 
-func (a *plyASCII) value(t plyType) (float64, error) {
+func (a *plyASCII) value(t ply.Type) (float64, error) {
 	if len(a.fields) == 0 {
 		return 0, a.lr.errorf("too few values on the line")
 	}
@@ -347,20 +231,20 @@ func (a *plyASCII) value(t plyType) (float64, error) {
 		v   float64
 		err error
 	)
-	switch t.kind {
+	switch t.Kind {
 	case 'i':
 		var n int64
-		n, err = strconv.ParseInt(s, 10, 8*t.size)
+		n, err = strconv.ParseInt(s, 10, 8*t.Size)
 		v = float64(n)
 	case 'u':
 		var n uint64
-		n, err = strconv.ParseUint(s, 10, 8*t.size)
+		n, err = strconv.ParseUint(s, 10, 8*t.Size)
 		v = float64(n)
 	default:
-		v, err = strconv.ParseFloat(s, 8*t.size)
+		v, err = strconv.ParseFloat(s, 8*t.Size)
 	}
 	if err != nil {
-		return 0, a.lr.errorf("value %q does not fit its property type", truncate(s))
+		return 0, a.lr.errorf("value %q does not fit its property type", ply.Truncate(s))
 	}
 	return v, nil
 }
@@ -387,20 +271,20 @@ type plyBinary struct {
 func (b *plyBinary) begin() error { return nil }
 func (b *plyBinary) end() error   { return nil }
 
-func (b *plyBinary) value(t plyType) (float64, error) {
-	p := b.buf[:t.size]
+func (b *plyBinary) value(t ply.Type) (float64, error) {
+	p := b.buf[:t.Size]
 	if _, err := io.ReadFull(b.r, p); err != nil {
-		return 0, b.errorf("unexpected end of file (want %d more bytes)", t.size)
+		return 0, b.errorf("unexpected end of file (want %d more bytes)", t.Size)
 	}
-	b.offset += int64(t.size)
+	b.offset += int64(t.Size)
 	switch {
-	case t.kind == 'f' && t.size == 4:
+	case t.Kind == 'f' && t.Size == 4:
 		return float64(math.Float32frombits(b.order.Uint32(p))), nil
-	case t.kind == 'f':
+	case t.Kind == 'f':
 		return math.Float64frombits(b.order.Uint64(p)), nil
 	}
 	var u uint64
-	switch t.size {
+	switch t.Size {
 	case 1:
 		u = uint64(p[0])
 	case 2:
@@ -408,8 +292,8 @@ func (b *plyBinary) value(t plyType) (float64, error) {
 	default:
 		u = uint64(b.order.Uint32(p))
 	}
-	if t.kind == 'i' {
-		shift := 64 - 8*t.size
+	if t.Kind == 'i' {
+		shift := 64 - 8*t.Size
 		return float64(int64(u<<shift) >> shift), nil
 	}
 	return float64(u), nil

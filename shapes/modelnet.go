@@ -2,6 +2,7 @@ package shapes
 
 import (
 	"bufio"
+	"github.com/gmcn-go/gmcn/internal/ply"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -185,7 +186,7 @@ func openResampled(root, name string) (*ModelNet, error) {
 			cut := strings.LastIndexByte(id, '_')
 			l, ok := label[id[:max(cut, 0)]]
 			if cut < 0 || !ok {
-				return nil, errors.Errorf("%s:%d: shape id %q does not start with a class of %s_shape_names.txt followed by _<number>", file, i+1, truncate(id), name)
+				return nil, errors.Errorf("%s:%d: shape id %q does not start with a class of %s_shape_names.txt followed by _<number>", file, i+1, ply.Truncate(id), name)
 			}
 			sp.split.paths = append(sp.split.paths, filepath.Join(root, id[:cut], id+".txt"))
 			sp.split.labels = append(sp.split.labels, l)
@@ -213,7 +214,7 @@ func readList(path string) ([]string, error) {
 			continue
 		}
 		if strings.ContainsAny(s, " \t") {
-			return nil, errors.Errorf("%s:%d: %q is not a single name", path, line, truncate(s))
+			return nil, errors.Errorf("%s:%d: %q is not a single name", path, line, ply.Truncate(s))
 		}
 		out = append(out, s)
 	}

@@ -446,19 +446,11 @@ func (t *trainer) decay() error {
 	return nil
 }
 
-// checkSet reports the first inconsistency of the set s named name: empty,
-// sizes that do not match its layout, or a label outside [0, Classes).
+// checkSet reports an empty or inconsistent set (dataset.Inputs.Check),
+// named name.
 func checkSet(name string, s *dataset.Inputs) error {
 	if s == nil || s.Len() < 1 {
 		return errors.Errorf("%s set is empty", name)
 	}
-	if len(s.Mixtures) != s.Layout.Len() || len(s.Labels) != s.Len() {
-		return errors.Errorf("%s set: %d values and %d labels for layout %v", name, len(s.Mixtures), len(s.Labels), s.Layout.Shape())
-	}
-	for i, y := range s.Labels {
-		if y < 0 || y >= s.Classes {
-			return errors.Errorf("%s set: sample %d has label %d outside [0, %d)", name, i, y, s.Classes)
-		}
-	}
-	return nil
+	return errors.Wrapf(s.Check(), "%s set", name)
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"github.com/gmcn-go/gmcn/internal/ply"
 	"io"
 	"os"
 	"strconv"
@@ -68,15 +69,30 @@ var plyMirror = map[int][][2]int{
 // count, so that a lying header cannot make ReadPLY allocate much memory.
 const maxPreallocate = 1 << 16
 
+// maxComponents bounds the component count a header may declare.
+const maxComponents = 1 << 30
+
 // ReadPLY reads one mixture in the reference's ASCII PLY format (2D or 3D,
 // see the package comment) and returns its components with the weights as
 // stored; whether those are amplitudes or integrals depends on the file (see
 // LoadPLY). Every component must be finite with a symmetric positive-definite
 // covariance. Errors name the offending line.
 func ReadPLY(r io.Reader) ([]Gaussian, error) {
-	sc := bufio.NewScanner(r)
+	br := bufio.NewReader(r)
+	ph, err := ply.ReadHeader(br, maxComponents)
+	if e, ok := err.(*ply.Error); ok {
+		return nil, errors.Errorf("ply: line %d: %s", e.Line, e.Msg)
+	}
+	if err != nil {
+		return nil, errors.Wrap(err, "ply")
+	}
+	h, err := mixtureHeader(ph)
+	if err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	line := 0
+	line := ph.Lines
 	next := func() (string, bool) {
 		for sc.Scan() {
 			line++
@@ -88,13 +104,6 @@ func ReadPLY(r io.Reader) ([]Gaussian, error) {
 	}
 	fail := func(format string, args ...any) error {
 		return errors.Errorf("ply: line %d: %s", line, fmt.Sprintf(format, args...))
-	}
-	h, err := readPLYHeader(next, fail)
-	if serr := sc.Err(); serr != nil {
-		return nil, errors.Wrapf(serr, "ply: line %d", line+1)
-	}
-	if err != nil {
-		return nil, err
 	}
 	d, cols := h.d, h.cols
 	gs := make([]Gaussian, 0, min(h.n, maxPreallocate))
@@ -131,7 +140,7 @@ func ReadPLY(r io.Reader) ([]Gaussian, error) {
 		})
 	}
 	if s, ok := next(); ok {
-		return nil, fail("unexpected %q after the %d components the header declares", truncate(s), h.n)
+		return nil, fail("unexpected %q after the %d components the header declares", ply.Truncate(s), h.n)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, errors.Wrapf(err, "ply: line %d", line+1)
@@ -147,68 +156,48 @@ type plyHeader struct {
 	names []string
 }
 
-func readPLYHeader(next func() (string, bool), fail func(string, ...any) error) (plyHeader, error) {
+// mixtureHeader checks that a PLY header is one of a mixture file (ASCII,
+// one element "component" of float or double properties, each a known one
+// at most once) and resolves it.
+func mixtureHeader(ph ply.Header) (plyHeader, error) {
 	var h plyHeader
-	s, ok := next()
-	if !ok || s != "ply" {
-		return h, fail(`expected the magic line "ply", got %q`, truncate(s))
+	fail := func(line int, format string, args ...any) error {
+		return errors.Errorf("ply: line %d: %s", line, fmt.Sprintf(format, args...))
 	}
+	if ph.Format != "ascii" {
+		return h, fail(ph.FormatLine, `format %q; a mixture file is "format ascii 1.0"`, ph.Format)
+	}
+	if len(ph.Elements) == 0 {
+		return h, fail(ph.Lines, `no element; a mixture file holds "element component <N>"`)
+	}
+	e := ph.Elements[0]
+	switch {
+	case e.Name != "component":
+		return h, fail(e.Line, `element %q; a mixture file holds "element component <N>"`, ply.Truncate(e.Name))
+	case len(ph.Elements) > 1:
+		return h, fail(ph.Elements[1].Line, `a second element %q; a mixture file holds only "component"`, ply.Truncate(ph.Elements[1].Name))
+	case e.Count < 1:
+		return h, fail(e.Line, "component count %d, want at least 1", e.Count)
+	}
+	h.n = e.Count
 	seen := map[string]bool{}
-	format, element := false, false
-	for {
-		s, ok := next()
-		if !ok {
-			return h, fail("file ends inside the header (no end_header)")
+	for _, p := range e.Props {
+		switch {
+		case p.List:
+			return h, fail(p.Line, "property %q is a list; a mixture's properties are float or double scalars", ply.Truncate(p.Name))
+		case p.Type.Kind != 'f':
+			return h, fail(p.Line, "property %q has an integer type; only float and double are supported", ply.Truncate(p.Name))
 		}
-		f := strings.Fields(s)
-		switch f[0] {
-		case "comment", "obj_info":
-		case "format":
-			if len(f) != 3 || f[1] != "ascii" || f[2] != "1.0" {
-				return h, fail(`expected "format ascii 1.0", got %q`, truncate(s))
-			}
-			format = true
-		case "element":
-			if element {
-				return h, fail("a second element %q; a mixture file holds only \"component\"", truncate(s))
-			}
-			if len(f) != 3 || f[1] != "component" {
-				return h, fail(`expected "element component <N>", got %q`, truncate(s))
-			}
-			n, err := strconv.Atoi(f[2])
-			if err != nil || n < 1 {
-				return h, fail("component count %q must be an integer ≥ 1", f[2])
-			}
-			h.n, element = n, true
-		case "property":
-			if !element {
-				return h, fail("property before the element line")
-			}
-			if len(f) != 3 {
-				return h, fail(`expected "property <float|double> <name>", got %q`, truncate(s))
-			}
-			switch f[1] {
-			case "float", "float32", "double", "float64":
-			default:
-				return h, fail("property %q has type %q; only float and double are supported", f[2], f[1])
-			}
-			if _, ok := plyProperties[f[2]]; !ok {
-				return h, fail("unknown property %q", truncate(f[2]))
-			}
-			if seen[f[2]] {
-				return h, fail("property %q declared twice", f[2])
-			}
-			seen[f[2]] = true
-			h.names = append(h.names, f[2])
-		case "end_header":
-			if !format || !element {
-				return h, fail("end_header before the format and element lines")
-			}
-			return h, h.resolve(seen, fail)
-		default:
-			return h, fail("unexpected header line %q", truncate(s))
+		if _, ok := plyProperties[p.Name]; !ok {
+			return h, fail(p.Line, "unknown property %q", ply.Truncate(p.Name))
 		}
+		if seen[p.Name] {
+			return h, fail(p.Line, "property %q declared twice", p.Name)
+		}
+		seen[p.Name] = true
+		h.names = append(h.names, p.Name)
 	}
+	return h, h.resolve(seen, func(format string, args ...any) error { return fail(ph.Lines, format, args...) })
 }
 
 // resolve decides the dimension from the declared properties (3D if any
@@ -236,14 +225,6 @@ func (h *plyHeader) resolve(seen map[string]bool, fail func(string, ...any) erro
 		}
 	}
 	return nil
-}
-
-// truncate shortens s for error messages.
-func truncate(s string) string {
-	if len(s) > 60 {
-		return s[:60] + "…"
-	}
-	return s
 }
 
 // WritePLY writes the components gs (all of one dimension, 2 or 3, at least
