@@ -16,4 +16,8 @@
 // Fashion-MNIST) and shapes (ModelNet). Nothing is used silently: a cache
 // that is missing, corrupt, written by another format version or for other
 // data or settings is refitted with a message saying why.
+//
+// "The reference" in this package's comments is the authors' implementation,
+// cg-tuwien/Gaussian-Mixture-Convolution-Networks at commit c1615d8
+// (docs/algorithms.md).
 package dataset

@@ -16,4 +16,8 @@
 // (SetTraining, SetState, SetBNStats) and applies them at the start of every
 // run of its graph, so a Gorgonia machine may be made before or after a
 // state is loaded or the mode is switched, with or without EvalMode.
+//
+// "The reference" in this package's comments is the authors' implementation,
+// cg-tuwien/Gaussian-Mixture-Convolution-Networks at commit c1615d8
+// (docs/algorithms.md).
 package models

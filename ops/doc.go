@@ -19,4 +19,8 @@
 // Ops check ranks and sizes in InferShape and the values (finite, symmetric
 // positive-definite covariances, matching dtypes) in Do, and return errors
 // that name the op, the input, what was expected and what was found.
+//
+// "The reference" in this package's comments is the authors' implementation,
+// cg-tuwien/Gaussian-Mixture-Convolution-Networks at commit c1615d8
+// (docs/algorithms.md).
 package ops

@@ -13,4 +13,8 @@
 //
 // Where the model computes is not a setting of the run: the program opens a
 // device (ops.OpenDevice) and puts it in Setup.Model.Device.
+//
+// "The reference" in this package's comments is the authors' implementation,
+// cg-tuwien/Gaussian-Mixture-Convolution-Networks at commit c1615d8
+// (docs/algorithms.md).
 package runspec

@@ -13,4 +13,8 @@
 //
 // Point clouds are flat []float32 slices x0 y0 z0 x1 y1 z1 …; meshes are
 // indexed triangle lists (polygons are fan-triangulated when read).
+//
+// "The reference" in this package's comments is the authors' implementation,
+// cg-tuwien/Gaussian-Mixture-Convolution-Networks at commit c1615d8
+// (docs/algorithms.md).
 package shapes

@@ -40,4 +40,8 @@
 // inputs, the names of the files a run folder holds) are package runspec's:
 // train needs only a models.Config and the inputs. The device the model
 // computes on is models.Config.Device.
+//
+// "The reference" in this package's comments is the authors' implementation,
+// cg-tuwien/Gaussian-Mixture-Convolution-Networks at commit c1615d8
+// (docs/algorithms.md).
 package train

@@ -27,4 +27,8 @@
 //
 // Nothing is used silently: a missing or corrupt data file is an error that
 // names the file and says how to get it.
+//
+// "The reference" in this package's comments is the authors' implementation,
+// cg-tuwien/Gaussian-Mixture-Convolution-Networks at commit c1615d8
+// (docs/algorithms.md).
 package mnist

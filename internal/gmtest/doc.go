@@ -5,6 +5,10 @@
 //
 // Only _test.go files may import it (TestOnlyImportedByTests enforces this),
 // so nothing here is part of any built program.
+//
+// "The reference" in this package's comments is the authors' implementation,
+// cg-tuwien/Gaussian-Mixture-Convolution-Networks at commit c1615d8
+// (docs/algorithms.md).
 package gmtest
 
 // Float is the element type of the helpers: the two element types of the

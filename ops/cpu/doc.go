@@ -23,4 +23,8 @@
 // names of device.Kernels, where XBackward takes the saved state or nil.
 // The tests add XFrozen, the forward pass with given decisions, whose finite
 // differences XBackwardSaved must match.
+//
+// "The reference" in this package's comments is the authors' implementation,
+// cg-tuwien/Gaussian-Mixture-Convolution-Networks at commit c1615d8
+// (docs/algorithms.md).
 package cpu

@@ -23,4 +23,8 @@
 // lengths). A method returns an error for a failure of the device itself (a
 // GPU launch) or for a result it cannot represent (a non-finite weight);
 // it never panics on data the op has checked.
+//
+// "The reference" in this package's comments is the authors' implementation,
+// cg-tuwien/Gaussian-Mixture-Convolution-Networks at commit c1615d8
+// (docs/algorithms.md).
 package device

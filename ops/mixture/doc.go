@@ -19,4 +19,8 @@
 //
 // so a weight is the integral of its component ("prior" formulation); the
 // amplitude of a component is α = w / sqrt((2π)^D det Σ).
+//
+// "The reference" in this package's comments is the authors' implementation,
+// cg-tuwien/Gaussian-Mixture-Convolution-Networks at commit c1615d8
+// (docs/algorithms.md).
 package mixture
