@@ -1,7 +1,6 @@
 package predict
 
 import (
-	"github.com/gmcn-go/gmcn/runspec"
 	"image"
 	"image/color"
 	"image/png"
@@ -15,6 +14,7 @@ import (
 	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/internal/runtest"
 	"github.com/gmcn-go/gmcn/models"
+	"github.com/gmcn-go/gmcn/runspec"
 	"github.com/gmcn-go/gmcn/train"
 	"github.com/gmcn-go/gmcn/train/checkpoint"
 	G "gorgonia.org/gorgonia"

@@ -3,8 +3,6 @@ package predict
 import (
 	"cmp"
 	"fmt"
-	"github.com/gmcn-go/gmcn/ops/device"
-	"github.com/gmcn-go/gmcn/runspec"
 	"io"
 	"math"
 	"path/filepath"
@@ -12,7 +10,9 @@ import (
 
 	"github.com/gmcn-go/gmcn/dataset"
 	"github.com/gmcn-go/gmcn/models"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
+	"github.com/gmcn-go/gmcn/runspec"
 	"github.com/gmcn-go/gmcn/train/checkpoint"
 	"github.com/gmcn-go/gmcn/train/report"
 	"github.com/pkg/errors"

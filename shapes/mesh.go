@@ -3,7 +3,6 @@ package shapes
 import (
 	"bufio"
 	"bytes"
-	"github.com/gmcn-go/gmcn/internal/ply"
 	"io"
 	"math"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gmcn-go/gmcn/internal/ply"
 	"github.com/pkg/errors"
 )
 

@@ -3,12 +3,12 @@ package shapes
 import (
 	"bufio"
 	"encoding/binary"
-	"github.com/gmcn-go/gmcn/internal/ply"
 	"io"
 	"math"
 	"strconv"
 	"strings"
 
+	"github.com/gmcn-go/gmcn/internal/ply"
 	"github.com/pkg/errors"
 )
 

@@ -2,13 +2,13 @@ package shapes
 
 import (
 	"bufio"
-	"github.com/gmcn-go/gmcn/internal/ply"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/gmcn-go/gmcn/internal/ply"
 	"github.com/pkg/errors"
 
 	"github.com/gmcn-go/gmcn/dataset"

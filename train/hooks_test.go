@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gmcn-go/gmcn/runspec"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/runspec"
 	"github.com/gmcn-go/gmcn/train/checkpoint"
 	"github.com/gmcn-go/gmcn/train/report"
 )

@@ -3,11 +3,11 @@ package train
 import (
 	"context"
 	"errors"
-	"github.com/gmcn-go/gmcn/runspec"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/gmcn-go/gmcn/runspec"
 	"github.com/gmcn-go/gmcn/train/checkpoint"
 )
 

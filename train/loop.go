@@ -3,7 +3,6 @@ package train
 import (
 	"context"
 	"fmt"
-	"github.com/gmcn-go/gmcn/gmnode"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gmcn-go/gmcn/dist"
+	"github.com/gmcn-go/gmcn/gmnode"
 	"github.com/gmcn-go/gmcn/models"
 	"github.com/gmcn-go/gmcn/ops"
 	"github.com/gmcn-go/gmcn/train/checkpoint"

@@ -2,11 +2,11 @@ package train
 
 import (
 	"context"
-	"github.com/gmcn-go/gmcn/runspec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/runspec"
 	"github.com/gmcn-go/gmcn/shapes"
 )
 

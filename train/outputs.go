@@ -1,10 +1,10 @@
 package train
 
 import (
-	"github.com/gmcn-go/gmcn/runspec"
 	"path/filepath"
 
 	"github.com/gmcn-go/gmcn/internal/atomicfile"
+	"github.com/gmcn-go/gmcn/runspec"
 	"github.com/gmcn-go/gmcn/train/checkpoint"
 	"github.com/gmcn-go/gmcn/train/report"
 	"github.com/pkg/errors"

@@ -3,7 +3,6 @@ package train
 import (
 	"context"
 	"errors"
-	"github.com/gmcn-go/gmcn/runspec"
 	"math"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/gmcn-go/gmcn/dataset"
 	"github.com/gmcn-go/gmcn/dist"
 	"github.com/gmcn-go/gmcn/models"
+	"github.com/gmcn-go/gmcn/runspec"
 	"github.com/gmcn-go/gmcn/train/checkpoint"
 )
 

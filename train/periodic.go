@@ -1,10 +1,10 @@
 package train
 
 import (
-	"github.com/gmcn-go/gmcn/runspec"
 	"path/filepath"
 	"time"
 
+	"github.com/gmcn-go/gmcn/runspec"
 	"github.com/gmcn-go/gmcn/train/checkpoint"
 )
 

@@ -3,13 +3,13 @@ package train
 import (
 	"context"
 	"errors"
-	"github.com/gmcn-go/gmcn/runspec"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
+	"github.com/gmcn-go/gmcn/runspec"
 	"github.com/gmcn-go/gmcn/train/checkpoint"
 )
 

@@ -2,12 +2,12 @@ package train
 
 import (
 	"errors"
-	"github.com/gmcn-go/gmcn/runspec"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/gmcn-go/gmcn/internal/gmtest"
+	"github.com/gmcn-go/gmcn/runspec"
 )
 
 // TestLockRun checks that a run directory held by one lock refuses a second

@@ -2,7 +2,6 @@ package train
 
 import (
 	"fmt"
-	"github.com/gmcn-go/gmcn/runspec"
 	"io"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/gmcn-go/gmcn/dataset"
 	"github.com/gmcn-go/gmcn/models"
+	"github.com/gmcn-go/gmcn/runspec"
 	"github.com/gmcn-go/gmcn/shapes"
 )
 

@@ -1,9 +1,9 @@
 package train
 
 import (
-	"github.com/gmcn-go/gmcn/runspec"
 	"path/filepath"
 
+	"github.com/gmcn-go/gmcn/runspec"
 	"github.com/gmcn-go/gmcn/train/report"
 )
 

@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/gmcn-go/gmcn/runspec"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/gmcn-go/gmcn/predict"
+	"github.com/gmcn-go/gmcn/runspec"
 	"github.com/gmcn-go/gmcn/train/report"
 	"github.com/pkg/errors"
 )

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/gmcn-go/gmcn/runspec"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gmcn-go/gmcn/runspec"
 )
 
 // bin is the gmcn binary built once for the tests that run it.

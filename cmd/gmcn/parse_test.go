@@ -3,11 +3,12 @@ package main
 import (
 	"errors"
 	"flag"
-	"github.com/gmcn-go/gmcn/runspec"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gmcn-go/gmcn/runspec"
 )
 
 // TestParseTrain checks that exactly the flags given replace the preset's

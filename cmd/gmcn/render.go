@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/gmcn-go/gmcn/runspec"
 	"os"
 	"path/filepath"
 
 	"github.com/gmcn-go/gmcn/models"
+	"github.com/gmcn-go/gmcn/runspec"
 	"github.com/gmcn-go/gmcn/train/checkpoint"
 )
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"github.com/gmcn-go/gmcn/runspec"
 	"image"
 	"image/png"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gmcn-go/gmcn/dataset/mnist"
+	"github.com/gmcn-go/gmcn/runspec"
 )
 
 // TestRunWithoutTrainingData trains on a copy of MNIST, then takes the

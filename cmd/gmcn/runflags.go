@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"github.com/gmcn-go/gmcn/runspec"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/gmcn-go/gmcn/runspec"
 	"github.com/pkg/errors"
 )
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/gmcn-go/gmcn/runspec"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gmcn-go/gmcn/dataset/mnist"
+	"github.com/gmcn-go/gmcn/runspec"
 	"github.com/gmcn-go/gmcn/train"
 )
 

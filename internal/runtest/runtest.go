@@ -6,12 +6,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"github.com/gmcn-go/gmcn/runspec"
 	"os"
 	"testing"
 
 	"github.com/gmcn-go/gmcn/dataset"
 	"github.com/gmcn-go/gmcn/dataset/mnist"
+	"github.com/gmcn-go/gmcn/runspec"
 	"github.com/gmcn-go/gmcn/train"
 )
 

@@ -1,9 +1,10 @@
 package cpu
 
 import (
-	"github.com/gmcn-go/gmcn/ops/mixture"
 	"math"
 	"unsafe"
+
+	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
 // Clipping constants and EM parameters of the reference TreeHEM

@@ -4,13 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"github.com/gmcn-go/gmcn/internal/ply"
 	"io"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/gmcn-go/gmcn/internal/atomicfile"
+	"github.com/gmcn-go/gmcn/internal/ply"
 	"github.com/pkg/errors"
 )
 

@@ -1,11 +1,11 @@
 package optim
 
 import (
-	"github.com/gmcn-go/gmcn/ops"
 	"math"
 	"strings"
 	"testing"
 
+	"github.com/gmcn-go/gmcn/ops"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
