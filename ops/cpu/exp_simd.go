@@ -33,8 +33,8 @@ func (c *expVec8) exp(x archsimd.Float32x8) archsimd.Float32x8 {
 	return p.Mul(n.ConvertToInt32().Add(c.bias).ShiftAllLeft(expMantLen).AsFloat32x8())
 }
 
-// reluHsum8 returns the sum of the eight lanes.
-func reluHsum8(v archsimd.Float32x8) float32 {
+// hsum8 returns the sum of the eight lanes.
+func hsum8(v archsimd.Float32x8) float32 {
 	h := v.GetLo().Add(v.GetHi())
 	h = h.AddPairs(h)
 	return h.AddPairs(h).GetElem(0)
@@ -71,7 +71,7 @@ func (c *expVec16) exp(x archsimd.Float32x16) archsimd.Float32x16 {
 }
 
 // hsum16 returns the sum of the sixteen lanes.
-func hsum16(v archsimd.Float32x16) float32 { return reluHsum8(v.GetLo().Add(v.GetHi())) }
+func hsum16(v archsimd.Float32x16) float32 { return hsum8(v.GetLo().Add(v.GetHi())) }
 
 // exp2Vec16 computes 2^x on sixteen AVX-512 lanes: x = n + r with n =
 // round(x) and |r| ≤ ½ exactly (no Cody–Waite split is needed in base 2),

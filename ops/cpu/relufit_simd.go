@@ -102,7 +102,7 @@ func reluForward2x8(s *reluWork[float32]) {
 			ta = reluVec(&g[5]).MulAdd(e, ta)
 			te = reluVec(&g[6]).MulAdd(e, te)
 		}
-		s.t[k], s.e[k] = reluHsum8(ta), reluHsum8(te)
+		s.t[k], s.e[k] = hsum8(ta), hsum8(te)
 	}
 }
 
@@ -125,7 +125,7 @@ func reluForward3x8(s *reluWork[float32]) {
 			ta = reluVec(&g[9]).MulAdd(e, ta)
 			te = reluVec(&g[10]).MulAdd(e, te)
 		}
-		s.t[k], s.e[k] = reluHsum8(ta), reluHsum8(te)
+		s.t[k], s.e[k] = hsum8(ta), hsum8(te)
 	}
 }
 
@@ -164,9 +164,9 @@ func reluBackward2x8(s *reluWork[float32]) {
 			reluVec(&g[4]).Add(w0).Store(&g[4])
 			reluVec(&g[5]).Add(w1).Store(&g[5])
 		}
-		s.ga[j], s.gx[j] = reluHsum8(ga)*s.nrm[j], reluHsum8(gx)*s.nrm[j]
-		s.u[0][j], s.u[1][j] = reluHsum8(u0), reluHsum8(u1)
-		s.uu[0][j], s.uu[1][j], s.uu[2][j] = reluHsum8(uu00), reluHsum8(uu01), reluHsum8(uu11)
+		s.ga[j], s.gx[j] = hsum8(ga)*s.nrm[j], hsum8(gx)*s.nrm[j]
+		s.u[0][j], s.u[1][j] = hsum8(u0), hsum8(u1)
+		s.uu[0][j], s.uu[1][j], s.uu[2][j] = hsum8(uu00), hsum8(uu01), hsum8(uu11)
 	}
 	reluUnblock(s.kq[0], flat, 8, nf, 4)
 	reluUnblock(s.kq[1], flat, 8, nf, 5)
@@ -214,10 +214,10 @@ func reluBackward3x8(s *reluWork[float32]) {
 			reluVec(&g[6]).Add(w1).Store(&g[6])
 			reluVec(&g[7]).Add(w2).Store(&g[7])
 		}
-		s.ga[j], s.gx[j] = reluHsum8(ga)*s.nrm[j], reluHsum8(gx)*s.nrm[j]
-		s.u[0][j], s.u[1][j], s.u[2][j] = reluHsum8(u0), reluHsum8(u1), reluHsum8(u2)
-		s.uu[0][j], s.uu[1][j], s.uu[2][j] = reluHsum8(uu00), reluHsum8(uu01), reluHsum8(uu02)
-		s.uu[3][j], s.uu[4][j], s.uu[5][j] = reluHsum8(uu11), reluHsum8(uu12), reluHsum8(uu22)
+		s.ga[j], s.gx[j] = hsum8(ga)*s.nrm[j], hsum8(gx)*s.nrm[j]
+		s.u[0][j], s.u[1][j], s.u[2][j] = hsum8(u0), hsum8(u1), hsum8(u2)
+		s.uu[0][j], s.uu[1][j], s.uu[2][j] = hsum8(uu00), hsum8(uu01), hsum8(uu02)
+		s.uu[3][j], s.uu[4][j], s.uu[5][j] = hsum8(uu11), hsum8(uu12), hsum8(uu22)
 	}
 	reluUnblock(s.kq[0], flat, 8, nf, 5)
 	reluUnblock(s.kq[1], flat, 8, nf, 6)
