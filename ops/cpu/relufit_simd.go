@@ -25,9 +25,9 @@ func reluFast[T Float](s *reluWork[T], d2x16, d3x16, d2x8, d3x8 func(*reluWork[f
 	switch {
 	case !ok:
 		return false
-	case cpuAVX512 && f.d == 2:
+	case reluWide && f.d == 2:
 		d2x16(f)
-	case cpuAVX512:
+	case reluWide:
 		d3x16(f)
 	case cpuAVX2FMA && f.d == 2:
 		d2x8(f)
@@ -38,6 +38,11 @@ func reluFast[T Float](s *reluWork[T], d2x16, d3x16, d2x8, d3x8 func(*reluWork[f
 	}
 	return true
 }
+
+// reluWide reports whether the ReLU fit's loops use sixteen AVX-512 lanes;
+// tests and benchmarks clear it to run the eight-lane loops on AVX-512
+// machines.
+var reluWide = cpuAVX512
 
 // reluBlocks interleaves the padded arrays fields into blocks of w lanes,
 // block b holding lanes wb…wb+w−1 of every field in order, so the vector

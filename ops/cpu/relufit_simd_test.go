@@ -4,10 +4,15 @@ package cpu
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"simd/archsimd"
+
+	"github.com/gmcn-go/gmcn/internal/gmtest"
+	"github.com/gmcn-go/gmcn/ops/device"
+	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
 // TestReLUFitExpVec compares the vector exponentials with math.Exp over the
@@ -77,5 +82,42 @@ func checkVecExp(t *testing.T, lo float32, w int, exp func(in, out []float32)) {
 	want := []float32{0, 0, 0, 0, 0, 1, float32(math.E), float32(1 / math.E), 1, 1, 1, 1, 1, 1, 1, 1}
 	if got := lanes(edges); !slices.Equal(got, want) {
 		t.Errorf("e^%v = %v, want %v", edges, got, want)
+	}
+}
+
+// TestReLUFitFast8 runs the ReLU fit's eight-lane AVX2 loops, which AVX-512
+// machines would otherwise never take, forward and backward in 2D and 3D,
+// against the scalar loops on the same float32 input.
+func TestReLUFitFast8(t *testing.T) {
+	if !cpuAVX2FMA {
+		t.Skip("CPU lacks AVX2 and FMA")
+	}
+	defer func(w, f bool) { reluWide, cpuAVX2FMA = w, f }(reluWide, cpuAVX2FMA)
+	for _, d := range []int{2, 3} {
+		l := mixture.Layout{B: 2, C: 3, N: 37, D: d} // 37: a partial block of lanes
+		rng := rand.New(rand.NewPCG(8, uint64(d)))
+		x := gmtest.To32(relufitRandom(rng, l, 0, 3))
+		g := gmtest.To32(relufitRandom(rng, l, 0, 1))
+		run := func(wide, simd bool) (y, dx []float32) {
+			reluWide, cpuAVX2FMA = wide, simd
+			y, dx = make([]float32, len(x)), make([]float32, len(x))
+			if err := ReLUFit(y, x, nil, l, device.ReLUFitOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := ReLUFitBackward(dx, nil, x, nil, g, l, device.ReLUFitOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			return y, dx
+		}
+		y8, dx8 := run(false, true)
+		ys, dxs := run(false, false)
+		for _, c := range []struct {
+			name      string
+			got, want []float32
+		}{{"forward", y8, ys}, {"backward", dx8, dxs}} {
+			if e, m := gmtest.MaxAbsDiff(gmtest.To64(c.got), gmtest.To64(c.want)), gmtest.MaxAbs(gmtest.To64(c.want)); !(e <= 2e-5*m) {
+				t.Errorf("%dD %s: eight lanes differ from the scalar loops by %g (max |value| %g)", d, c.name, e, m)
+			}
+		}
 	}
 }
