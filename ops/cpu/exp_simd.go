@@ -113,3 +113,31 @@ func (c *exp2Vec16) exp2(x archsimd.Float32x16) archsimd.Float32x16 {
 	p := c.c5.MulAdd(r, c.c4).MulAdd(r, c.c3).MulAdd(r, c.c2).MulAdd(r, c.c1).MulAdd(r, c.c0)
 	return p.Scale(n)
 }
+
+// exp2Vec8 is exp2Vec16 on eight AVX2 lanes. AVX2 has no VSCALEFPS, so 2ⁿ
+// is assembled in the exponent bits as in expVec8, and arguments are
+// clamped to [−127, 127]: from −126.5 down n = −127 gives the zero exponent
+// and the result 0, so like expVec8 it flushes below the normal range
+// instead of rounding into the subnormals.
+type exp2Vec8 struct {
+	lo, hi, c0, c1, c2, c3, c4, c5 archsimd.Float32x8
+	bias                           archsimd.Int32x8
+}
+
+func newExp2Vec8() exp2Vec8 {
+	b := archsimd.BroadcastFloat32x8
+	return exp2Vec8{
+		lo: b(-127), hi: b(127),
+		c0: b(exp2C0), c1: b(exp2C1), c2: b(exp2C2), c3: b(exp2C3), c4: b(exp2C4), c5: b(exp2C5),
+		bias: archsimd.BroadcastInt32x8(expBias),
+	}
+}
+
+// exp2 returns 2^x per lane.
+func (c *exp2Vec8) exp2(x archsimd.Float32x8) archsimd.Float32x8 {
+	x = x.Max(c.lo).Min(c.hi)
+	n := x.RoundToEven()
+	r := x.Sub(n)
+	p := c.c5.MulAdd(r, c.c4).MulAdd(r, c.c3).MulAdd(r, c.c2).MulAdd(r, c.c1).MulAdd(r, c.c0)
+	return p.Mul(n.ConvertToInt32().Add(c.bias).ShiftAllLeft(expMantLen).AsFloat32x8())
+}

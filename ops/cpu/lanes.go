@@ -6,3 +6,4 @@ package cpu
 // generated file is out of date; `go generate ./ops/cpu` rewrites them.
 
 //go:generate go run ../../internal/lanegen/cmd/lanegen evaluate_simd16.go evaluate_simd8.go
+//go:generate go run ../../internal/lanegen/cmd/lanegen relufit_simd16.go relufit_simd8.go

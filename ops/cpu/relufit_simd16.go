@@ -4,27 +4,26 @@ package cpu
 
 import "simd/archsimd"
 
-// The loops of relufit_simd.go on sixteen AVX-512 lanes, term for term,
-// except that the exponent is computed in base 2: log₂e is folded into the
-// quadratic form's coefficients once per mixture and exp2Vec16 replaces the
-// exponential. That adds one float32 rounding of the exponent, as large as
-// the ones the quadratic form already carries.
+// The dense ReLU fit's vector loops on sixteen AVX-512 lanes: reluForward2
+// and reluBackward2 of relufit_loops.go, and their 3D versions, term for
+// term, except that the exponent is computed in base 2: log₂e is folded into
+// the quadratic form's coefficients once per mixture and exp2Vec16 replaces
+// the exponential. That adds one float32 rounding of the exponent, as large
+// as the ones the quadratic form already carries.
 
-// reluScaleFields multiplies fields [f0, f1) of the nf-field blocks v of w
-// lanes by c.
-func reluScaleFields(v []float32, w, nf, f0, f1 int, c float32) {
-	for b := 0; b < len(v); b += nf * w {
-		for i := range v[b+f0*w : b+f1*w] {
-			v[b+f0*w+i] *= c
-		}
-	}
-}
+//lanegen:source-only
+// This file is the source of relufit_simd8.go, its eight-lane AVX2 twin,
+// which internal/lanegen writes from it (go generate, lanes.go): edit this
+// file only.
 
+// reluVec16 loads one field of a block.
 func reluVec16(p *[16]float32) archsimd.Float32x16 { return archsimd.LoadFloat32x16(p) }
 
+// broadcast16 sets every lane to v.
 func broadcast16(v float32) archsimd.Float32x16 { return archsimd.BroadcastFloat32x16(v) }
 
-// reluForward2x16 is reluForward2x8 with sixteen Gaussians j per vector.
+// reluForward2x16 is reluForward2 with sixteen Gaussians j per vector; the
+// padding Gaussians have an = xn = 0 and so add nothing.
 func reluForward2x16(s *reluWork[float32]) {
 	const nf = 7
 	flat := reluBlocks(s, 16, s.mu[0], s.mu[1], s.q[0], s.q[1], s.q[2], s.an, s.xn)
@@ -72,20 +71,22 @@ func reluForward3x16(s *reluWork[float32]) {
 	}
 }
 
-// reluConsts returns n aligned vectors of scratch for per-Gaussian
+// reluConsts16 returns n aligned vectors of scratch for per-Gaussian
 // constants.
-func reluConsts(s *reluWork[float32], n int) [][16]float32 {
+func reluConsts16(s *reluWork[float32], n int) [][16]float32 {
 	if len(s.consts) < 16*n {
-		s.consts = align64(make([]float32, 16*n+16))
+		s.consts = align64(make([]float32, 16*n+alignSlack))
 	}
 	return blocks16(s.consts[:16*n])
 }
 
-// reluBackward2x16 is reluBackward2x8 with sixteen centroids k per vector.
+// reluBackward2x16 is reluBackward2 with sixteen centroids k per vector; the
+// padding centroids have gt = ge = 0 and so add nothing. The per-centroid
+// sums kq accumulate in the blocks and are copied out at the end.
 // The per-Gaussian constants are read from memory in every iteration rather
-// than held in registers: the compiler gives vectors fifteen registers,
-// fewer than the loop's accumulators, constants and temporaries, and a load
-// costs less than the spill and reload it would otherwise insert.
+// than held in registers: the compiler gives vectors about fifteen
+// registers, fewer than the loop's accumulators, constants and temporaries,
+// and a load costs less than the spill and reload it would otherwise insert.
 func reluBackward2x16(s *reluWork[float32]) {
 	const nf = 6
 	clear(s.kq[0])
@@ -93,7 +94,7 @@ func reluBackward2x16(s *reluWork[float32]) {
 	flat := reluBlocks(s, 16, s.mu[0], s.mu[1], s.gt, s.ge, s.kq[0], s.kq[1])
 	v := blocks16(flat)
 	c := newExp2Vec16()
-	cj := reluConsts(s, 8) // μ_j, A_j (00 01 11), an_j, xn_j, −½·log₂e
+	cj := reluConsts16(s, 8) // μ_j, A_j (00 01 11), an_j, xn_j, −½·log₂e
 	broadcast16(-0.5 * expLog2e).Store(&cj[7])
 	for j := range s.n {
 		for i, x := range [7]float32{s.mu[0][j], s.mu[1][j], s.sym[0][j], s.sym[1][j], s.sym[2][j], s.an[j], s.xn[j]} {
@@ -134,7 +135,7 @@ func reluBackward3x16(s *reluWork[float32]) {
 	flat := reluBlocks(s, 16, s.mu[0], s.mu[1], s.mu[2], s.gt, s.ge, s.kq[0], s.kq[1], s.kq[2])
 	v := blocks16(flat)
 	c := newExp2Vec16()
-	cj := reluConsts(s, 12) // μ_j, A_j (00 01 02 11 12 22), an_j, xn_j, −½·log₂e
+	cj := reluConsts16(s, 12) // μ_j, A_j (00 01 02 11 12 22), an_j, xn_j, −½·log₂e
 	broadcast16(-0.5 * expLog2e).Store(&cj[11])
 	for j := range s.n {
 		for i, x := range [11]float32{s.mu[0][j], s.mu[1][j], s.mu[2][j], s.sym[0][j], s.sym[1][j], s.sym[2][j],

@@ -67,6 +67,29 @@ func TestExp2Vec16(t *testing.T) {
 	}
 }
 
+// TestExp2Vec8 compares exp2Vec8 with math.Exp2 over its normal range and
+// checks the flush to 0 below it and the clamping at both ends.
+func TestExp2Vec8(t *testing.T) {
+	if !cpuAVX2FMA {
+		t.Skip("CPU lacks AVX2 and FMA")
+	}
+	c := newExp2Vec8()
+	checkExpGrid(t, -126.4, 127, func(v []float32) {
+		for i := 0; i < len(v); i += 8 {
+			c.exp2(archsimd.LoadFloat32x8Slice(v[i:])).StoreSlice(v[i:])
+		}
+	}, math.Exp2, 2.4e-7, 0x1p-148)
+	in := [8]float32{-126.6, -1e4, float32(math.Inf(-1)), 0, 0.5, -1, 1e4, float32(math.Inf(1))}
+	want := [8]float32{0, 0, 0, 1, float32(math.Sqrt2), 0.5, 0x1p127, 0x1p127}
+	var out [8]float32
+	c.exp2(archsimd.LoadFloat32x8(&in)).Store(&out)
+	for l := range out {
+		if math.Abs(float64(out[l]-want[l])) > 2.4e-7*float64(want[l]) {
+			t.Errorf("2^%v = %v, want %v", in[l], out[l], want[l])
+		}
+	}
+}
+
 // checkVecExp checks an exponential of w lanes on a grid of [lo, 88] and
 // at the edges.
 func checkVecExp(t *testing.T, lo float32, w int, exp func(in, out []float32)) {
