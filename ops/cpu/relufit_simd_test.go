@@ -43,50 +43,44 @@ func TestReLUFitExpVec(t *testing.T) {
 	}
 }
 
-// TestExp2Vec16 compares exp2Vec16 with math.Exp2 over its range, the
-// subnormal results included, and checks the clamping at both ends.
-func TestExp2Vec16(t *testing.T) {
-	if !cpuAVX512 {
-		t.Skip("CPU without AVX-512")
-	}
-	c := newExp2Vec16()
-	// 2 ulp in the normal and in the subnormal range.
-	checkExpGrid(t, -150, 127, func(v []float32) {
-		for i := 0; i < len(v); i += 16 {
-			c.exp2(archsimd.LoadFloat32x16Slice(v[i:])).StoreSlice(v[i:])
-		}
-	}, math.Exp2, 2.4e-7, 0x1p-148)
-	var in, out [16]float32
-	in = [16]float32{-151, -1e4, float32(math.Inf(-1)), 0, 1, -1, 0.5, 10, 1e4, float32(math.Inf(1))}
-	c.exp2(archsimd.LoadFloat32x16(&in)).Store(&out)
-	want := [16]float32{0, 0, 0, 1, 2, 0.5, float32(math.Sqrt2), 1024, 0x1p127, 0x1p127, 1, 1, 1, 1, 1, 1}
-	for l := range out {
-		if math.Abs(float64(out[l]-want[l])) > 2.4e-7*float64(want[l]) {
-			t.Errorf("2^%v = %v, want %v", in[l], out[l], want[l])
-		}
-	}
-}
-
-// TestExp2Vec8 compares exp2Vec8 with math.Exp2 over its normal range and
-// checks the flush to 0 below it and the clamping at both ends.
-func TestExp2Vec8(t *testing.T) {
-	if !cpuAVX2FMA {
-		t.Skip("CPU lacks AVX2 and FMA")
-	}
-	c := newExp2Vec8()
-	checkExpGrid(t, -126.4, 127, func(v []float32) {
-		for i := 0; i < len(v); i += 8 {
-			c.exp2(archsimd.LoadFloat32x8Slice(v[i:])).StoreSlice(v[i:])
-		}
-	}, math.Exp2, 2.4e-7, 0x1p-148)
-	in := [8]float32{-126.6, -1e4, float32(math.Inf(-1)), 0, 0.5, -1, 1e4, float32(math.Inf(1))}
-	want := [8]float32{0, 0, 0, 1, float32(math.Sqrt2), 0.5, 0x1p127, 0x1p127}
-	var out [8]float32
-	c.exp2(archsimd.LoadFloat32x8(&in)).Store(&out)
-	for l := range out {
-		if math.Abs(float64(out[l]-want[l])) > 2.4e-7*float64(want[l]) {
-			t.Errorf("2^%v = %v, want %v", in[l], out[l], want[l])
-		}
+// TestExp2Vec compares the vector 2^x with math.Exp2 over their ranges (for
+// sixteen lanes the subnormal results included; eight lanes flush below the
+// normal range) and checks the clamping at both ends, within 2 ulp.
+func TestExp2Vec(t *testing.T) {
+	c8, c16 := newExp2Vec8(), newExp2Vec16()
+	inf := float32(math.Inf(1))
+	for _, tc := range []struct {
+		name   string
+		ok     bool
+		lo     float32 // lower end of the checked grid
+		w      int     // lanes
+		exp2   func(v []float32)
+		in, at []float32 // edge arguments and their results
+	}{
+		{"exp2Vec8", cpuAVX2FMA, -126.4, 8, func(v []float32) { c8.exp2(archsimd.LoadFloat32x8Slice(v)).StoreSlice(v) },
+			[]float32{-126.6, -1e4, -inf, 0, 0.5, -1, 1e4, inf},
+			[]float32{0, 0, 0, 1, float32(math.Sqrt2), 0.5, 0x1p127, 0x1p127}},
+		{"exp2Vec16", cpuAVX512, -150, 16, func(v []float32) { c16.exp2(archsimd.LoadFloat32x16Slice(v)).StoreSlice(v) },
+			[]float32{-151, -1e4, -inf, 0, 1, -1, 0.5, 10, 1e4, inf, 0, 0, 0, 0, 0, 0},
+			[]float32{0, 0, 0, 1, 2, 0.5, float32(math.Sqrt2), 1024, 0x1p127, 0x1p127, 1, 1, 1, 1, 1, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !tc.ok {
+				t.Skip("CPU lacks the instructions")
+			}
+			checkExpGrid(t, tc.lo, 127, func(v []float32) {
+				for i := 0; i < len(v); i += tc.w {
+					tc.exp2(v[i:])
+				}
+			}, math.Exp2, 2.4e-7, 0x1p-148)
+			out := slices.Clone(tc.in)
+			tc.exp2(out)
+			for l := range out {
+				if math.Abs(float64(out[l]-tc.at[l])) > 2.4e-7*float64(tc.at[l]) {
+					t.Errorf("2^%v = %v, want %v", tc.in[l], out[l], tc.at[l])
+				}
+			}
+		})
 	}
 }
 
