@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gmcn-go/gmcn/internal/gmtest"
@@ -376,4 +377,30 @@ func BenchmarkEvaluate(b *testing.B) {
 			return gpu[float32]().EvaluateBackwardPoints(dp, x, pts, g, l, l.B, l.C, m)
 		})
 	})
+}
+
+// TestOnFallback checks the one list of what runs on the fallback: every
+// name in it is a computation or a case of one that External can name, the
+// device is valid, and External is exactly its complement.
+func TestOnFallback(t *testing.T) {
+	d := NewDevice(dev, cpu.Device())
+	if err := d.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&device.Device{Name: "list", F32: d.F32, F64: d.F64, External: onFallback}).Check(); err != nil {
+		t.Errorf("onFallback names something External cannot: %v", err)
+	}
+	for c := range device.Computations() {
+		if d.External[c] != onGPU(c) {
+			t.Errorf("%s: External %v, onGPU %v", c, d.External[c], onGPU(c))
+		}
+	}
+	for name := range d.External {
+		if onFallback[name] {
+			t.Errorf("External names %s, which onFallback hands to the CPU", name)
+		}
+	}
+	if p := d.Placement(); !strings.Contains(p, "ReLUFit/constant") || !strings.Contains(p, "TreeHEM") || strings.Contains(p, "Conv,") {
+		t.Errorf("Placement %q", p)
+	}
 }

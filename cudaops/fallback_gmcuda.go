@@ -7,17 +7,27 @@ import (
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
-// fallbackComputations are the device.Kernels methods with no GPU kernel
-// yet: this file hands each of them to the fallback kernels. Their inputs
-// already live on the host (every launcher uploads and downloads), so the
-// delegation costs no transfer.
-var fallbackComputations = []string{
-	"ConvFit", "ConvFitSaving", "ConvFitBackward", "KeepLargest", "KeepLargestBackward",
-	"TreeHEM", "TreeHEMSaving", "TreeHEMBackward", "MEM", "MEMBackward",
-	"WeightDecay", "WeightDecayBackward",
-	"StandardiseScale", "Standardise", "StandardiseBackward",
-	"ScaleWeights", "ScaleAxes", "ScaleAxesBackward",
+// onFallback holds what this device computes on its fallback instead of
+// the GPU, by the names device.Device.External uses: the device.Kernels
+// methods with no GPU kernel yet, which this file hands to the fallback
+// kernels, and the cases of the ReLU fit its GPU kernels do not cover
+// (constants, the refined fit), which its launchers hand over. It is the
+// one list of what runs where: NewDevice's External is its complement, and
+// the launchers ask onGPU. The inputs already live on the host (every
+// launcher uploads and downloads), so handing over costs no transfer.
+var onFallback = map[string]bool{
+	"ConvFit": true, "ConvFitSaving": true, "ConvFitBackward": true, "KeepLargest": true, "KeepLargestBackward": true,
+	"TreeHEM": true, "TreeHEMSaving": true, "TreeHEMBackward": true, "MEM": true, "MEMBackward": true,
+	"WeightDecay": true, "WeightDecayBackward": true,
+	"StandardiseScale": true, "Standardise": true, "StandardiseBackward": true,
+	"ScaleWeights": true, "ScaleAxes": true, "ScaleAxesBackward": true,
+	"ReLUFit/constant": true, "ReLUFit/refined": true, "ReLUFitSaving/constant": true, "ReLUFitSaving/refined": true,
+	"ReLUFitBackward/constant": true, "ReLUFitBackward/refined": true,
 }
+
+// onGPU reports whether the computation External calls name runs on the
+// GPU.
+func onGPU(name string) bool { return !onFallback[name] }
 
 // ConvFit is delegated.
 func (c Kernels[T]) ConvFit(y, x, k []T, lx, lk mixture.Layout, n int) error {

@@ -20,14 +20,16 @@ var (
 	_ device.Kernels[float64] = Kernels[float64]{}
 )
 
-// NewDevice returns the device that runs the GM ops on GPU d, handing the
-// computations without a GPU kernel (fallbackComputations) to fallback,
-// normally the CPU device. Its External set names the GPU computations, so
-// an op reports CallsExtern exactly when its computations run on the GPU.
+// NewDevice returns the device that runs the GM ops on GPU d, handing what
+// has no GPU kernel (onFallback) to fallback, normally the CPU device. Its
+// External set names the GPU computations, so an op reports CallsExtern
+// exactly when its computations run on the GPU.
 func NewDevice(d *Device, fallback *device.Device) *device.Device {
-	ext := device.Computations()
-	for _, c := range fallbackComputations {
-		delete(ext, c)
+	ext := map[string]bool{}
+	for c := range device.Computations() {
+		if onGPU(c) {
+			ext[c] = true
+		}
 	}
 	return &device.Device{
 		Name:     "cuda: " + d.String(),

@@ -184,7 +184,7 @@ func reluArgs(opts device.ReLUFitOptions) (paper int, coarse, floor, off float64
 // GPU kernels fit mixtures without a constant, and the refined fit has no
 // GPU kernel yet: both run on the fallback, forward and backward.
 func (c Kernels[T]) ReLUFit(y, x, kappa []T, l mixture.Layout, opts device.ReLUFitOptions) error {
-	if kappa != nil || opts.Refine {
+	if !onGPU(device.ReLUFitCall("ReLUFit", kappa != nil, opts)) {
 		return c.cpu.ReLUFit(y, x, kappa, l, opts)
 	}
 	paper, coarse, floor, off, err := reluArgs(opts)
@@ -212,7 +212,7 @@ func (c Kernels[T]) ReLUFit(y, x, kappa []T, l mixture.Layout, opts device.ReLUF
 // With constants the fallback's saving forward runs, for the fallback's
 // backward.
 func (c Kernels[T]) ReLUFitSaving(y, x, kappa []T, l mixture.Layout, opts device.ReLUFitOptions) (device.Saved, error) {
-	if kappa != nil {
+	if !onGPU(device.ReLUFitCall("ReLUFitSaving", kappa != nil, opts)) {
 		return c.cpu.ReLUFitSaving(y, x, kappa, l, opts)
 	}
 	return nil, c.ReLUFit(y, x, nil, l, opts)
@@ -226,7 +226,7 @@ func (c Kernels[T]) ReLUFitSaving(y, x, kappa []T, l mixture.Layout, opts device
 // backward runs through the refinement) the fallback computes the gradient
 // (with its own saved state).
 func (c Kernels[T]) ReLUFitBackward(dx, dkappa, x, kappa, g []T, l mixture.Layout, opts device.ReLUFitOptions, saved device.Saved) error {
-	if kappa != nil || dkappa != nil || opts.Refine {
+	if !onGPU(device.ReLUFitCall("ReLUFitBackward", kappa != nil || dkappa != nil, opts)) {
 		return c.cpu.ReLUFitBackward(dx, dkappa, x, kappa, g, l, opts, saved)
 	}
 	paper, coarse, floor, off, err := reluArgs(opts)

@@ -59,23 +59,8 @@ func (k reluFitSpec) writeParams(w io.Writer) {
 	fmt.Fprintf(w, "%+v constant=%v", k.opts, k.constant)
 }
 
-func (k reluFitSpec) computations() []string { return k.variant("ReLUFit", "ReLUFitSaving") }
-
-// variant qualifies the computations of the fit with a constant or the
-// refined fit ("ReLUFit/constant"; device.Device.External): a device may run
-// only the plain fit outside Go, and CallsExtern must not claim the others.
-func (k reluFitSpec) variant(computations ...string) []string {
-	var v string
-	switch {
-	case k.constant:
-		v = "/constant"
-	case k.opts.Refine:
-		v = "/refined"
-	}
-	for i := range computations {
-		computations[i] += v
-	}
-	return computations
+func (k reluFitSpec) computations() []string {
+	return []string{device.ReLUFitCall("ReLUFit", k.constant, k.opts), device.ReLUFitCall("ReLUFitSaving", k.constant, k.opts)}
 }
 
 func (k reluFitSpec) inputNames() []string {
@@ -166,7 +151,12 @@ func (k reluFitGradKernel[T]) name() string {
 	return "gm.ReLUFitGrad"
 }
 
-func (k reluFitGradKernel[T]) computations() []string { return k.variant("ReLUFitBackward") }
+// computations names the backward as External does: the fit with constants
+// and the refined fit are variants that a device may compute elsewhere, and
+// CallsExtern must not claim them for the device's plain fit.
+func (k reluFitGradKernel[T]) computations() []string {
+	return []string{device.ReLUFitCall("ReLUFitBackward", k.constant, k.opts)}
+}
 
 func (k reluFitGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
 	return k.doSaved(dev, out, in, nil)

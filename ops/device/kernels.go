@@ -190,6 +190,21 @@ func (d *Device) Check() error {
 	return nil
 }
 
+// ReLUFitCall returns the name External gives the ReLU-fit computation name
+// (ReLUFit, ReLUFitSaving or ReLUFitBackward) when called with constants or
+// with opts: the plain name for the plain fit, with "/constant" for the fit
+// with constants and "/refined" for the refined fit, the cases a device may
+// compute elsewhere.
+func ReLUFitCall(name string, constant bool, opts ReLUFitOptions) string {
+	switch {
+	case constant:
+		return name + "/constant"
+	case opts.Refine:
+		return name + "/refined"
+	}
+	return name
+}
+
 // variants are the variants of the Kernels methods that have some, as
 // External names them.
 var variants = map[string][]string{
