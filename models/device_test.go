@@ -1,6 +1,7 @@
 package models
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"slices"
 	"sync/atomic"
@@ -50,7 +51,7 @@ func TestTwoModelsTwoDevices(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := cmpOr(dev, cpu); gmnode.DeviceOf(m.Graph) != want {
+		if want := cmp.Or(dev, cpu); gmnode.DeviceOf(m.Graph) != want {
 			t.Errorf("model built for %s: graph on %s", want.Name, gmnode.DeviceOf(m.Graph).Name)
 		}
 		built = append(built, m)
@@ -67,18 +68,11 @@ func TestTwoModelsTwoDevices(t *testing.T) {
 			t.Fatal(err)
 		}
 		if calls := n.Load() - before; (devs[i] == nil) != (calls == 0) {
-			t.Errorf("model on %s: the counting device ran %d convolutions", cmpOr(devs[i], cpu).Name, calls)
+			t.Errorf("model on %s: the counting device ran %d convolutions", cmp.Or(devs[i], cpu).Name, calls)
 		}
 		out = append(out, slices.Clone(m.LogProbValue().Data().([]float64)))
 	}
 	if len(out[0]) != 8 || !slices.Equal(out[0], out[1]) {
 		t.Errorf("the two devices' log-probabilities differ:\n%v\n%v", out[0], out[1])
 	}
-}
-
-func cmpOr(d, fallback *device.Device) *device.Device {
-	if d == nil {
-		return fallback
-	}
-	return d
 }

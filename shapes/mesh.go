@@ -119,18 +119,6 @@ func parseCoords(f []string, dst []float64) error {
 	return nil
 }
 
-// parseCount parses a non-negative element count of at most maxElements.
-func parseCount(s, what string) (int, error) {
-	n, err := strconv.Atoi(s)
-	switch {
-	case err != nil:
-		return 0, errors.Errorf("%s count %q is not an integer", what, s)
-	case n < 0 || n > maxElements:
-		return 0, errors.Errorf("%s count %d, want 0 to %d", what, n, maxElements)
-	}
-	return n, nil
-}
-
 // appendPolygon fan-triangulates the polygon idx (already range-checked)
 // onto tris: (0,1,2), (0,2,3), …, which is exact for the convex polygons
 // mesh files hold.
@@ -172,11 +160,11 @@ func ReadOFF(r io.Reader, name string) (*Mesh, error) {
 	if len(rest) < 2 {
 		return nil, lr.errorf("counts line has %d values, want vertices faces [edges]", len(rest))
 	}
-	nv, err := parseCount(rest[0], "vertex")
+	nv, err := ply.ParseCount(rest[0], "vertex", maxElements)
 	if err != nil {
 		return nil, lr.errorf("%v", err)
 	}
-	nf, err := parseCount(rest[1], "face")
+	nf, err := ply.ParseCount(rest[1], "face", maxElements)
 	if err != nil {
 		return nil, lr.errorf("%v", err)
 	}

@@ -25,6 +25,17 @@ func StandardSpec() Spec {
 	return Spec{WeightMin: -1, WeightMax: 1, Spread: 2, CovScale: 1, CovDiag: 0.5}
 }
 
+// ScaledSpec returns a Spec of weights of magnitude about w (|w| in
+// [w/2, 3w/2), negative one time in two unless positive), positions within
+// spread and covariances cs·A·Aᵀ + 0.3·cs·I.
+func ScaledSpec(spread, w, cs float64, positive bool) Spec {
+	s := Spec{WeightMin: w / 2, WeightMax: 3 * w / 2, NegativeOneIn: 2, Spread: spread, CovScale: cs, CovDiag: 0.3 * cs}
+	if positive {
+		s.NegativeOneIn = 0
+	}
+	return s
+}
+
 // Mixtures returns a packed batch [b, c, n, 1+d+d·d] of Gaussians drawn from
 // s in dimension d. The values are drawn in float64 and then rounded to T,
 // so the float32 and float64 batches of one seed agree to float32 rounding.

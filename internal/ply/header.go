@@ -117,12 +117,9 @@ func ReadHeader(br *bufio.Reader, maxCount int) (Header, error) {
 			if len(f) != 3 {
 				return h, fail("element line has %d fields, want \"element NAME COUNT\"", len(f))
 			}
-			n, err := strconv.Atoi(f[2])
-			switch {
-			case err != nil:
-				return h, fail("element %s count %q is not an integer", Truncate(f[1]), Truncate(f[2]))
-			case n < 0 || n > maxCount:
-				return h, fail("element %s count %d, want 0 to %d", Truncate(f[1]), n, maxCount)
+			n, err := ParseCount(f[2], "element "+Truncate(f[1]), maxCount)
+			if err != nil {
+				return h, fail("%v", err)
 			}
 			h.Elements = append(h.Elements, Element{Name: f[1], Count: n, Line: h.Lines})
 		case "property":
@@ -164,6 +161,20 @@ func parseProperty(f []string) (Property, error) {
 		return Property{}, errors.Errorf("property %q: unknown type %q", Truncate(f[2]), Truncate(f[1]))
 	}
 	return Property{Name: f[2], Type: t}, nil
+}
+
+// ParseCount parses the item count s of what (e.g. "element vertex"): an
+// integer from 0 to max. Mesh headers of other formats (OFF) give their
+// counts alike.
+func ParseCount(s, what string, max int) (int, error) {
+	n, err := strconv.Atoi(s)
+	switch {
+	case err != nil:
+		return 0, errors.Errorf("%s count %q is not an integer", what, Truncate(s))
+	case n < 0 || n > max:
+		return 0, errors.Errorf("%s count %d, want 0 to %d", what, n, max)
+	}
+	return n, nil
 }
 
 // Truncate shortens s for an error message.

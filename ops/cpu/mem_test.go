@@ -14,11 +14,7 @@ import (
 // random sign (or positive only), positions in [-spread, spread) and
 // covariances cs·(A·Aᵀ + 0.3·I).
 func memMixture(rng *rand.Rand, l mixture.Layout, spread, w, cs float64, positive bool) []float64 {
-	s := gmtest.Spec{WeightMin: w / 2, WeightMax: 3 * w / 2, NegativeOneIn: 2, Spread: spread, CovScale: cs, CovDiag: 0.3 * cs}
-	if positive {
-		s.NegativeOneIn = 0
-	}
-	return gmtest.Mixtures[float64](rng, s, l.B, l.C, l.N, l.D)
+	return gmtest.Mixtures[float64](rng, gmtest.ScaledSpec(spread, w, cs, positive), l.B, l.C, l.N, l.D)
 }
 
 // withN returns l with N components per mixture: the output layout of a

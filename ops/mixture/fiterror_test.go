@@ -16,7 +16,7 @@ func TestFitErrorPoints(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		rng := rand.New(rand.NewPCG(50, uint64(d)))
 		l := Layout{B: 2, C: 2, N: 6, D: d}
-		x := testMixture(rng, l, 3, 1, 1, false)
+		x := gmtest.Mixtures[float64](rng, gmtest.ScaledSpec(3, 1, 1, false), l.B, l.C, l.N, l.D)
 		// A zero-weight component far away must not stretch the box.
 		x[l.Offset(0, 0, 5)] = 0
 		x[l.Offset(0, 0, 5)+1] = 100
@@ -69,10 +69,11 @@ func TestFitErrorsOf(t *testing.T) {
 	for _, d := range []int{2, 3} {
 		rng := rand.New(rand.NewPCG(51, uint64(d)))
 		li := Layout{B: 2, C: 3, N: 8, D: d}
-		lr := withN(li, 3)
-		input := testMixture(rng, li, 2, 1, 1, false)
-		dense := testMixture(rng, li, 2, 1, 1, true)
-		reduced := testMixture(rng, lr, 2, 1, 1, true)
+		lr := li
+		lr.N = 3
+		input := gmtest.Mixtures[float64](rng, gmtest.ScaledSpec(2, 1, 1, false), li.B, li.C, li.N, li.D)
+		dense := gmtest.Mixtures[float64](rng, gmtest.ScaledSpec(2, 1, 1, true), li.B, li.C, li.N, li.D)
+		reduced := gmtest.Mixtures[float64](rng, gmtest.ScaledSpec(2, 1, 1, true), lr.B, lr.C, lr.N, lr.D)
 		const s = 50
 		got, err := FitErrorsOf(naiveEval, input, dense, reduced, li, lr, s, 3)
 		if err != nil {
@@ -144,7 +145,8 @@ func naiveFitError(g, f []float64) FitError {
 // TestFitErrorsOfBadInput checks that mismatched inputs are errors.
 func TestFitErrorsOfBadInput(t *testing.T) {
 	l := Layout{B: 1, C: 2, N: 3, D: 2}
-	lr := withN(l, 2)
+	lr := l
+	lr.N = 2
 	x, r := make([]float64, l.Len()), make([]float64, lr.Len())
 	l3 := lr
 	l3.D = 3
@@ -167,23 +169,6 @@ func TestFitErrorsOfBadInput(t *testing.T) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 		}
 	}
-}
-
-// testMixture returns random mixtures of layout l (positions within
-// spread, weights about w of both signs unless positive, covariances about
-// cs).
-func testMixture(rng *rand.Rand, l Layout, spread, w, cs float64, positive bool) []float64 {
-	s := gmtest.Spec{WeightMin: w / 2, WeightMax: 3 * w / 2, NegativeOneIn: 2, Spread: spread, CovScale: cs, CovDiag: 0.3 * cs}
-	if positive {
-		s.NegativeOneIn = 0
-	}
-	return gmtest.Mixtures[float64](rng, s, l.B, l.C, l.N, l.D)
-}
-
-// withN returns l with n components per mixture.
-func withN(l Layout, n int) Layout {
-	l.N = n
-	return l
 }
 
 // naiveEval is an Evaluator from Prepare and EvalMixture, one point at a
