@@ -82,11 +82,11 @@ var Presets = map[string]Config{
 	// convolution-fitting in every block (docs/fused.md).
 	"paper-fused": {Preset: "paper-fused", Dataset: "mnist", FitEM: 1, FitInit: "kmeans",
 		Layers: "1/64 -> 8/32 -> 16/16 -> 32/8 -> 64/4 -> 10", Radii: []float64{1.5, 2.0, 2.5, 2.5, 2.5}, Kernel: 5,
-		Reduction: "treehem2", Fused: 4, Batch: 100, Epochs: 80, LR: 1e-3, DecayRate: 0.05, Seed: 0},
+		Reduction: "treehem2", Fused: 16, Batch: 100, Epochs: 80, LR: 1e-3, DecayRate: 0.05, Seed: 0},
 	// modelnet10-fused is modelnet10-paper with the fused
 	// convolution-fitting in every block.
 	"modelnet10-fused": {Preset: "modelnet10-fused", Dataset: "modelnet10", FitInit: "fps",
-		Layers: "1/128 -> 8/64 -> 16/32 -> 32/16 -> 64/8 -> 10", Kernel: 5, Reduction: "treehem2", Fused: 4,
+		Layers: "1/128 -> 8/64 -> 16/32 -> 32/16 -> 64/8 -> 10", Kernel: 5, Reduction: "treehem2", Fused: 16,
 		Batch: 21, Epochs: 60, LR: 1e-3, DecayRate: 0.05, Seed: 0},
 }
 
