@@ -45,6 +45,7 @@ import (
 
 	"github.com/gmcn-go/gmcn/dataset"
 	"github.com/gmcn-go/gmcn/dataset/mnist"
+	"github.com/gmcn-go/gmcn/models"
 	"github.com/gmcn-go/gmcn/ops"
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
@@ -188,7 +189,8 @@ func pipeline(m method, x []float64, lx mixture.Layout, layers []layer, samples 
 		var lc mixture.Layout
 		if m.fused > 0 {
 			// The model's count: F·N_p, at most the convolution's Gaussians.
-			conv, lc = convolveFused(in, layer.k, lin, layer.lk, min(m.fused*layer.np, lin.C*lin.N*layer.lk.N))
+			n := models.Config{Fused: m.fused, KernelGaussians: layer.lk.N}.FusedGaussians(models.Block{Gaussians: layer.np}, lin.C, lin.N)
+			conv, lc = convolveFused(in, layer.k, lin, layer.lk, n)
 		} else {
 			conv, lc = convolve(in, layer.k, lin, layer.lk)
 		}
