@@ -168,6 +168,78 @@ func testConv[T Float](t *testing.T) {
 	})
 }
 
+// TestConvFit compares the fused convolution-fitting with the CPU's, forward
+// and both gradients, for counts n from 1 (the root) past Nv (padding), on
+// random mixtures and on two made to tie: equal weights on a lattice give
+// equal masses (the first slot must win) and equal Morton codes (the index
+// must order them), and zero data weights take the equal-weight moments.
+// Which nodes are selected shows in every output value, so equal outputs in
+// float64 mean equal decisions.
+func TestConvFit(t *testing.T) {
+	forTypes(t, testConvFit[float32], testConvFit[float64])
+}
+
+func testConvFit[T Float](t *testing.T) {
+	forShapes(t, func(t *testing.T, rng *rand.Rand, lx mixture.Layout) {
+		for _, nk := range []int{1, 5} {
+			lk := mixture.Layout{B: 3, C: lx.C, N: nk, D: lx.D}
+			nv := lx.C * lx.N * nk
+			x, k := randomMixtures[T](rng, lx), randomMixtures[T](rng, lk)
+			for _, data := range []string{"random", "lattice", "zero"} {
+				switch data {
+				case "lattice":
+					x, k = tiedMixtures[T](lx), tiedMixtures[T](lk)
+				case "zero":
+					for i := 0; i < len(x); i += lx.Stride() {
+						x[i] = 0
+					}
+				}
+				for _, n := range slices.Compact([]int{1, 2, 7, max(nv/3, 1), nv, nv + 3}) {
+					what := fmt.Sprintf("Nk%d %s n%d", nk, data, n)
+					testConvFitCase(t, rng, what, x, k, lx, lk, n)
+				}
+			}
+		}
+	})
+}
+
+func testConvFitCase[T Float](t *testing.T, rng *rand.Rand, what string, x, k []T, lx, lk mixture.Layout, n int) {
+	t.Helper()
+	ly := device.ConvFitLayout(lx, lk, n)
+	y, want := make([]T, ly.Len()), make([]T, ly.Len())
+	saved, err := gpu[T]().ConvFitSaving(y, x, k, lx, lk, n)
+	must(t, err)
+	cpu.ConvFit(want, x, k, lx, lk, n)
+	compare(t, what+" y", y, want, tolerance[T](false))
+	g := gmtest.Uniform[T](rng, ly.Len(), -1, 1)
+	dx, dk := make([]T, lx.Len()), make([]T, lk.Len())
+	wdx, wdk := make([]T, lx.Len()), make([]T, lk.Len())
+	must(t, gpu[T]().ConvFitBackward(dx, dk, g, x, k, lx, lk, n, saved))
+	cpu.ConvFitBackward(wdx, wdk, g, x, k, lx, lk, n)
+	compare(t, what+" dx", dx, wdx, tolerance[T](true))
+	compare(t, what+" dk", dk, wdk, tolerance[T](true))
+	// One destination at a time, as the op's two gradient nodes ask.
+	clear(dx)
+	must(t, gpu[T]().ConvFitBackward(dx, nil, g, x, k, lx, lk, n, nil))
+	compare(t, what+" dx alone", dx, wdx, tolerance[T](true))
+}
+
+// tiedMixtures returns mixtures of weight 1 and covariance I whose
+// positions repeat on a 3-point lattice per axis.
+func tiedMixtures[T Float](l mixture.Layout) []T {
+	x := make([]T, l.Len())
+	s := l.Stride()
+	for g := 0; g < l.Mixtures()*l.N; g++ {
+		v := x[g*s : (g+1)*s]
+		v[0] = 1
+		for a := range l.D {
+			v[1+a] = T((g>>a)%3) - 1
+			v[1+l.D+a*l.D+a] = 1
+		}
+	}
+	return x
+}
+
 func TestEvaluate(t *testing.T) {
 	forTypes(t, testEvaluate[float32], testEvaluate[float64])
 }

@@ -51,6 +51,7 @@ const (
 	slotOut1
 	slotOut2
 	slotWork
+	slotScratch
 	numSlots
 )
 

@@ -99,6 +99,12 @@ func TestSchedulesAgree(t *testing.T) {
 		add(ly.Len(), func(y []float64) error { return k.Conv(y, x, kr, l, lk) })
 		add(l.Len(), func(y []float64) error { return k.ConvBackwardData(y, gy, kr, l, lk) })
 		add(lk.Len(), func(y []float64) error { return k.ConvBackwardKernels(y, gy, x, l, lk) })
+		const nf = 40
+		lf := device.ConvFitLayout(l, lk, nf)
+		gf := gmtest.Uniform[float64](rng, lf.Len(), -1, 1)
+		add(lf.Len(), func(y []float64) error { return k.ConvFit(y, x, kr, l, lk, nf) })
+		add(l.Len(), func(y []float64) error { return k.ConvFitBackward(y, nil, gf, x, kr, l, lk, nf, nil) })
+		add(lk.Len(), func(y []float64) error { return k.ConvFitBackward(nil, y, gf, x, kr, l, lk, nf, nil) })
 		add(l.Mixtures()*m, func(y []float64) error { return k.Evaluate(y, x, pts, l, l.B, l.C, m) })
 		add(l.Len(), func(y []float64) error { return k.EvaluateBackwardMixture(y, x, pts, gm, l, l.B, l.C, m) })
 		add(len(pts), func(y []float64) error { return k.EvaluateBackwardPoints(y, x, pts, gm, l, l.B, l.C, m) })

@@ -16,7 +16,7 @@ import (
 // the launchers ask onGPU. The inputs already live on the host (every
 // launcher uploads and downloads), so handing over costs no transfer.
 var onFallback = map[string]bool{
-	"ConvFit": true, "ConvFitSaving": true, "ConvFitBackward": true, "KeepLargest": true, "KeepLargestBackward": true,
+	"KeepLargest": true, "KeepLargestBackward": true,
 	"TreeHEM": true, "TreeHEMSaving": true, "TreeHEMBackward": true, "MEM": true, "MEMBackward": true,
 	"WeightDecay": true, "WeightDecayBackward": true,
 	"StandardiseScale": true, "Standardise": true, "StandardiseBackward": true,
@@ -28,21 +28,6 @@ var onFallback = map[string]bool{
 // onGPU reports whether the computation External calls name runs on the
 // GPU.
 func onGPU(name string) bool { return !onFallback[name] }
-
-// ConvFit is delegated.
-func (c Kernels[T]) ConvFit(y, x, k []T, lx, lk mixture.Layout, n int) error {
-	return c.cpu.ConvFit(y, x, k, lx, lk, n)
-}
-
-// ConvFitSaving is delegated.
-func (c Kernels[T]) ConvFitSaving(y, x, k []T, lx, lk mixture.Layout, n int) (device.Saved, error) {
-	return c.cpu.ConvFitSaving(y, x, k, lx, lk, n)
-}
-
-// ConvFitBackward is delegated.
-func (c Kernels[T]) ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, n int, saved device.Saved) error {
-	return c.cpu.ConvFitBackward(dx, dk, g, x, k, lx, lk, n, saved)
-}
 
 // KeepLargest is delegated.
 func (c Kernels[T]) KeepLargest(y, x []T, l mixture.Layout, np int) error {

@@ -1,0 +1,358 @@
+// convfit.cu: gm.ConvFit, the fused convolution-fitting (ops/cpu/convfit.go,
+// docs/fused.md). Output mixture m = b·Fo + o stands for the Nv = Fi·Ni·Nk
+// virtual components of Conv's output mixture (b, o), component
+// v = i + Ni·(c + Fi·j) being w_x·w_k, μ_x + μ_k, Σ_x + Σ_k, which are made
+// on the fly and never stored. They are sorted by a key of the weight's sign
+// and the Morton code of the position, the selected nodes of the radix tree
+// over the sorted keys are split greedily by |Σ w|, and every selected node
+// becomes the moment match of the components below it.
+//
+// One thread block per output mixture (a grid of at most one block per
+// mixture, each looping over m += gridDim.x), with per-block scratch in
+// global memory: the keys (padded to a power of two P for the bitonic sort),
+// the sorted order perm, the weight prefix sums, the selected nodes and their
+// masses. Every decision is the CPU kernel's: the keys are computed with the
+// same float64 operations, they are unique (the component index sits in
+// the low bits), so any correct sort gives the CPU's order, the prefix sums
+// are added in the same sequence, and the greedy split takes the largest
+// mass with the lowest slot on ties, as the CPU's first-wins scan does.
+#include "gm.cuh"
+
+typedef unsigned long long ull;
+
+// cf_expand spreads the low 10 bits of v so that two zero bits follow each.
+__device__ __forceinline__ unsigned cf_expand(unsigned v) {
+	v = (v * 0x00010001u) & 0xFF0000FFu;
+	v = (v * 0x00000101u) & 0x0F00F00Fu;
+	v = (v * 0x00000011u) & 0xC30C30C3u;
+	v = (v * 0x00000005u) & 0x49249249u;
+	return v;
+}
+
+// cf_split is karrasSplit of ops/cpu/lbvh.go: the last index in
+// [first, last) whose key shares a longer prefix with keys[first] than
+// keys[last] does. The keys are unique.
+__device__ ll cf_split(const ull *keys, ll first, ll last) {
+	int common = __clzll((long long)(keys[first] ^ keys[last]));
+	ll split = first, step = last - first;
+	while (step > 1) {
+		step = (step + 1) / 2;
+		ll s = split + step;
+		if (s < last && __clzll((long long)(keys[first] ^ keys[s])) > common) split = s;
+	}
+	return split;
+}
+
+// CfShape holds the sizes of one call and where output mixture m's factors
+// are.
+struct CfShape {
+	ll fi, ni, nk, fo, d, s, nv;
+	// xoff and koff return the packed offsets of virtual component v's data
+	// and kernel factor in mixture m = b·Fo + o.
+	__device__ ll xoff(ll m, ll v) const {
+		ll i = v % ni, c = (v / ni) % fi;
+		return (((m / fo) * fi + c) * ni + i) * s;
+	}
+	__device__ ll koff(ll m, ll v) const {
+		ll c = (v / ni) % fi, j = v / (ni * fi);
+		return (((m % fo) * fi + c) * nk + j) * s;
+	}
+};
+
+// CfScratch is one block's scratch: P keys, Nv sorted indices, Nv + 1
+// prefix sums, n selected nodes (first, last) and their masses.
+struct CfScratch {
+	ull *keys;
+	int *perm;
+	double *prefix;
+	int *sel;
+	double *mass;
+};
+
+// cf_select makes the sorted keys, perm and prefix of output mixture m and
+// selects at most n nodes into sc.sel; it returns how many, in every thread.
+// red is 6·blockDim.x doubles of shared memory and cnt one int.
+template <typename T>
+__device__ int cf_select(const T *x, const T *k, const CfShape &sh, ll m, ll n, ll P, CfScratch sc,
+                         double *red, int *cnt) {
+	const ll tid = threadIdx.x, bd = blockDim.x;
+	const ll d = sh.d, s = sh.s, nv = sh.nv;
+	// The bounding box of the virtual positions: per input channel the
+	// extremes of the sums are the sums of the extremes.
+	double lower[3], upper[3];
+	for (int a = 0; a < 3; a++) lower[a] = INFINITY, upper[a] = -INFINITY;
+	ll b = m / sh.fo, o = m % sh.fo;
+	for (ll c = tid; c < sh.fi; c += bd) {
+		double xl[3], xu[3], kl[3], ku[3];
+		for (int a = 0; a < d; a++) xl[a] = kl[a] = INFINITY, xu[a] = ku[a] = -INFINITY;
+		const T *xm = x + (b * sh.fi + c) * sh.ni * s;
+		for (ll i = 0; i < sh.ni; i++)
+			for (int a = 0; a < d; a++) {
+				double p = (double)xm[i * s + 1 + a];
+				xl[a] = fmin(xl[a], p), xu[a] = fmax(xu[a], p);
+			}
+		const T *km = k + (o * sh.fi + c) * sh.nk * s;
+		for (ll j = 0; j < sh.nk; j++)
+			for (int a = 0; a < d; a++) {
+				double p = (double)km[j * s + 1 + a];
+				kl[a] = fmin(kl[a], p), ku[a] = fmax(ku[a], p);
+			}
+		for (int a = 0; a < d; a++) {
+			lower[a] = fmin(lower[a], xl[a] + kl[a]);
+			upper[a] = fmax(upper[a], xu[a] + ku[a]);
+		}
+	}
+	for (int a = 0; a < 3; a++) red[a * bd + tid] = lower[a], red[(3 + a) * bd + tid] = upper[a];
+	__syncthreads();
+	for (ll h = bd / 2; h > 0; h /= 2) {
+		if (tid < h)
+			for (int a = 0; a < 3; a++) {
+				red[a * bd + tid] = fmin(red[a * bd + tid], red[a * bd + tid + h]);
+				red[(3 + a) * bd + tid] = fmax(red[(3 + a) * bd + tid], red[(3 + a) * bd + tid + h]);
+			}
+		__syncthreads();
+	}
+	double lo[3], scale[3] = {0, 0, 0};
+	for (int a = 0; a < d; a++) {
+		lo[a] = red[a * bd];
+		double ext = red[(3 + a) * bd] - lo[a];
+		if (ext > 0) scale[a] = 1 / ext;
+	}
+	__syncthreads(); // red is read before anyone reuses it
+	// Keys: sign of the product (exactly, no underflow to 0) at bit 62,
+	// the Morton code at bits 32..61, the index below.
+	for (ll v = tid; v < P; v += bd) {
+		if (v >= nv) {
+			sc.keys[v] = ~0ull;
+			continue;
+		}
+		const T *xg = x + sh.xoff(m, v), *kg = k + sh.koff(m, v);
+		unsigned q[3] = {0, 0, 0};
+		for (int a = 0; a < d; a++) {
+			double p = (double)xg[1 + a] + (double)kg[1 + a];
+			double u = (p - lo[a]) * scale[a];
+			q[a] = (unsigned)fmin(fmax(u * 1024, 0.0), 1023.0);
+		}
+		unsigned code = cf_expand(q[0]) << 2 | cf_expand(q[1]) << 1 | cf_expand(q[2]);
+		ull sign = ((xg[0] > 0 && kg[0] > 0) || (xg[0] < 0 && kg[0] < 0)) ? 1 : 0;
+		sc.keys[v] = sign << 62 | (ull)code << 32 | (ull)v;
+	}
+	__syncthreads();
+	// Bitonic sort; each compared pair belongs to the thread of its lower
+	// index.
+	for (ll kk = 2; kk <= P; kk <<= 1)
+		for (ll jj = kk >> 1; jj > 0; jj >>= 1) {
+			for (ll i = tid; i < P; i += bd) {
+				ll l = i ^ jj;
+				if (l > i) {
+					ull a = sc.keys[i], c = sc.keys[l];
+					if ((a > c) == ((i & kk) == 0)) sc.keys[i] = c, sc.keys[l] = a;
+				}
+			}
+			__syncthreads();
+		}
+	// The sorted position replaces the index in the low bits, as on the CPU.
+	for (ll j = tid; j < nv; j += bd) {
+		ull key = sc.keys[j];
+		ll v = (ll)(key & 0xFFFFFFFFull);
+		sc.perm[j] = (int)v;
+		sc.keys[j] = (key & ~0xFFFFFFFFull) | (ull)j;
+		sc.prefix[j + 1] = (double)x[sh.xoff(m, v)] * (double)k[sh.koff(m, v)];
+	}
+	__syncthreads();
+	if (tid == 0) {
+		sc.prefix[0] = 0;
+		for (ll j = 0; j < nv; j++) sc.prefix[j + 1] = sc.prefix[j] + sc.prefix[j + 1];
+	}
+	__syncthreads();
+	// The greedy split, by the first warp: lanes scan the slots, the warp
+	// reduces to the largest mass (lowest slot on ties), lane 0 splits.
+	if (tid < 32) {
+		if (tid == 0) {
+			sc.sel[0] = 0, sc.sel[1] = (int)(nv - 1);
+			sc.mass[0] = fabs(sc.prefix[nv] - sc.prefix[0]);
+		}
+		int c = 1;
+		__syncwarp();
+		while (c < n) {
+			double best = -1;
+			int at = 0x7FFFFFFF;
+			for (int i = tid; i < c; i += 32)
+				if (sc.sel[2 * i] != sc.sel[2 * i + 1] && sc.mass[i] > best) best = sc.mass[i], at = i;
+			for (int h = 16; h > 0; h /= 2) {
+				double ob = __shfl_xor_sync(0xffffffffu, best, h);
+				int oa = __shfl_xor_sync(0xffffffffu, at, h);
+				if (ob > best || (ob == best && oa < at)) best = ob, at = oa;
+			}
+			if (at == 0x7FFFFFFF) break; // only leaves
+			if (tid == 0) {
+				ll f = sc.sel[2 * at], l = sc.sel[2 * at + 1];
+				ll split = cf_split(sc.keys, f, l);
+				sc.sel[2 * at + 1] = (int)split;
+				sc.mass[at] = fabs(sc.prefix[split + 1] - sc.prefix[f]);
+				sc.sel[2 * c] = (int)(split + 1), sc.sel[2 * c + 1] = (int)l;
+				sc.mass[c] = fabs(sc.prefix[l + 1] - sc.prefix[split + 1]);
+			}
+			c++;
+			__syncwarp();
+		}
+		if (tid == 0) *cnt = c;
+	}
+	__syncthreads();
+	int nsel = *cnt;
+	__syncthreads(); // cnt is read before the next mixture's selection
+	return nsel;
+}
+
+// CfMoments is the moment match of one node (convFitMoments on the CPU):
+// the weight sum w, A = Σ|w_v| (or the count, uniform, if that is 0), and
+// the |w|-weighted mean and covariance.
+struct CfMoments {
+	double w, a;
+	bool uniform;
+	double mu[3], cov[9];
+	__device__ double weight(double wv) const { return uniform ? 1 : fabs(wv); }
+};
+
+// cf_virtual loads virtual component j (in sorted order) of mixture m in
+// float64: w, μ, Σ.
+template <typename T>
+__device__ void cf_virtual(const T *x, const T *k, const CfShape &sh, ll m, const int *perm, ll j, double *g) {
+	const T *xg = x + sh.xoff(m, perm[j]), *kg = k + sh.koff(m, perm[j]);
+	g[0] = (double)xg[0] * (double)kg[0];
+	for (ll e = 1; e < sh.s; e++) g[e] = (double)xg[e] + (double)kg[e];
+}
+
+// cf_match computes the moments of the sorted components [first, last] in
+// the CPU's order of operations.
+template <typename T>
+__device__ void cf_match(const T *x, const T *k, const CfShape &sh, ll m, const int *perm, ll first, ll last,
+                         CfMoments &mm) {
+	const ll d = sh.d;
+	double g[13];
+	mm.w = mm.a = 0;
+	mm.uniform = false;
+	for (int a = 0; a < 3; a++) mm.mu[a] = 0;
+	for (int e = 0; e < 9; e++) mm.cov[e] = 0;
+	for (ll j = first; j <= last; j++) {
+		cf_virtual(x, k, sh, m, perm, j, g);
+		mm.w += g[0];
+		mm.a += fabs(g[0]);
+		for (int a = 0; a < d; a++) mm.mu[a] += fabs(g[0]) * g[1 + a];
+	}
+	if (mm.a == 0) {
+		mm.uniform = true, mm.a = (double)(last - first + 1);
+		for (ll j = first; j <= last; j++) {
+			cf_virtual(x, k, sh, m, perm, j, g);
+			for (int a = 0; a < d; a++) mm.mu[a] += g[1 + a];
+		}
+	}
+	for (int a = 0; a < d; a++) mm.mu[a] /= mm.a;
+	for (ll j = first; j <= last; j++) {
+		cf_virtual(x, k, sh, m, perm, j, g);
+		double av = mm.weight(g[0]), dv[3];
+		for (int a = 0; a < d; a++) dv[a] = g[1 + a] - mm.mu[a];
+		for (int r = 0; r < d; r++)
+			for (int c = 0; c < d; c++) mm.cov[r * d + c] += av * (g[1 + d + r * d + c] + dv[r] * dv[c]);
+	}
+	for (int e = 0; e < d * d; e++) mm.cov[e] /= mm.a;
+}
+
+// cf_scratch returns block blk's part of the scratch.
+__device__ __forceinline__ CfScratch cf_scratch(ull *keys, int *perm, double *prefix, int *sel, double *mass, ll blk,
+                                                ll P, ll nv, ll n) {
+	return CfScratch{keys + blk * P, perm + blk * nv, prefix + blk * (nv + 1), sel + blk * 2 * n, mass + blk * n};
+}
+
+// gm_convfit writes y [B·Fo, n, S]: the moment match of every selected node
+// in selection order, then {0, 0, I} padding.
+template <typename T>
+__device__ void gm_convfit(T *y, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, ull *keys, ll P,
+                           int *perm, double *prefix, int *sel, double *mass) {
+	const CfShape sh{fi, ni, nk, fo, d, 1 + d + d * d, fi * ni * nk};
+	const CfScratch sc = cf_scratch(keys, perm, prefix, sel, mass, blockIdx.x, P, sh.nv, n);
+	double *red = (double *)gm_smem;
+	int *cnt = (int *)(red + 6 * blockDim.x);
+	for (ll m = blockIdx.x; m < B * fo; m += gridDim.x) {
+		int nsel = cf_select(x, k, sh, m, n, P, sc, red, cnt);
+		for (ll i = threadIdx.x; i < n; i += blockDim.x) {
+			T *out = y + (m * n + i) * sh.s;
+			if (i >= nsel) {
+				for (ll e = 0; e < sh.s; e++) out[e] = 0;
+				for (ll a = 0; a < d; a++) out[1 + d + a * d + a] = 1;
+				continue;
+			}
+			CfMoments mm;
+			cf_match(x, k, sh, m, sc.perm, sc.sel[2 * i], sc.sel[2 * i + 1], mm);
+			out[0] = (T)mm.w;
+			for (ll a = 0; a < d; a++) out[1 + a] = (T)mm.mu[a];
+			for (ll e = 0; e < d * d; e++) out[1 + d + e] = (T)mm.cov[e];
+		}
+		__syncthreads(); // the scratch is reused by the next mixture
+	}
+}
+#define GM_CONVFIT_PARAMS(T)                                                                                          \
+	(T * y, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, ull *keys, ll P, int *perm,         \
+	 double *prefix, int *sel, double *mass)
+GM_EXPORT(gm_convfit, GM_CONVFIT_PARAMS, (y, x, k, B, fi, ni, fo, nk, d, n, keys, P, perm, prefix, sel, mass))
+
+// gm_convfit_backward writes gv [B·Fo, Nv, S], the gradient of every virtual
+// component (in Conv's order) given g = ∂L/∂y, with the selection ConvFit
+// makes: the gradient Conv's output would receive, from which
+// gm_conv_backward_data and gm_conv_backward_kernels make ∂L/∂x and ∂L/∂k.
+// The formulas are those of convFit.backward in ops/cpu/convfit.go. The
+// selected nodes partition the sorted components, so every value of gv is
+// written once.
+template <typename T>
+__device__ void gm_convfit_backward(T *gv, const T *g, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d,
+                                    ll n, ull *keys, ll P, int *perm, double *prefix, int *sel, double *mass) {
+	const CfShape sh{fi, ni, nk, fo, d, 1 + d + d * d, fi * ni * nk};
+	const ll s = sh.s;
+	const CfScratch sc = cf_scratch(keys, perm, prefix, sel, mass, blockIdx.x, P, sh.nv, n);
+	double *red = (double *)gm_smem;
+	int *cnt = (int *)(red + 6 * blockDim.x);
+	for (ll m = blockIdx.x; m < B * fo; m += gridDim.x) {
+		int nsel = cf_select(x, k, sh, m, n, P, sc, red, cnt);
+		for (ll i = threadIdx.x; i < nsel; i += blockDim.x) {
+			ll first = sc.sel[2 * i], last = sc.sel[2 * i + 1];
+			CfMoments mm;
+			cf_match(x, k, sh, m, sc.perm, first, last, mm);
+			const T *gi = g + (m * n + i) * s;
+			double gw = (double)gi[0], gmu[3], gcov[9], gsym[9];
+			for (ll a = 0; a < d; a++) gmu[a] = (double)gi[1 + a];
+			for (ll e = 0; e < d * d; e++) gcov[e] = (double)gi[1 + d + e];
+			for (ll r = 0; r < d; r++)
+				for (ll c = 0; c < d; c++) gsym[r * d + c] = gcov[r * d + c] + gcov[c * d + r];
+			for (ll j = first; j <= last; j++) {
+				double v[13], dv[3];
+				cf_virtual(x, k, sh, m, sc.perm, j, v);
+				for (ll a = 0; a < d; a++) dv[a] = v[1 + a] - mm.mu[a];
+				double gwv = gw;
+				if (!mm.uniform && v[0] != 0) {
+					double ga = 0;
+					for (ll a = 0; a < d; a++) ga += gmu[a] * dv[a];
+					for (ll r = 0; r < d; r++)
+						for (ll c = 0; c < d; c++)
+							ga += gcov[r * d + c] * (v[1 + d + r * d + c] + dv[r] * dv[c] - mm.cov[r * d + c]);
+					if (v[0] < 0) ga = -ga;
+					gwv += ga / mm.a;
+				}
+				double share = mm.weight(v[0]) / mm.a;
+				T *out = gv + (m * sh.nv + sc.perm[j]) * s;
+				out[0] = (T)gwv;
+				for (ll r = 0; r < d; r++) {
+					double p = gmu[r];
+					for (ll c = 0; c < d; c++) p += gsym[r * d + c] * dv[c];
+					out[1 + r] = (T)(p * share);
+				}
+				for (ll e = 0; e < d * d; e++) out[1 + d + e] = (T)(share * gcov[e]);
+			}
+		}
+		__syncthreads(); // the scratch is reused by the next mixture
+	}
+}
+#define GM_CONVFIT_BW_PARAMS(T)                                                                                       \
+	(T * gv, const T *g, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, ull *keys, ll P,       \
+	 int *perm, double *prefix, int *sel, double *mass)
+GM_EXPORT(gm_convfit_backward, GM_CONVFIT_BW_PARAMS,
+          (gv, g, x, k, B, fi, ni, fo, nk, d, n, keys, P, perm, prefix, sel, mass))

@@ -1,0 +1,112 @@
+//go:build gmcuda
+
+package cudaops
+
+import (
+	"math/bits"
+
+	"github.com/gmcn-go/gmcn/ops/device"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+	"github.com/pkg/errors"
+)
+
+// convFitBlock is the thread count of the ConvFit blocks (a power of two:
+// the bounding box is reduced in shared memory), convFitGrid the most
+// blocks one launch runs; each block loops over the output mixtures m with
+// m ≡ blockIdx.x, so the scratch is sized by the grid, not by B·Fo.
+const (
+	convFitBlock = 256
+	convFitGrid  = 512
+)
+
+// convFitSaved is what ConvFitSaving keeps on the GPU: nothing but the
+// call's shapes. The backward makes the same selection again on the
+// device, which costs less than moving the Nv-long sorted order across the
+// bus and back; a non-nil saved state tells the op that the inputs are the
+// forward's, already checked.
+type convFitSaved struct {
+	lx, lk mixture.Layout
+	n      int
+}
+
+// convFitArgs uploads x and k, grows the selection scratch for the call and
+// returns the grid, the shared-memory bytes and the kernel arguments that
+// follow the destination (and, in the backward, the incoming gradient).
+func convFitArgs[T Float](s *seq, x, k []T, lx, lk mixture.Layout, n int) (grid, smem int, args []any) {
+	nm, nv := lx.B*lk.B, lx.C*lx.N*lk.N
+	p := 1 << bits.Len(uint(nv-1)) // the sort's padded length, ≥ nv
+	grid = min(nm, convFitGrid)
+	px, pk := in(s, slotIn0, x), in(s, slotIn1, k)
+	// Per block: p keys, nv + 1 prefix sums and n masses (8 bytes each),
+	// nv sorted indices and 2n node bounds (4 bytes each), in that order so
+	// that every part is aligned.
+	per := int64(8*(p+nv+1+n) + 4*(nv+2*n))
+	var base devPtr
+	if s.err == nil {
+		base, s.err = s.d.buf(slotScratch, int64(grid)*per)
+	}
+	keys := base
+	prefix := keys + devPtr(8*grid*p)
+	mass := prefix + devPtr(8*grid*(nv+1))
+	perm := mass + devPtr(8*grid*n)
+	sel := perm + devPtr(4*grid*nv)
+	return grid, (6*convFitBlock + 1) * 8,
+		[]any{px, pk, lx.B, lx.C, lx.N, lk.B, lk.N, lx.D, n, keys, p, perm, prefix, sel, mass}
+}
+
+// ConvFit is device.Kernels.ConvFit on the GPU: one block per output
+// mixture makes the keys, sorts them, selects the nodes and writes their
+// moment matches (convfit.cu).
+func (c Kernels[T]) ConvFit(y, x, k []T, lx, lk mixture.Layout, n int) error {
+	return c.d.run(func(s *seq) {
+		grid, smem, args := convFitArgs(s, x, k, lx, lk, n)
+		py := out[T](s, slotOut, len(y))
+		s.launch("gm_convfit"+suffix[T](), [2]int{grid, 1}, convFitBlock, smem, append([]any{py}, args...)...)
+		get(s, y, py)
+	})
+}
+
+// ConvFitSaving is ConvFit; its saved state holds only the shapes (see
+// convFitSaved).
+func (c Kernels[T]) ConvFitSaving(y, x, k []T, lx, lk mixture.Layout, n int) (device.Saved, error) {
+	if err := c.ConvFit(y, x, k, lx, lk, n); err != nil {
+		return nil, err
+	}
+	return convFitSaved{lx, lk, n}, nil
+}
+
+// ConvFitBackward is device.Kernels.ConvFitBackward on the GPU: a first
+// launch makes the selection again and writes the gradient of every virtual
+// component, in Conv's output layout, into device scratch that never leaves
+// the GPU; the convolution's backward kernels then reduce it to ∂L/∂x and
+// ∂L/∂k, each only when asked for.
+func (c Kernels[T]) ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, n int, saved device.Saved) error {
+	if saved != nil {
+		sv, ok := saved.(convFitSaved)
+		if !ok {
+			return errors.Errorf("ConvFitBackward: saved state %T is not the GPU's %T", saved, sv)
+		}
+		if sv.lx != lx || sv.lk != lk || sv.n != n {
+			return errors.Errorf("ConvFitBackward: saved state made for %v ⊛ %v → %d, used for %v ⊛ %v → %d", sv.lx.Shape(), sv.lk.Shape(), sv.n, lx.Shape(), lk.Shape(), n)
+		}
+	}
+	lv := device.ConvLayout(lx, lk)
+	return c.d.run(func(s *seq) {
+		grid, smem, args := convFitArgs(s, x, k, lx, lk, n)
+		pg := in(s, slotIn2, g)
+		pv := out[T](s, slotWork, lv.Len())
+		s.launch("gm_convfit_backward"+suffix[T](), [2]int{grid, 1}, convFitBlock, smem, append([]any{pv, pg}, args...)...)
+		px, pk := args[0], args[1]
+		shape := []any{lx.B, lx.C, lx.N, lk.B, lk.N, lx.Stride()}
+		if dx != nil {
+			pd := out[T](s, slotOut, len(dx))
+			s.launch("gm_conv_backward_data"+suffix[T](), [2]int{blocks(len(dx), flatBlock), 1}, flatBlock, 0, append([]any{pd, pv, pk}, shape...)...)
+			get(s, dx, pd)
+		}
+		if dk != nil {
+			pd := out[T](s, slotOut1, len(dk))
+			s.launch("gm_conv_backward_kernels"+suffix[T](), [2]int{lk.B * lk.C * lk.N, 1}, reduceBlock, reduceBlock*int(sizeOf[T]()), append([]any{pd, pv, px}, shape...)...)
+			get(s, dk, pd)
+		}
+	})
+}
