@@ -427,6 +427,26 @@ func BenchmarkConv(b *testing.B) {
 	})
 }
 
+// BenchmarkConvFit is the second block of the paper-fused MNIST model at
+// batch 32: Fi 8, Ni 32, Fo 16, Nk 5 (Nv = 1280) fitted to n = 16·16,
+// forward and both gradients, float32.
+func BenchmarkConvFit(b *testing.B) {
+	lx := mixture.Layout{B: 32, C: 8, N: 32, D: 2}
+	lk := mixture.Layout{B: 16, C: 8, N: 5, D: 2}
+	const n = 256
+	ly := device.ConvFitLayout(lx, lk, n)
+	rng := rand.New(rand.NewPCG(5, 6))
+	x, k := randomMixtures[float32](rng, lx), randomMixtures[float32](rng, lk)
+	y, g := make([]float32, ly.Len()), gmtest.Uniform[float32](rng, ly.Len(), -1, 1)
+	dx, dk := make([]float32, lx.Len()), make([]float32, lk.Len())
+	b.Run("Forward/2D_B32_Fi8_Ni32_Fo16_Nk5_n256", func(b *testing.B) {
+		benchKernels(b, func() error { return gpu[float32]().ConvFit(y, x, k, lx, lk, n) })
+	})
+	b.Run("Backward/2D_B32_Fi8_Ni32_Fo16_Nk5_n256", func(b *testing.B) {
+		benchKernels(b, func() error { return gpu[float32]().ConvFitBackward(dx, dk, g, x, k, lx, lk, n, nil) })
+	})
+}
+
 // BenchmarkEvaluate evaluates 21×16 mixtures of 1280 3D Gaussians at 1000
 // points each, float32.
 func BenchmarkEvaluate(b *testing.B) {
