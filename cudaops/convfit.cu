@@ -8,10 +8,13 @@
 // becomes the moment match of the components below it.
 //
 // One thread block per output mixture (a grid of at most one block per
-// mixture, each looping over m += gridDim.x), with per-block scratch in
-// global memory: the keys (padded to a power of two P for the bitonic sort),
-// the sorted order perm, the weight prefix sums, the selected nodes and their
-// masses. Every decision is the CPU kernel's: the keys are computed with the
+// mixture, each looping over m += gridDim.x), with per-block scratch: the
+// keys (padded to a power of two P for the bitonic sort), the sorted order
+// perm, the weight prefix sums, the selected nodes and their masses. The
+// scratch sits in shared memory where it fits (the paper's MNIST blocks),
+// else in global memory: the sort, the prefix sum and the greedy split are
+// chains of dependent accesses, which global memory's latency makes about
+// ten times slower. Every decision is the CPU kernel's: the keys are computed with the
 // same float64 operations, they are unique (the component index sits in
 // the low bits), so any correct sort gives the CPU's order, the prefix sums
 // are added in the same sequence, and the greedy split takes the largest
@@ -60,21 +63,49 @@ struct CfShape {
 };
 
 // CfScratch is one block's scratch: P keys, Nv sorted indices, Nv + 1
-// prefix sums, n selected nodes (first, last) and their masses.
+// prefix sums, n selected nodes (first, last) and their masses, all in
+// shared memory where they fit in its 48 KiB, else in global memory; red
+// (6·blockDim.x doubles for the bounding box) and cnt are always shared.
 struct CfScratch {
 	ull *keys;
 	int *perm;
 	double *prefix;
 	int *sel;
 	double *mass;
+	double *red;
+	int *cnt;
 };
+
+// cf_scratch returns block blk's scratch: in shared memory if shared (laid
+// out as cfSharedBytes in convfit_gmcuda.go says: the keys, whose region
+// the bounding box's reduction uses first, prefix, mass, perm, sel, cnt),
+// else its part of the global buffers.
+__device__ CfScratch cf_scratch(ll shared, ull *keys, int *perm, double *prefix, int *sel, double *mass, ll blk, ll P,
+                                ll nv, ll n) {
+	CfScratch sc;
+	if (shared) {
+		unsigned char *p = gm_smem;
+		sc.keys = (ull *)p, sc.red = (double *)p;
+		p += 8 * max(P, 6 * (ll)blockDim.x);
+		sc.prefix = (double *)p, p += 8 * (nv + 1);
+		sc.mass = (double *)p, p += 8 * n;
+		sc.perm = (int *)p, p += 4 * nv;
+		sc.sel = (int *)p, p += 8 * n;
+		sc.cnt = (int *)p;
+		return sc;
+	}
+	sc.keys = keys + blk * P, sc.perm = perm + blk * nv, sc.prefix = prefix + blk * (nv + 1);
+	sc.sel = sel + blk * 2 * n, sc.mass = mass + blk * n;
+	sc.red = (double *)gm_smem, sc.cnt = (int *)(sc.red + 6 * blockDim.x);
+	return sc;
+}
 
 // cf_select makes the sorted keys, perm and prefix of output mixture m and
 // selects at most n nodes into sc.sel; it returns how many, in every thread.
-// red is 6·blockDim.x doubles of shared memory and cnt one int.
 template <typename T>
-__device__ int cf_select(const T *x, const T *k, const CfShape &sh, ll m, ll n, ll P, CfScratch sc,
-                         double *red, int *cnt) {
+__device__ int cf_select(const T *x, const T *k, const CfShape &sh, ll m, ll n, ll P, const CfScratch &sc) {
+	double *red = sc.red;
+	int *cnt = sc.cnt;
 	const ll tid = threadIdx.x, bd = blockDim.x;
 	const ll d = sh.d, s = sh.s, nv = sh.nv;
 	// The bounding box of the virtual positions: per input channel the
@@ -258,23 +289,15 @@ __device__ void cf_match(const T *x, const T *k, const CfShape &sh, ll m, const 
 	for (int e = 0; e < d * d; e++) mm.cov[e] /= mm.a;
 }
 
-// cf_scratch returns block blk's part of the scratch.
-__device__ __forceinline__ CfScratch cf_scratch(ull *keys, int *perm, double *prefix, int *sel, double *mass, ll blk,
-                                                ll P, ll nv, ll n) {
-	return CfScratch{keys + blk * P, perm + blk * nv, prefix + blk * (nv + 1), sel + blk * 2 * n, mass + blk * n};
-}
-
 // gm_convfit writes y [B·Fo, n, S]: the moment match of every selected node
 // in selection order, then {0, 0, I} padding.
 template <typename T>
-__device__ void gm_convfit(T *y, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, ull *keys, ll P,
-                           int *perm, double *prefix, int *sel, double *mass) {
+__device__ void gm_convfit(T *y, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, ll shared, ull *keys,
+                           ll P, int *perm, double *prefix, int *sel, double *mass) {
 	const CfShape sh{fi, ni, nk, fo, d, 1 + d + d * d, fi * ni * nk};
-	const CfScratch sc = cf_scratch(keys, perm, prefix, sel, mass, blockIdx.x, P, sh.nv, n);
-	double *red = (double *)gm_smem;
-	int *cnt = (int *)(red + 6 * blockDim.x);
+	const CfScratch sc = cf_scratch(shared, keys, perm, prefix, sel, mass, blockIdx.x, P, sh.nv, n);
 	for (ll m = blockIdx.x; m < B * fo; m += gridDim.x) {
-		int nsel = cf_select(x, k, sh, m, n, P, sc, red, cnt);
+		int nsel = cf_select(x, k, sh, m, n, P, sc);
 		for (ll i = threadIdx.x; i < n; i += blockDim.x) {
 			T *out = y + (m * n + i) * sh.s;
 			if (i >= nsel) {
@@ -292,9 +315,9 @@ __device__ void gm_convfit(T *y, const T *x, const T *k, ll B, ll fi, ll ni, ll 
 	}
 }
 #define GM_CONVFIT_PARAMS(T)                                                                                          \
-	(T * y, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, ull *keys, ll P, int *perm,         \
-	 double *prefix, int *sel, double *mass)
-GM_EXPORT(gm_convfit, GM_CONVFIT_PARAMS, (y, x, k, B, fi, ni, fo, nk, d, n, keys, P, perm, prefix, sel, mass))
+	(T * y, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, ll shared, ull *keys, ll P,         \
+	 int *perm, double *prefix, int *sel, double *mass)
+GM_EXPORT(gm_convfit, GM_CONVFIT_PARAMS, (y, x, k, B, fi, ni, fo, nk, d, n, shared, keys, P, perm, prefix, sel, mass))
 
 // gm_convfit_backward writes gv [B·Fo, Nv, S], the gradient of every virtual
 // component (in Conv's order) given g = ∂L/∂y, with the selection ConvFit
@@ -305,14 +328,13 @@ GM_EXPORT(gm_convfit, GM_CONVFIT_PARAMS, (y, x, k, B, fi, ni, fo, nk, d, n, keys
 // written once.
 template <typename T>
 __device__ void gm_convfit_backward(T *gv, const T *g, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d,
-                                    ll n, ull *keys, ll P, int *perm, double *prefix, int *sel, double *mass) {
+                                    ll n, ll shared, ull *keys, ll P, int *perm, double *prefix, int *sel,
+                                    double *mass) {
 	const CfShape sh{fi, ni, nk, fo, d, 1 + d + d * d, fi * ni * nk};
 	const ll s = sh.s;
-	const CfScratch sc = cf_scratch(keys, perm, prefix, sel, mass, blockIdx.x, P, sh.nv, n);
-	double *red = (double *)gm_smem;
-	int *cnt = (int *)(red + 6 * blockDim.x);
+	const CfScratch sc = cf_scratch(shared, keys, perm, prefix, sel, mass, blockIdx.x, P, sh.nv, n);
 	for (ll m = blockIdx.x; m < B * fo; m += gridDim.x) {
-		int nsel = cf_select(x, k, sh, m, n, P, sc, red, cnt);
+		int nsel = cf_select(x, k, sh, m, n, P, sc);
 		for (ll i = threadIdx.x; i < nsel; i += blockDim.x) {
 			ll first = sc.sel[2 * i], last = sc.sel[2 * i + 1];
 			CfMoments mm;
@@ -352,7 +374,7 @@ __device__ void gm_convfit_backward(T *gv, const T *g, const T *x, const T *k, l
 	}
 }
 #define GM_CONVFIT_BW_PARAMS(T)                                                                                       \
-	(T * gv, const T *g, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, ull *keys, ll P,       \
-	 int *perm, double *prefix, int *sel, double *mass)
+	(T * gv, const T *g, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, ll shared, ull *keys,  \
+	 ll P, int *perm, double *prefix, int *sel, double *mass)
 GM_EXPORT(gm_convfit_backward, GM_CONVFIT_BW_PARAMS,
-          (gv, g, x, k, B, fi, ni, fo, nk, d, n, keys, P, perm, prefix, sel, mass))
+          (gv, g, x, k, B, fi, ni, fo, nk, d, n, shared, keys, P, perm, prefix, sel, mass))

@@ -29,17 +29,33 @@ type convFitSaved struct {
 	n      int
 }
 
-// convFitArgs uploads x and k, grows the selection scratch for the call and
-// returns the grid, the shared-memory bytes and the kernel arguments that
-// follow the destination (and, in the backward, the incoming gradient).
+// maxShared is the dynamic shared memory a block gets without opting in on
+// every GPU since compute 3.0, and all the emulator gives.
+const maxShared = 48 << 10
+
+// convFitArgs uploads x and k, places the selection scratch for the call
+// and returns the grid, the shared-memory bytes and the kernel arguments
+// that follow the destination (and, in the backward, the incoming
+// gradient).
 func convFitArgs[T Float](s *seq, x, k []T, lx, lk mixture.Layout, n int) (grid, smem int, args []any) {
 	nm, nv := lx.B*lk.B, lx.C*lx.N*lk.N
 	p := 1 << bits.Len(uint(nv-1)) // the sort's padded length, ≥ nv
 	grid = min(nm, convFitGrid)
 	px, pk := in(s, slotIn0, x), in(s, slotIn1, k)
-	// Per block: p keys, nv + 1 prefix sums and n masses (8 bytes each),
-	// nv sorted indices and 2n node bounds (4 bytes each), in that order so
-	// that every part is aligned.
+	// The layout cf_scratch in convfit.cu reads: keys (whose region the
+	// bounding box's reduction of 6 doubles per thread uses first), nv + 1
+	// prefix sums, n masses, nv sorted indices, 2n node bounds, a count.
+	local := 8*max(p, 6*convFitBlock) + 8*(nv+1) + 8*n + 4*nv + 8*n + 8
+	if local <= maxShared {
+		var none devPtr
+		if s.err == nil {
+			none, s.err = s.d.buf(slotScratch, 8)
+		}
+		return grid, local, []any{px, pk, lx.B, lx.C, lx.N, lk.B, lk.N, lx.D, n, 1, none, p, none, none, none, none}
+	}
+	// Per block in global memory: p keys, nv + 1 prefix sums and n masses
+	// (8 bytes each), nv sorted indices and 2n node bounds (4 bytes each),
+	// in that order so that every part is aligned.
 	per := int64(8*(p+nv+1+n) + 4*(nv+2*n))
 	var base devPtr
 	if s.err == nil {
@@ -51,7 +67,7 @@ func convFitArgs[T Float](s *seq, x, k []T, lx, lk mixture.Layout, n int) (grid,
 	perm := mass + devPtr(8*grid*n)
 	sel := perm + devPtr(4*grid*nv)
 	return grid, (6*convFitBlock + 1) * 8,
-		[]any{px, pk, lx.B, lx.C, lx.N, lk.B, lk.N, lx.D, n, keys, p, perm, prefix, sel, mass}
+		[]any{px, pk, lx.B, lx.C, lx.N, lk.B, lk.N, lx.D, n, 0, keys, p, perm, prefix, sel, mass}
 }
 
 // ConvFit is device.Kernels.ConvFit on the GPU: one block per output
