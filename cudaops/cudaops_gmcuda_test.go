@@ -168,6 +168,23 @@ func testConv[T Float](t *testing.T) {
 	})
 }
 
+// TestStandardiseScale compares the standardisation statistic with the
+// CPU's; the grid spans every channel of a sample, so the channels of one
+// sample share their box.
+func TestStandardiseScale(t *testing.T) {
+	forTypes(t, testStandardiseScale[float32], testStandardiseScale[float64])
+}
+
+func testStandardiseScale[T Float](t *testing.T) {
+	forShapes(t, func(t *testing.T, rng *rand.Rand, l mixture.Layout) {
+		x := randomMixtures[T](rng, l)
+		sd, want := make([]float64, l.Mixtures()), make([]float64, l.Mixtures())
+		must(t, gpu[T]().StandardiseScale(sd, x, l))
+		cpu.StandardiseScale(want, x, l)
+		compare(t, "sd", sd, want, 1e-9)
+	})
+}
+
 // TestConvFit compares the fused convolution-fitting with the CPU's, forward
 // and both gradients, for counts n from 1 (the root) past Nv (padding), on
 // random mixtures and on two made to tie: equal weights on a lattice give

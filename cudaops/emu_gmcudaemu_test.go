@@ -111,6 +111,7 @@ func TestSchedulesAgree(t *testing.T) {
 		add(l.Len(), func(y []float64) error { return k.ReLUFit(y, x, nil, l, device.ReLUFitOptions{}) })
 		add(l.Len(), func(y []float64) error { return k.ReLUFitBackward(y, nil, x, nil, g, l, device.ReLUFitOptions{}, nil) })
 		add(l.Mixtures(), func(y []float64) error { return k.MeanTraces(y, x, l) })
+		add(l.Mixtures(), func(y []float64) error { return k.StandardiseScale(y, x, l) })
 		sc := gmtest.Uniform[float64](rng, l.Mixtures(), 0.5, 2)
 		tau := gmtest.Uniform[float64](rng, l.Mixtures(), 1, 2)
 		add(l.Len(), func(y []float64) error { return k.CovScaleBackward(y, g, x, l, sc, tau) })

@@ -19,7 +19,7 @@ var onFallback = map[string]bool{
 	"KeepLargest": true, "KeepLargestBackward": true,
 	"TreeHEM": true, "TreeHEMSaving": true, "TreeHEMBackward": true, "MEM": true, "MEMBackward": true,
 	"WeightDecay": true, "WeightDecayBackward": true,
-	"StandardiseScale": true, "Standardise": true, "StandardiseBackward": true,
+	"Standardise": true, "StandardiseBackward": true,
 	"ScaleWeights": true, "ScaleAxes": true, "ScaleAxesBackward": true,
 	"ReLUFit/constant": true, "ReLUFit/refined": true, "ReLUFitSaving/constant": true, "ReLUFitSaving/refined": true,
 	"ReLUFitBackward/constant": true, "ReLUFitBackward/refined": true,
@@ -65,10 +65,6 @@ func (c Kernels[T]) WeightDecay(w, a []T, d int) (float64, error) {
 
 func (c Kernels[T]) WeightDecayBackward(dw, da, w, a []T, d int, g T) error {
 	return c.cpu.WeightDecayBackward(dw, da, w, a, d, g)
-}
-
-func (c Kernels[T]) StandardiseScale(sd []float64, x []T, l mixture.Layout) error {
-	return c.cpu.StandardiseScale(sd, x, l)
 }
 
 func (c Kernels[T]) Standardise(y, x []T, sd []float64, gain T, l mixture.Layout) error {

@@ -18,9 +18,12 @@ const (
 	warpsBlock  = 256 // 8 mixtures per block for the warp-per-mixture kernels
 	tileBlock   = 128
 	reduceBlock = 128
-	prepLen     = 15 // sizeof(GmPrep<T>)/sizeof(T): coef, norm, w, μ[3], Σ⁻¹[9]
-	reluLen     = 17 // sizeof(GmRelu<T>)/sizeof(T): an, xn, a, x, norm, μ[3], Σ⁻¹[9]
-	maxGridY    = 65535
+	// standardiseBlock threads each hold a prepared float64 Gaussian
+	// (prepLen values) and 6 reduction values: 42 KiB of shared memory.
+	standardiseBlock = 256
+	prepLen          = 15 // sizeof(GmPrep<T>)/sizeof(T): coef, norm, w, μ[3], Σ⁻¹[9]
+	reluLen          = 17 // sizeof(GmRelu<T>)/sizeof(T): an, xn, a, x, norm, μ[3], Σ⁻¹[9]
+	maxGridY         = 65535
 )
 
 // seq runs the steps of one launcher on the Device's thread and keeps the
@@ -349,5 +352,17 @@ func (c Kernels[T]) AssembleKernelBackward(dw, dp, da, g, a []T, l mixture.Layou
 				get(s, o.h, o.p)
 			}
 		}
+	})
+}
+
+// StandardiseScale is device.Kernels.StandardiseScale on the GPU
+// (standardise.cu): one block per mixture, float64 throughout.
+func (c Kernels[T]) StandardiseScale(sd []float64, x []T, l mixture.Layout) error {
+	return c.d.run(func(s *seq) {
+		px := in(s, slotIn0, x)
+		ps := out[float64](s, slotOut, len(sd))
+		s.launch("gm_standardise_scale"+suffix[T](), [2]int{l.Mixtures(), 1}, standardiseBlock, standardiseBlock*(prepLen+6)*8,
+			ps, px, l.C, l.N, l.D, device.StandardisePoints(l.D))
+		get(s, sd, ps)
 	})
 }

@@ -4,18 +4,9 @@ import (
 	"math"
 
 	"github.com/gmcn-go/gmcn/internal/parallel"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
-
-// standardisePoints is the number of grid points per axis at which
-// StandardiseScale evaluates a mixture: 32² = 1024 points in 2D, 10³ = 1000
-// in 3D, matching the reference's 1000 random points.
-func standardisePoints(d int) int {
-	if d == 2 {
-		return 32
-	}
-	return 10
-}
 
 // StandardiseScale writes sd[b·C+c], the sample standard deviation (N−1) of
 // mixture (b, c) evaluated on a regular grid over the bounding box of all
@@ -26,7 +17,7 @@ func standardisePoints(d int) int {
 // training depend on hidden random state.
 // A standard deviation below 0.001 is raised to 0.001, as in the reference.
 func StandardiseScale[T Float](sd []float64, x []T, l mixture.Layout) {
-	n := standardisePoints(l.D)
+	n := device.StandardisePoints(l.D)
 	total := 1
 	for range l.D {
 		total *= n

@@ -30,3 +30,13 @@ func CovScaleFactor(d int, tau float64) (float64, bool) {
 func ConvFitLayout(lx, lk mixture.Layout, n int) mixture.Layout {
 	return mixture.Layout{B: lx.B, C: lk.B, N: n, D: lx.D}
 }
+
+// StandardisePoints is the number of grid points per axis at which
+// StandardiseScale evaluates a mixture: 32² = 1024 points in 2D, 10³ = 1000
+// in 3D, matching the reference's 1000 random points.
+func StandardisePoints(d int) int {
+	if d == 2 {
+		return 32
+	}
+	return 10
+}
