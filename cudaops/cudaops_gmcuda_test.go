@@ -185,8 +185,41 @@ func testStandardiseScale[T Float](t *testing.T) {
 	})
 }
 
+// TestKeepLargest compares the selection of the largest weights with the
+// CPU's, forward and gradient, on random weights and on weights with many
+// ties (rounded to one decimal), where the earlier component must win.
+func TestKeepLargest(t *testing.T) {
+	forTypes(t, testKeepLargest[float32], testKeepLargest[float64])
+}
+
+func testKeepLargest[T Float](t *testing.T) {
+	forShapes(t, func(t *testing.T, rng *rand.Rand, l mixture.Layout) {
+		x := randomMixtures[T](rng, l)
+		for _, data := range []string{"random", "tied"} {
+			if data == "tied" {
+				for i := 0; i < len(x); i += l.Stride() {
+					x[i] = T(math.Round(float64(x[i])*10) / 10)
+				}
+			}
+			for _, np := range slices.Compact([]int{1, max(l.N/2, 1), l.N}) {
+				ly := mixture.Layout{B: l.B, C: l.C, N: np, D: l.D}
+				y, want := make([]T, ly.Len()), make([]T, ly.Len())
+				must(t, gpu[T]().KeepLargest(y, x, l, np))
+				cpu.KeepLargest(want, x, l, np)
+				compare(t, fmt.Sprintf("%s np%d y", data, np), y, want, 0)
+				g := gmtest.Uniform[T](rng, ly.Len(), -1, 1)
+				dx, wdx := make([]T, l.Len()), make([]T, l.Len())
+				must(t, gpu[T]().KeepLargestBackward(dx, x, g, l, np))
+				cpu.KeepLargestBackward(wdx, x, g, l, np)
+				compare(t, fmt.Sprintf("%s np%d dx", data, np), dx, wdx, 0)
+			}
+		}
+	})
+}
+
 // TestConvFit compares the fused convolution-fitting with the CPU's, forward
-// and both gradients, for counts n from 1 (the root) past Nv (padding), on
+// and both gradients, for counts n from 1 (the root) past Nv (every leaf,
+// and padding), on
 // random mixtures and on two made to tie: equal weights on a lattice give
 // equal masses (the first slot must win) and equal Morton codes (the index
 // must order them), and zero data weights take the equal-weight moments.
@@ -202,7 +235,13 @@ func testConvFit[T Float](t *testing.T) {
 			lk := mixture.Layout{B: 3, C: lx.C, N: nk, D: lx.D}
 			nv := lx.C * lx.N * nk
 			x, k := randomMixtures[T](rng, lx), randomMixtures[T](rng, lk)
-			for _, data := range []string{"random", "lattice", "zero"} {
+			// The made-up data once, with the larger kernels: the emulator
+			// sorts slowly.
+			data := []string{"random", "lattice", "zero"}
+			if nk == 1 {
+				data = data[:1]
+			}
+			for _, data := range data {
 				switch data {
 				case "lattice":
 					x, k = tiedMixtures[T](lx), tiedMixtures[T](lk)
@@ -211,7 +250,7 @@ func testConvFit[T Float](t *testing.T) {
 						x[i] = 0
 					}
 				}
-				for _, n := range slices.Compact([]int{1, 2, 7, max(nv/3, 1), nv, nv + 3}) {
+				for _, n := range slices.Compact([]int{1, 7, max(nv/3, 1), nv + 3}) {
 					what := fmt.Sprintf("Nk%d %s n%d", nk, data, n)
 					testConvFitCase(t, rng, what, x, k, lx, lk, n)
 				}

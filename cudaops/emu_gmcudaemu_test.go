@@ -112,6 +112,9 @@ func TestSchedulesAgree(t *testing.T) {
 		add(l.Len(), func(y []float64) error { return k.ReLUFitBackward(y, nil, x, nil, g, l, device.ReLUFitOptions{}, nil) })
 		add(l.Mixtures(), func(y []float64) error { return k.MeanTraces(y, x, l) })
 		add(l.Mixtures(), func(y []float64) error { return k.StandardiseScale(y, x, l) })
+		lp := mixture.Layout{B: l.B, C: l.C, N: 50, D: l.D}
+		add(lp.Len(), func(y []float64) error { return k.KeepLargest(y, x, l, lp.N) })
+		add(l.Len(), func(y []float64) error { return k.KeepLargestBackward(y, x, g[:lp.Len()], l, lp.N) })
 		sc := gmtest.Uniform[float64](rng, l.Mixtures(), 0.5, 2)
 		tau := gmtest.Uniform[float64](rng, l.Mixtures(), 1, 2)
 		add(l.Len(), func(y []float64) error { return k.CovScaleBackward(y, g, x, l, sc, tau) })

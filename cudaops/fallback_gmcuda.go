@@ -16,7 +16,6 @@ import (
 // the launchers ask onGPU. The inputs already live on the host (every
 // launcher uploads and downloads), so handing over costs no transfer.
 var onFallback = map[string]bool{
-	"KeepLargest": true, "KeepLargestBackward": true,
 	"TreeHEM": true, "TreeHEMSaving": true, "TreeHEMBackward": true, "MEM": true, "MEMBackward": true,
 	"WeightDecay": true, "WeightDecayBackward": true,
 	"Standardise": true, "StandardiseBackward": true,
@@ -28,16 +27,6 @@ var onFallback = map[string]bool{
 // onGPU reports whether the computation External calls name runs on the
 // GPU.
 func onGPU(name string) bool { return !onFallback[name] }
-
-// KeepLargest is delegated.
-func (c Kernels[T]) KeepLargest(y, x []T, l mixture.Layout, np int) error {
-	return c.cpu.KeepLargest(y, x, l, np)
-}
-
-// KeepLargestBackward is delegated.
-func (c Kernels[T]) KeepLargestBackward(dx, x, g []T, l mixture.Layout, np int) error {
-	return c.cpu.KeepLargestBackward(dx, x, g, l, np)
-}
 
 func (c Kernels[T]) TreeHEM(y, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) error {
 	return c.cpu.TreeHEM(y, x, l, np, o)

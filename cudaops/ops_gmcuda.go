@@ -366,3 +366,26 @@ func (c Kernels[T]) StandardiseScale(sd []float64, x []T, l mixture.Layout) erro
 		get(s, sd, ps)
 	})
 }
+
+// KeepLargest is device.Kernels.KeepLargest on the GPU (keeplargest.cu): one
+// block per mixture ranks every component against the others.
+func (c Kernels[T]) KeepLargest(y, x []T, l mixture.Layout, np int) error {
+	return c.d.run(func(s *seq) {
+		px := in(s, slotIn0, x)
+		py := out[T](s, slotOut, len(y))
+		s.launch("gm_keep_largest"+suffix[T](), [2]int{l.Mixtures(), 1}, flatBlock, flatBlock*int(sizeOf[T]()),
+			py, px, l.N, l.Stride(), np)
+		get(s, y, py)
+	})
+}
+
+// KeepLargestBackward is device.Kernels.KeepLargestBackward on the GPU.
+func (c Kernels[T]) KeepLargestBackward(dx, x, g []T, l mixture.Layout, np int) error {
+	return c.d.run(func(s *seq) {
+		px, pg := in(s, slotIn0, x), in(s, slotIn1, g)
+		pd := out[T](s, slotOut, len(dx))
+		s.launch("gm_keep_largest_backward"+suffix[T](), [2]int{l.Mixtures(), 1}, flatBlock, flatBlock*int(sizeOf[T]()),
+			pd, px, pg, l.N, l.Stride(), np)
+		get(s, dx, pd)
+	})
+}
