@@ -232,11 +232,16 @@ func TestConvFit(t *testing.T) {
 func testConvFit[T Float](t *testing.T) {
 	forShapes(t, func(t *testing.T, rng *rand.Rand, lx mixture.Layout) {
 		for _, nk := range []int{1, 5} {
+			if nk == 5 && lx.N > 200 {
+				// Nv 2570 adds nothing the other shapes miss (N 130 with
+				// Nk 5 takes the global-memory scratch at n = Nv + 3), and
+				// the emulator sorts slowly.
+				continue
+			}
 			lk := mixture.Layout{B: 3, C: lx.C, N: nk, D: lx.D}
 			nv := lx.C * lx.N * nk
 			x, k := randomMixtures[T](rng, lx), randomMixtures[T](rng, lk)
-			// The made-up data once, with the larger kernels: the emulator
-			// sorts slowly.
+			// The made-up data once, with the larger kernels.
 			data := []string{"random", "lattice", "zero"}
 			if nk == 1 {
 				data = data[:1]
