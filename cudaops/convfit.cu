@@ -104,7 +104,6 @@ __device__ CfScratch cf_scratch(ll shared, ull *keys, int *perm, double *prefix,
 // selects at most n nodes into sc.sel; it returns how many, in every thread.
 template <typename T>
 __device__ int cf_select(const T *x, const T *k, const CfShape &sh, ll m, ll n, ll P, const CfScratch &sc) {
-	double *red = sc.red;
 	int *cnt = sc.cnt;
 	const ll tid = threadIdx.x, bd = blockDim.x;
 	const ll d = sh.d, s = sh.s, nv = sh.nv;
@@ -133,23 +132,12 @@ __device__ int cf_select(const T *x, const T *k, const CfShape &sh, ll m, ll n, 
 			upper[a] = fmax(upper[a], xu[a] + ku[a]);
 		}
 	}
-	for (int a = 0; a < 3; a++) red[a * bd + tid] = lower[a], red[(3 + a) * bd + tid] = upper[a];
-	__syncthreads();
-	for (ll h = bd / 2; h > 0; h /= 2) {
-		if (tid < h)
-			for (int a = 0; a < 3; a++) {
-				red[a * bd + tid] = fmin(red[a * bd + tid], red[a * bd + tid + h]);
-				red[(3 + a) * bd + tid] = fmax(red[(3 + a) * bd + tid], red[(3 + a) * bd + tid + h]);
-			}
-		__syncthreads();
-	}
-	double lo[3], scale[3] = {0, 0, 0};
+	gm_block_box(lower, upper, sc.red);
+	double scale[3] = {0, 0, 0};
 	for (int a = 0; a < d; a++) {
-		lo[a] = red[a * bd];
-		double ext = red[(3 + a) * bd] - lo[a];
+		double ext = upper[a] - lower[a];
 		if (ext > 0) scale[a] = 1 / ext;
 	}
-	__syncthreads(); // red is read before anyone reuses it
 	// Keys: sign of the product (exactly, no underflow to 0) at bit 62,
 	// the Morton code at bits 32..61, the index below.
 	for (ll v = tid; v < P; v += bd) {
@@ -161,7 +149,7 @@ __device__ int cf_select(const T *x, const T *k, const CfShape &sh, ll m, ll n, 
 		unsigned q[3] = {0, 0, 0};
 		for (int a = 0; a < d; a++) {
 			double p = (double)xg[1 + a] + (double)kg[1 + a];
-			double u = (p - lo[a]) * scale[a];
+			double u = (p - lower[a]) * scale[a];
 			q[a] = (unsigned)fmin(fmax(u * 1024, 0.0), 1023.0);
 		}
 		unsigned code = cf_expand(q[0]) << 2 | cf_expand(q[1]) << 1 | cf_expand(q[2]);

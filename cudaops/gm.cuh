@@ -102,6 +102,26 @@ __device__ __forceinline__ ll gm_point_set(ll b, ll c, ll pb, ll pc) {
 // Dynamic shared memory of the tiled kernels, cast to T by each kernel.
 extern __shared__ unsigned char gm_smem[];
 
+// gm_block_box reduces the per-thread bounds lo[0..3) and hi[0..3) over the
+// block and gives every thread the result, through red (6·blockDim.x
+// doubles of shared memory, free again when it returns). Minimum and
+// maximum are exact, so the result does not depend on the order.
+__device__ __forceinline__ void gm_block_box(double *lo, double *hi, double *red) {
+	const ll tid = threadIdx.x, bd = blockDim.x;
+	for (int a = 0; a < 3; a++) red[a * bd + tid] = lo[a], red[(3 + a) * bd + tid] = hi[a];
+	__syncthreads();
+	for (ll h = bd / 2; h > 0; h /= 2) {
+		if (tid < h)
+			for (int a = 0; a < 3; a++) {
+				red[a * bd + tid] = fmin(red[a * bd + tid], red[a * bd + tid + h]);
+				red[(3 + a) * bd + tid] = fmax(red[(3 + a) * bd + tid], red[(3 + a) * bd + tid + h]);
+			}
+		__syncthreads();
+	}
+	for (int a = 0; a < 3; a++) lo[a] = red[a * bd], hi[a] = red[(3 + a) * bd];
+	__syncthreads(); // every thread has read red
+}
+
 // GM_KERNEL_HOOK(name) follows the definitions of every exported pair of
 // kernels. Under nvcc it is empty; the CUDA emulator (emu_cuda.h)
 // defines it to register both kernels by name.

@@ -22,34 +22,37 @@ template <typename T> __device__ ll kl_rank(const T *mx, ll n, ll s, ll k, T wk)
 	return rank;
 }
 
-// One block per mixture; each thread ranks the components k ≡ threadIdx.x
-// and copies the kept ones to their slot.
-template <typename T> __device__ void gm_keep_largest(T *y, const T *x, ll n, ll s, ll np) {
-	const ll m = blockIdx.x;
-	const T *mx = x + m * n * s;
+// kl_ranked calls f(k, rank) for every component k of mixture m, each
+// thread for the components k ≡ threadIdx.x.
+template <typename T, typename F> __device__ void kl_ranked(const T *mx, ll n, ll s, F f) {
 	for (ll base = 0; base < n; base += blockDim.x) {
 		ll k = base + threadIdx.x;
 		T wk = k < n ? mx[k * s] : T(0);
 		ll r = kl_rank(mx, n, s, k, wk);
-		if (k < n && r < np)
-			for (ll e = 0; e < s; e++) y[(m * np + r) * s + e] = mx[k * s + e];
+		if (k < n) f(k, r);
 	}
+}
+
+// One block per mixture; the kept components are copied to their slots.
+template <typename T> __device__ void gm_keep_largest(T *y, const T *x, ll n, ll s, ll np) {
+	const ll m = blockIdx.x;
+	const T *mx = x + m * n * s;
+	kl_ranked(mx, n, s, [&](ll k, ll r) {
+		if (r < np)
+			for (ll e = 0; e < s; e++) y[(m * np + r) * s + e] = mx[k * s + e];
+	});
 }
 #define GM_KEEP_LARGEST_PARAMS(T) (T * y, const T *x, ll n, ll s, ll np)
 GM_EXPORT(gm_keep_largest, GM_KEEP_LARGEST_PARAMS, (y, x, n, s, np))
 
 // The gradient: a kept component receives the gradient of its slot, every
-// other component 0; each thread writes the components it ranks.
+// other component 0.
 template <typename T> __device__ void gm_keep_largest_backward(T *dx, const T *x, const T *g, ll n, ll s, ll np) {
 	const ll m = blockIdx.x;
 	const T *mx = x + m * n * s;
-	for (ll base = 0; base < n; base += blockDim.x) {
-		ll k = base + threadIdx.x;
-		T wk = k < n ? mx[k * s] : T(0);
-		ll r = kl_rank(mx, n, s, k, wk);
-		if (k < n)
-			for (ll e = 0; e < s; e++) dx[(m * n + k) * s + e] = r < np ? g[(m * np + r) * s + e] : T(0);
-	}
+	kl_ranked(mx, n, s, [&](ll k, ll r) {
+		for (ll e = 0; e < s; e++) dx[(m * n + k) * s + e] = r < np ? g[(m * np + r) * s + e] : T(0);
+	});
 }
 #define GM_KEEP_LARGEST_BW_PARAMS(T) (T * dx, const T *x, const T *g, ll n, ll s, ll np)
 GM_EXPORT(gm_keep_largest_backward, GM_KEEP_LARGEST_BW_PARAMS, (dx, x, g, n, s, np))

@@ -20,23 +20,12 @@ __device__ void gm_standardise_scale(double *sd, const T *x, ll C, ll n, ll d, l
 		const T *g = x + (b * C * n + k) * s;
 		for (int j = 0; j < d; j++) lo[j] = fmin(lo[j], (double)g[1 + j]), hi[j] = fmax(hi[j], (double)g[1 + j]);
 	}
-	for (int j = 0; j < 3; j++) red[j * bd + tid] = lo[j], red[(3 + j) * bd + tid] = hi[j];
-	__syncthreads();
-	for (ll h = bd / 2; h > 0; h /= 2) {
-		if (tid < h)
-			for (int j = 0; j < 3; j++) {
-				red[j * bd + tid] = fmin(red[j * bd + tid], red[j * bd + tid + h]);
-				red[(3 + j) * bd + tid] = fmax(red[(3 + j) * bd + tid], red[(3 + j) * bd + tid + h]);
-			}
-		__syncthreads();
-	}
-	for (int j = 0; j < d; j++) {
-		lo[j] = red[j * bd], hi[j] = red[(3 + j) * bd];
-		if (d == 2) {
+	gm_block_box(lo, hi, red);
+	if (d == 2)
+		for (int j = 0; j < 2; j++) {
 			double e = hi[j] - lo[j];
 			lo[j] = lo[j] - 0.15 * e, hi[j] = hi[j] + 0.15 * e;
 		}
-	}
 	ll total = 1;
 	for (int j = 0; j < d; j++) total *= grid;
 	const T *mx = x + m * n * s;
@@ -46,7 +35,7 @@ __device__ void gm_standardise_scale(double *sd, const T *x, ll C, ll n, ll d, l
 		double p[3] = {0, 0, 0}, v = 0;
 		for (ll r = i, j = 0; j < d; j++, r /= grid) p[j] = lo[j] + (hi[j] - lo[j]) * ((double)(r % grid) + 0.5) / (double)grid;
 		for (ll k0 = 0; k0 < n; k0 += bd) {
-			__syncthreads(); // the previous tile (or the box reduction) is done with
+			__syncthreads(); // the previous tile is done with
 			if (k0 + tid < n) {
 				double g[13];
 				for (ll e = 0; e < s; e++) g[e] = (double)mx[(k0 + tid) * s + e];
