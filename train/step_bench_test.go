@@ -25,32 +25,44 @@ func BenchmarkTrainStep(b *testing.B) {
 		preset string
 		batch  int
 	}{{"demo", 50}, {"paper", 8}, {"paper", 32}, {"paper-fused", 8}, {"paper-fused", 32}, {"modelnet10-paper", 21}} {
-		b.Run(fmt.Sprintf("%s_B%d", strings.ReplaceAll(c.preset, "-", "_"), c.batch), func(b *testing.B) {
-			rc := runspec.Presets[c.preset]
-			setup, err := runspec.Resolve(rc)
-			if err != nil {
-				b.Fatal(err)
-			}
-			mc := setup.Model
-			mc.Batch, mc.Device = c.batch, testDev
-			s := stepInputs(b, rc, mc)
-			tr, err := newTrainer(mc, s, s, Options{Epochs: 1, LR: 1e-3, DecayRate: 0.05, Log: io.Discard})
-			if err != nil {
-				b.Fatal(err)
-			}
+		b.Run(stepName(c.preset, c.batch), func(b *testing.B) {
+			tr := newStepTrainer(b, c.preset, c.batch)
 			defer tr.close()
-			tr.st.EpochPerm = make([]int, mc.Batch)
-			for i := range tr.st.EpochPerm {
-				tr.st.EpochPerm[i] = i
-			}
 			for b.Loop() {
 				if _, _, _, err := tr.step(0); err != nil {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(mc.Batch*b.N)/b.Elapsed().Seconds(), "samples/s")
+			b.ReportMetric(float64(c.batch*b.N)/b.Elapsed().Seconds(), "samples/s")
 		})
 	}
+}
+
+// stepName names a benchmark of the preset's step at the batch size.
+func stepName(preset string, batch int) string {
+	return fmt.Sprintf("%s_B%d", strings.ReplaceAll(preset, "-", "_"), batch)
+}
+
+// newStepTrainer returns a trainer of the preset's model at the batch size
+// on testDev, whose step(0) trains on one batch of generated inputs.
+func newStepTrainer(b *testing.B, preset string, batch int) *trainer {
+	rc := runspec.Presets[preset]
+	setup, err := runspec.Resolve(rc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mc := setup.Model
+	mc.Batch, mc.Device = batch, testDev
+	s := stepInputs(b, rc, mc)
+	tr, err := newTrainer(mc, s, s, Options{Epochs: 1, LR: 1e-3, DecayRate: 0.05, Log: io.Discard})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr.st.EpochPerm = make([]int, mc.Batch)
+	for i := range tr.st.EpochPerm {
+		tr.st.EpochPerm[i] = i
+	}
+	return tr
 }
 
 // stepInputs returns one batch of generated inputs for the preset's model:
