@@ -11,13 +11,18 @@ import (
 )
 
 // convFitBlock is the thread count of the ConvFit blocks (a power of two:
-// the bounding box is reduced in shared memory), convFitGrid the most
-// blocks one launch runs; each block loops over the output mixtures m with
-// m ≡ blockIdx.x, so the scratch is sized by the grid, not by B·Fo.
+// the bounding box is reduced in shared memory), maxScratch the most bytes
+// of global-memory scratch one launch takes.
 const (
 	convFitBlock = 256
-	convFitGrid  = 512
+	maxScratch   = 1 << 30
 )
+
+// convFitGrid is the most blocks one ConvFit launch runs; each block loops
+// over the output mixtures m with m ≡ blockIdx.x (mod the grid), so the
+// scratch is sized by the grid, not by B·Fo. A variable so that the tests
+// can make blocks loop on small inputs.
+var convFitGrid = 512
 
 // convFitSaved is what ConvFitSaving keeps on the GPU: nothing but the
 // call's shapes. The backward makes the same selection again on the
@@ -57,6 +62,9 @@ func convFitArgs[T Float](s *seq, x, k []T, lx, lk mixture.Layout, n int) (grid,
 	// (8 bytes each), nv sorted indices and 2n node bounds (4 bytes each),
 	// in that order so that every part is aligned.
 	per := int64(8*(p+nv+1+n) + 4*(nv+2*n))
+	// Fewer blocks, each looping over more mixtures, where the scratch of
+	// a full grid would pass maxScratch.
+	grid = int(max(1, min(int64(grid), maxScratch/per)))
 	var base devPtr
 	if s.err == nil {
 		base, s.err = s.d.buf(slotScratch, int64(grid)*per)

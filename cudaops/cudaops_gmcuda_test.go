@@ -264,6 +264,21 @@ func testConvFit[T Float](t *testing.T) {
 	})
 }
 
+// TestConvFitLooping runs ConvFit with a grid of two blocks, each looping
+// over several output mixtures (as batches past 512 mixtures do), with the
+// scratch in shared and in global memory.
+func TestConvFitLooping(t *testing.T) {
+	defer func(g int) { convFitGrid = g }(convFitGrid)
+	convFitGrid = 2
+	rng := rand.New(rand.NewPCG(7, 8))
+	lx := mixture.Layout{B: 3, C: 2, N: 130, D: 2}
+	lk := mixture.Layout{B: 3, C: 2, N: 5, D: 2}
+	x, k := randomMixtures[float64](rng, lx), randomMixtures[float64](rng, lk)
+	for _, n := range []int{9, 1303} { // Nv = 1300; 1303 needs more than 48 KiB of scratch
+		testConvFitCase(t, rng, fmt.Sprintf("grid 2 n%d", n), x, k, lx, lk, n)
+	}
+}
+
 func testConvFitCase[T Float](t *testing.T, rng *rand.Rand, what string, x, k []T, lx, lk mixture.Layout, n int) {
 	t.Helper()
 	ly := device.ConvFitLayout(lx, lk, n)
