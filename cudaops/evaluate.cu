@@ -8,12 +8,16 @@
 // points (or components), and the other operand streams through shared
 // memory one tile at a time, prepared (inverted) once per tile by the thread
 // that loads it. The kernels expect blockDim.x threads and
-// blockDim.x·sizeof(GmPrep<T>) bytes of dynamic shared memory.
+// blockDim.x·sizeof(GmPrep<T>) bytes of dynamic shared memory. Each is
+// compiled per dimension (the _d templates): with a run-time d its loops
+// over the point and accumulator arrays cannot be unrolled, and the
+// compiler keeps those arrays in local memory.
 #include "gm.cuh"
 
 // Forward: grid (B·C, ⌈m/blockDim⌉); thread = point i of mixture blockIdx.x.
-template <typename T>
-__device__ void gm_evaluate(T *y, const T *x, const T *pts, ll C, ll n, ll d, ll pb, ll pc, ll m) {
+template <typename T, int D>
+__device__ void gm_evaluate_d(T *y, const T *x, const T *pts, ll C, ll n, ll pb, ll pc, ll m) {
+	const ll d = D;
 	GmPrep<T> *tile = (GmPrep<T> *)gm_smem;
 	ll mi = blockIdx.x;
 	ll i = (ll)blockIdx.y * blockDim.x + threadIdx.x;
@@ -39,6 +43,11 @@ __device__ void gm_evaluate(T *y, const T *x, const T *pts, ll C, ll n, ll d, ll
 	}
 	if (i < m) y[mi * m + i] = sum;
 }
+template <typename T>
+__device__ void gm_evaluate(T *y, const T *x, const T *pts, ll C, ll n, ll d, ll pb, ll pc, ll m) {
+	if (d == 2) gm_evaluate_d<T, 2>(y, x, pts, C, n, pb, pc, m);
+	else gm_evaluate_d<T, 3>(y, x, pts, C, n, pb, pc, m);
+}
 #define GM_EVAL_PARAMS(T) (T * y, const T *x, const T *pts, ll C, ll n, ll d, ll pb, ll pc, ll m)
 GM_EXPORT(gm_evaluate, GM_EVAL_PARAMS, (y, x, pts, C, n, d, pb, pc, m))
 
@@ -46,8 +55,9 @@ GM_EXPORT(gm_evaluate, GM_EVAL_PARAMS, (y, x, pts, C, n, d, pb, pc, m))
 // their incoming gradients stream through shared memory. With u = A t,
 // e = exp(−½ tᵀAt), f = coef·e:
 // ∂w = norm Σ g e, ∂μ = Σ g f u, ∂Σ = ½ (Σ g f u uᵀ − (Σ g f) A).
-template <typename T>
-__device__ void gm_evaluate_backward_mixture(T *dx, const T *x, const T *pts, const T *g, ll C, ll n, ll d, ll pb, ll pc, ll m) {
+template <typename T, int D>
+__device__ void gm_evaluate_backward_mixture_d(T *dx, const T *x, const T *pts, const T *g, ll C, ll n, ll pb, ll pc, ll m) {
+	const ll d = D;
 	T *tile = (T *)gm_smem; // blockDim.x rows of (p_0..p_{d−1}, g)
 	ll mi = blockIdx.x;
 	ll k = (ll)blockIdx.y * blockDim.x + threadIdx.x;
@@ -87,6 +97,11 @@ __device__ void gm_evaluate_backward_mixture(T *dx, const T *x, const T *pts, co
 	for (ll j = 0; j < d; j++) dg[1 + j] = su[j];
 	for (ll j = 0; j < d * d; j++) dg[1 + d + j] = T(0.5) * (suu[j] - sgf * pk.a[j]);
 }
+template <typename T>
+__device__ void gm_evaluate_backward_mixture(T *dx, const T *x, const T *pts, const T *g, ll C, ll n, ll d, ll pb, ll pc, ll m) {
+	if (d == 2) gm_evaluate_backward_mixture_d<T, 2>(dx, x, pts, g, C, n, pb, pc, m);
+	else gm_evaluate_backward_mixture_d<T, 3>(dx, x, pts, g, C, n, pb, pc, m);
+}
 #define GM_EVAL_BM_PARAMS(T) (T * dx, const T *x, const T *pts, const T *g, ll C, ll n, ll d, ll pb, ll pc, ll m)
 GM_EXPORT(gm_evaluate_backward_mixture, GM_EVAL_BM_PARAMS, (dx, x, pts, g, C, n, d, pb, pc, m))
 
@@ -94,8 +109,9 @@ GM_EXPORT(gm_evaluate_backward_mixture, GM_EVAL_BM_PARAMS, (dx, x, pts, g, C, n,
 // owns the sum over every mixture that reads the set (the broadcast
 // dimensions) and every component, so no atomics are needed:
 // ∂p_i = −Σ_{(b,c)} g[b,c,i] Σ_k f_k(p_i) A_k (p_i − μ_k).
-template <typename T>
-__device__ void gm_evaluate_backward_points(T *dp, const T *x, const T *pts, const T *g, ll B, ll C, ll n, ll d, ll pb, ll pc, ll m) {
+template <typename T, int D>
+__device__ void gm_evaluate_backward_points_d(T *dp, const T *x, const T *pts, const T *g, ll B, ll C, ll n, ll pb, ll pc, ll m) {
+	const ll d = D;
 	GmPrep<T> *tile = (GmPrep<T> *)gm_smem;
 	ll set = blockIdx.x;
 	ll i = (ll)blockIdx.y * blockDim.x + threadIdx.x;
@@ -132,6 +148,11 @@ __device__ void gm_evaluate_backward_points(T *dp, const T *x, const T *pts, con
 		}
 	if (i < m)
 		for (ll j = 0; j < d; j++) dp[(set * m + i) * d + j] = acc[j];
+}
+template <typename T>
+__device__ void gm_evaluate_backward_points(T *dp, const T *x, const T *pts, const T *g, ll B, ll C, ll n, ll d, ll pb, ll pc, ll m) {
+	if (d == 2) gm_evaluate_backward_points_d<T, 2>(dp, x, pts, g, B, C, n, pb, pc, m);
+	else gm_evaluate_backward_points_d<T, 3>(dp, x, pts, g, B, C, n, pb, pc, m);
 }
 #define GM_EVAL_BP_PARAMS(T) (T * dp, const T *x, const T *pts, const T *g, ll B, ll C, ll n, ll d, ll pb, ll pc, ll m)
 GM_EXPORT(gm_evaluate_backward_points, GM_EVAL_BP_PARAMS, (dp, x, pts, g, B, C, n, d, pb, pc, m))

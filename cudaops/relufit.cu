@@ -9,7 +9,9 @@
 // blockDim.x centroids of one mixture (grid (B·C, ⌈N/blockDim⌉)); the
 // components stream through shared memory in tiles of blockDim.x, each
 // prepared once by the thread that loads it. Dynamic shared memory:
-// blockDim.x·sizeof(GmRelu<T>).
+// blockDim.x·sizeof(GmRelu<T>). Every kernel is compiled per dimension (the
+// templates over D): with a run-time d the loops over small arrays cannot
+// be unrolled, and the compiler keeps the arrays in local memory.
 #include "gm.cuh"
 
 template <typename T> struct GmRelu {
@@ -37,8 +39,9 @@ __device__ void gm_relu_load(int d, const T *g, GmRelu<T> &r, ll paper, double c
 
 // gm_relu_sums computes t_k and e_k at the centroid q of this thread, with
 // every thread of the block taking part in loading the tiles.
-template <typename T>
-__device__ void gm_relu_sums(const T *mx, ll n, int d, const T *q, T &t, T &e, ll paper, double coarse, double floor_) {
+template <typename T, int D>
+__device__ void gm_relu_sums(const T *mx, ll n, const T *q, T &t, T &e, ll paper, double coarse, double floor_) {
+	const int d = D;
 	GmRelu<T> *tile = (GmRelu<T> *)gm_smem;
 	ll s = 1 + d + d * d;
 	t = 0;
@@ -64,22 +67,24 @@ __device__ void gm_relu_sums(const T *mx, ll n, int d, const T *q, T &t, T &e, l
 // centroid k = blockIdx.y·blockDim.x + threadIdx.x of mixture blockIdx.x
 // (the grid of gm_relufit) and returns k. Every thread of the block must
 // call it, also those with k ≥ n.
-template <typename T>
-__device__ ll gm_relu_centroid(const T *x, ll n, ll d, T &t, T &e, ll paper, double coarse, double floor_) {
+template <typename T, int D>
+__device__ ll gm_relu_centroid(const T *x, ll n, T &t, T &e, ll paper, double coarse, double floor_) {
+	const ll d = D;
 	ll k = (ll)blockIdx.y * blockDim.x + threadIdx.x;
 	ll s = 1 + d + d * d;
 	const T *mx = x + (ll)blockIdx.x * n * s;
 	T q[3] = {0, 0, 0};
 	if (k < n)
 		for (ll c = 0; c < d; c++) q[c] = mx[k * s + 1 + c];
-	gm_relu_sums(mx, n, (int)d, q, t, e, paper, coarse, floor_);
+	gm_relu_sums<T, D>(mx, n, q, t, e, paper, coarse, floor_);
 	return k;
 }
 
-template <typename T>
-__device__ void gm_relufit(T *y, const T *x, ll n, ll d, ll paper, double coarse, double floor_, double off) {
+template <typename T, int D>
+__device__ void gm_relufit_d(T *y, const T *x, ll n, ll paper, double coarse, double floor_, double off) {
+	const ll d = D;
 	T t, e;
-	ll k = gm_relu_centroid(x, n, d, t, e, paper, coarse, floor_);
+	ll k = gm_relu_centroid<T, D>(x, n, t, e, paper, coarse, floor_);
 	if (k >= n) return;
 	ll s = 1 + d + d * d;
 	ll i = (ll)blockIdx.x * n + k;
@@ -89,6 +94,11 @@ __device__ void gm_relufit(T *y, const T *x, ll n, ll d, ll paper, double coarse
 	o[0] = xk * ((t > 0 ? t : T(0)) + T(off)) / (e + T(off));
 	for (ll c = 1; c < s; c++) o[c] = g[c];
 }
+template <typename T>
+__device__ void gm_relufit(T *y, const T *x, ll n, ll d, ll paper, double coarse, double floor_, double off) {
+	if (d == 2) gm_relufit_d<T, 2>(y, x, n, paper, coarse, floor_, off);
+	else gm_relufit_d<T, 3>(y, x, n, paper, coarse, floor_, off);
+}
 #define GM_RELU_PARAMS(T) (T * y, const T *x, ll n, ll d, ll paper, double coarse, double floor_, double off)
 GM_EXPORT(gm_relufit, GM_RELU_PARAMS, (y, x, n, d, paper, coarse, floor_, off))
 
@@ -96,10 +106,11 @@ GM_EXPORT(gm_relufit, GM_RELU_PARAMS, (y, x, n, d, paper, coarse, floor_, off))
 // and e_k and store, in work [B·C·N·3], ∂L/∂t_k, ∂L/∂e_k and the direct
 // ∂L/∂x_k: with r = (max(t,0)+off)/(e+off),
 // ∂x = g r, ∂t = g x/(e+off)·[t > 0], ∂e = −g x r/(e+off).
-template <typename T>
-__device__ void gm_relufit_backward_point(T *work, const T *x, const T *g, ll n, ll d, ll paper, double coarse, double floor_, double off) {
+template <typename T, int D>
+__device__ void gm_relufit_backward_point_d(T *work, const T *x, const T *g, ll n, ll paper, double coarse, double floor_, double off) {
+	const ll d = D;
 	T t, e;
-	ll k = gm_relu_centroid(x, n, d, t, e, paper, coarse, floor_);
+	ll k = gm_relu_centroid<T, D>(x, n, t, e, paper, coarse, floor_);
 	if (k >= n) return;
 	ll s = 1 + d + d * d;
 	ll i = (ll)blockIdx.x * n + k;
@@ -111,6 +122,11 @@ __device__ void gm_relufit_backward_point(T *work, const T *x, const T *g, ll n,
 	w[0] = t > 0 ? gk * xk / den : T(0);
 	w[1] = -gk * xk * r / den;
 	w[2] = gk * r;
+}
+template <typename T>
+__device__ void gm_relufit_backward_point(T *work, const T *x, const T *g, ll n, ll d, ll paper, double coarse, double floor_, double off) {
+	if (d == 2) gm_relufit_backward_point_d<T, 2>(work, x, g, n, paper, coarse, floor_, off);
+	else gm_relufit_backward_point_d<T, 3>(work, x, g, n, paper, coarse, floor_, off);
 }
 #define GM_RELU_BP_PARAMS(T) (T * work, const T *x, const T *g, ll n, ll d, ll paper, double coarse, double floor_, double off)
 GM_EXPORT(gm_relufit_backward_point, GM_RELU_BP_PARAMS, (work, x, g, n, d, paper, coarse, floor_, off))
@@ -124,14 +140,17 @@ GM_EXPORT(gm_relufit_backward_point, GM_RELU_BP_PARAMS, (work, x, g, n, d, paper
 //
 // The sums over k (j as the evaluated component) and over i (j as the
 // evaluation point) each stream the other components through shared memory.
-template <typename T>
-__device__ void gm_relufit_backward_component(T *dx, const T *x, const T *g, const T *work, ll n, ll d, ll paper, double coarse, double floor_) {
+// With a run-time d this kernel kept U, UU and KQ in 152 bytes per thread
+// of local memory.
+template <typename T, int D>
+__device__ void gm_relu_bc(T *dx, const T *x, const T *g, const T *work, ll n, ll paper, double coarse, double floor_) {
+	const ll d = D;
 	GmRelu<T> *tile = (GmRelu<T> *)gm_smem;
 	T *wtile = (T *)(tile + blockDim.x); // blockDim.x rows of (μ_k, ∂t_k, ∂e_k)
 	ll mi = blockIdx.x;
 	ll j = (ll)blockIdx.y * blockDim.x + threadIdx.x;
 	ll s = 1 + d + d * d;
-	int di = (int)d;
+	const int di = D;
 	const T *mx = x + mi * n * s;
 	const T *wk = work + mi * n * 3;
 	GmRelu<T> me;
@@ -184,6 +203,11 @@ __device__ void gm_relufit_backward_component(T *dx, const T *x, const T *g, con
 	o[0] = ga + (me.a > 0 ? wk[j * 3 + 2] + gx : T(0));
 	for (int c = 0; c < di; c++) o[1 + c] = gj[1 + c] + U[c] - KQ[c];
 	for (int e = 0; e < di * di; e++) o[1 + d + e] = gj[1 + d + e] + T(0.5) * (UU[e] - wsum * me.inv[e]);
+}
+template <typename T>
+__device__ void gm_relufit_backward_component(T *dx, const T *x, const T *g, const T *work, ll n, ll d, ll paper, double coarse, double floor_) {
+	if (d == 2) gm_relu_bc<T, 2>(dx, x, g, work, n, paper, coarse, floor_);
+	else gm_relu_bc<T, 3>(dx, x, g, work, n, paper, coarse, floor_);
 }
 #define GM_RELU_BC_PARAMS(T) (T * dx, const T *x, const T *g, const T *work, ll n, ll d, ll paper, double coarse, double floor_)
 GM_EXPORT(gm_relufit_backward_component, GM_RELU_BC_PARAMS, (dx, x, g, work, n, d, paper, coarse, floor_))
