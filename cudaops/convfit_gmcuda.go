@@ -52,10 +52,7 @@ func convFitArgs[T Float](s *seq, x, k []T, lx, lk mixture.Layout, n int) (grid,
 	// prefix sums, n masses, nv sorted indices, 2n node bounds, a count.
 	local := 8*max(p, 6*convFitBlock) + 8*(nv+1) + 8*n + 4*nv + 8*n + 8
 	if local <= maxShared {
-		var none devPtr
-		if s.err == nil {
-			none, s.err = s.d.buf(slotScratch, 8)
-		}
+		var none devPtr // the kernel reads no global scratch
 		return grid, local, []any{px, pk, lx.B, lx.C, lx.N, lk.B, lk.N, lx.D, n, 1, none, p, none, none, none, none}
 	}
 	// Per block in global memory: p keys, nv + 1 prefix sums and n masses
