@@ -47,9 +47,11 @@ __device__ ll cf_split(const ull *keys, ll first, ll last) {
 }
 
 // CfShape holds the sizes of one call and where output mixture m's factors
-// are.
-struct CfShape {
-	ll fi, ni, nk, fo, d, s, nv;
+// are. The dimension is a template parameter so that the loops over the
+// small per-component arrays unroll and those arrays stay in registers.
+template <int D> struct CfShape {
+	static constexpr ll d = D, s = 1 + D + D * D;
+	ll fi, ni, nk, fo, nv;
 	// xoff and koff return the packed offsets of virtual component v's data
 	// and kernel factor in mixture m = b·Fo + o.
 	__device__ ll xoff(ll m, ll v) const {
@@ -102,8 +104,8 @@ __device__ CfScratch cf_scratch(ll shared, ull *keys, int *perm, double *prefix,
 
 // cf_select makes the sorted keys, perm and prefix of output mixture m and
 // selects at most n nodes into sc.sel; it returns how many, in every thread.
-template <typename T>
-__device__ int cf_select(const T *x, const T *k, const CfShape &sh, ll m, ll n, ll P, const CfScratch &sc) {
+template <typename T, int D>
+__device__ int cf_select(const T *x, const T *k, const CfShape<D> &sh, ll m, ll n, ll P, const CfScratch &sc) {
 	int *cnt = sc.cnt;
 	const ll tid = threadIdx.x, bd = blockDim.x;
 	const ll d = sh.d, s = sh.s, nv = sh.nv;
@@ -235,8 +237,8 @@ struct CfMoments {
 
 // cf_virtual loads virtual component j (in sorted order) of mixture m in
 // float64: w, μ, Σ.
-template <typename T>
-__device__ void cf_virtual(const T *x, const T *k, const CfShape &sh, ll m, const int *perm, ll j, double *g) {
+template <typename T, int D>
+__device__ void cf_virtual(const T *x, const T *k, const CfShape<D> &sh, ll m, const int *perm, ll j, double *g) {
 	const T *xg = x + sh.xoff(m, perm[j]), *kg = k + sh.koff(m, perm[j]);
 	g[0] = (double)xg[0] * (double)kg[0];
 	for (ll e = 1; e < sh.s; e++) g[e] = (double)xg[e] + (double)kg[e];
@@ -244,8 +246,8 @@ __device__ void cf_virtual(const T *x, const T *k, const CfShape &sh, ll m, cons
 
 // cf_match computes the moments of the sorted components [first, last] in
 // the CPU's order of operations.
-template <typename T>
-__device__ void cf_match(const T *x, const T *k, const CfShape &sh, ll m, const int *perm, ll first, ll last,
+template <typename T, int D>
+__device__ void cf_match(const T *x, const T *k, const CfShape<D> &sh, ll m, const int *perm, ll first, ll last,
                          CfMoments &mm) {
 	const ll d = sh.d;
 	double g[13];
@@ -279,10 +281,11 @@ __device__ void cf_match(const T *x, const T *k, const CfShape &sh, ll m, const 
 
 // gm_convfit writes y [B·Fo, n, S]: the moment match of every selected node
 // in selection order, then {0, 0, I} padding.
-template <typename T>
-__device__ void gm_convfit(T *y, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, ll shared, ull *keys,
-                           ll P, int *perm, double *prefix, int *sel, double *mass) {
-	const CfShape sh{fi, ni, nk, fo, d, 1 + d + d * d, fi * ni * nk};
+template <typename T, int D>
+__device__ void gm_convfit_d(T *y, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll n, ll shared, ull *keys,
+                             ll P, int *perm, double *prefix, int *sel, double *mass) {
+	const CfShape<D> sh{fi, ni, nk, fo, fi * ni * nk};
+	const ll d = D;
 	const CfScratch sc = cf_scratch(shared, keys, perm, prefix, sel, mass, blockIdx.x, P, sh.nv, n);
 	for (ll m = blockIdx.x; m < B * fo; m += gridDim.x) {
 		int nsel = cf_select(x, k, sh, m, n, P, sc);
@@ -302,6 +305,12 @@ __device__ void gm_convfit(T *y, const T *x, const T *k, ll B, ll fi, ll ni, ll 
 		__syncthreads(); // the scratch is reused by the next mixture
 	}
 }
+template <typename T>
+__device__ void gm_convfit(T *y, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, ll shared, ull *keys,
+                           ll P, int *perm, double *prefix, int *sel, double *mass) {
+	if (d == 2) gm_convfit_d<T, 2>(y, x, k, B, fi, ni, fo, nk, n, shared, keys, P, perm, prefix, sel, mass);
+	else gm_convfit_d<T, 3>(y, x, k, B, fi, ni, fo, nk, n, shared, keys, P, perm, prefix, sel, mass);
+}
 #define GM_CONVFIT_PARAMS(T)                                                                                          \
 	(T * y, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, ll shared, ull *keys, ll P,         \
 	 int *perm, double *prefix, int *sel, double *mass)
@@ -314,11 +323,11 @@ GM_EXPORT(gm_convfit, GM_CONVFIT_PARAMS, (y, x, k, B, fi, ni, fo, nk, d, n, shar
 // The formulas are those of convFit.backward in ops/cpu/convfit.go. The
 // selected nodes partition the sorted components, so every value of gv is
 // written once.
-template <typename T>
-__device__ void gm_convfit_backward(T *gv, const T *g, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d,
-                                    ll n, ll shared, ull *keys, ll P, int *perm, double *prefix, int *sel,
-                                    double *mass) {
-	const CfShape sh{fi, ni, nk, fo, d, 1 + d + d * d, fi * ni * nk};
+template <typename T, int D>
+__device__ void gm_convfit_backward_d(T *gv, const T *g, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll n,
+                                      ll shared, ull *keys, ll P, int *perm, double *prefix, int *sel, double *mass) {
+	const CfShape<D> sh{fi, ni, nk, fo, fi * ni * nk};
+	const ll d = D;
 	const ll s = sh.s;
 	const CfScratch sc = cf_scratch(shared, keys, perm, prefix, sel, mass, blockIdx.x, P, sh.nv, n);
 	for (ll m = blockIdx.x; m < B * fo; m += gridDim.x) {
@@ -360,6 +369,13 @@ __device__ void gm_convfit_backward(T *gv, const T *g, const T *x, const T *k, l
 		}
 		__syncthreads(); // the scratch is reused by the next mixture
 	}
+}
+template <typename T>
+__device__ void gm_convfit_backward(T *gv, const T *g, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d,
+                                    ll n, ll shared, ull *keys, ll P, int *perm, double *prefix, int *sel,
+                                    double *mass) {
+	if (d == 2) gm_convfit_backward_d<T, 2>(gv, g, x, k, B, fi, ni, fo, nk, n, shared, keys, P, perm, prefix, sel, mass);
+	else gm_convfit_backward_d<T, 3>(gv, g, x, k, B, fi, ni, fo, nk, n, shared, keys, P, perm, prefix, sel, mass);
 }
 #define GM_CONVFIT_BW_PARAMS(T)                                                                                       \
 	(T * gv, const T *g, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, ll shared, ull *keys,  \

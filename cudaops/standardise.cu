@@ -9,8 +9,10 @@
 // of the grid per pass while the prepared components stream through shared
 // memory in tiles of blockDim.x; sum and sum of squares meet in a
 // shared-memory tree, in a fixed order.
-template <typename T>
-__device__ void gm_standardise_scale(double *sd, const T *x, ll C, ll n, ll d, ll grid) {
+// Compiled per dimension D, so that the small arrays stay in registers.
+template <typename T, int D>
+__device__ void gm_standardise_scale_d(double *sd, const T *x, ll C, ll n, ll grid) {
+	const ll d = D;
 	const ll m = blockIdx.x, b = m / C, s = 1 + d + d * d, tid = threadIdx.x, bd = blockDim.x;
 	GmPrep<double> *tile = (GmPrep<double> *)gm_smem;
 	double *red = (double *)(tile + bd); // 6 values per thread
@@ -64,6 +66,11 @@ __device__ void gm_standardise_scale(double *sd, const T *x, ll C, ll n, ll d, l
 		double variance = (red[bd] - (double)total * mean * mean) / (double)(total - 1);
 		sd[m] = fmax(sqrt(fmax(variance, 0.0)), 0.001);
 	}
+}
+template <typename T>
+__device__ void gm_standardise_scale(double *sd, const T *x, ll C, ll n, ll d, ll grid) {
+	if (d == 2) gm_standardise_scale_d<T, 2>(sd, x, C, n, grid);
+	else gm_standardise_scale_d<T, 3>(sd, x, C, n, grid);
 }
 #define GM_STANDARDISE_SCALE_PARAMS(T) (double *sd, const T *x, ll C, ll n, ll d, ll grid)
 GM_EXPORT(gm_standardise_scale, GM_STANDARDISE_SCALE_PARAMS, (sd, x, C, n, d, grid))
