@@ -308,8 +308,7 @@ __device__ void gm_convfit_d(T *y, const T *x, const T *k, ll B, ll fi, ll ni, l
 template <typename T>
 __device__ void gm_convfit(T *y, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, ll shared, ull *keys,
                            ll P, int *perm, double *prefix, int *sel, double *mass) {
-	if (d == 2) gm_convfit_d<T, 2>(y, x, k, B, fi, ni, fo, nk, n, shared, keys, P, perm, prefix, sel, mass);
-	else gm_convfit_d<T, 3>(y, x, k, B, fi, ni, fo, nk, n, shared, keys, P, perm, prefix, sel, mass);
+	GM_BY_DIM(d, gm_convfit_d, y, x, k, B, fi, ni, fo, nk, n, shared, keys, P, perm, prefix, sel, mass);
 }
 #define GM_CONVFIT_PARAMS(T)                                                                                          \
 	(T * y, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, ll shared, ull *keys, ll P,         \
@@ -374,8 +373,7 @@ template <typename T>
 __device__ void gm_convfit_backward(T *gv, const T *g, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d,
                                     ll n, ll shared, ull *keys, ll P, int *perm, double *prefix, int *sel,
                                     double *mass) {
-	if (d == 2) gm_convfit_backward_d<T, 2>(gv, g, x, k, B, fi, ni, fo, nk, n, shared, keys, P, perm, prefix, sel, mass);
-	else gm_convfit_backward_d<T, 3>(gv, g, x, k, B, fi, ni, fo, nk, n, shared, keys, P, perm, prefix, sel, mass);
+	GM_BY_DIM(d, gm_convfit_backward_d, gv, g, x, k, B, fi, ni, fo, nk, n, shared, keys, P, perm, prefix, sel, mass);
 }
 #define GM_CONVFIT_BW_PARAMS(T)                                                                                       \
 	(T * gv, const T *g, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, ll shared, ull *keys,  \

@@ -45,8 +45,7 @@ __device__ void gm_evaluate_d(T *y, const T *x, const T *pts, ll C, ll n, ll pb,
 }
 template <typename T>
 __device__ void gm_evaluate(T *y, const T *x, const T *pts, ll C, ll n, ll d, ll pb, ll pc, ll m) {
-	if (d == 2) gm_evaluate_d<T, 2>(y, x, pts, C, n, pb, pc, m);
-	else gm_evaluate_d<T, 3>(y, x, pts, C, n, pb, pc, m);
+	GM_BY_DIM(d, gm_evaluate_d, y, x, pts, C, n, pb, pc, m);
 }
 #define GM_EVAL_PARAMS(T) (T * y, const T *x, const T *pts, ll C, ll n, ll d, ll pb, ll pc, ll m)
 GM_EXPORT(gm_evaluate, GM_EVAL_PARAMS, (y, x, pts, C, n, d, pb, pc, m))
@@ -99,8 +98,7 @@ __device__ void gm_evaluate_backward_mixture_d(T *dx, const T *x, const T *pts, 
 }
 template <typename T>
 __device__ void gm_evaluate_backward_mixture(T *dx, const T *x, const T *pts, const T *g, ll C, ll n, ll d, ll pb, ll pc, ll m) {
-	if (d == 2) gm_evaluate_backward_mixture_d<T, 2>(dx, x, pts, g, C, n, pb, pc, m);
-	else gm_evaluate_backward_mixture_d<T, 3>(dx, x, pts, g, C, n, pb, pc, m);
+	GM_BY_DIM(d, gm_evaluate_backward_mixture_d, dx, x, pts, g, C, n, pb, pc, m);
 }
 #define GM_EVAL_BM_PARAMS(T) (T * dx, const T *x, const T *pts, const T *g, ll C, ll n, ll d, ll pb, ll pc, ll m)
 GM_EXPORT(gm_evaluate_backward_mixture, GM_EVAL_BM_PARAMS, (dx, x, pts, g, C, n, d, pb, pc, m))
@@ -151,8 +149,7 @@ __device__ void gm_evaluate_backward_points_d(T *dp, const T *x, const T *pts, c
 }
 template <typename T>
 __device__ void gm_evaluate_backward_points(T *dp, const T *x, const T *pts, const T *g, ll B, ll C, ll n, ll d, ll pb, ll pc, ll m) {
-	if (d == 2) gm_evaluate_backward_points_d<T, 2>(dp, x, pts, g, B, C, n, pb, pc, m);
-	else gm_evaluate_backward_points_d<T, 3>(dp, x, pts, g, B, C, n, pb, pc, m);
+	GM_BY_DIM(d, gm_evaluate_backward_points_d, dp, x, pts, g, B, C, n, pb, pc, m);
 }
 #define GM_EVAL_BP_PARAMS(T) (T * dp, const T *x, const T *pts, const T *g, ll B, ll C, ll n, ll d, ll pb, ll pc, ll m)
 GM_EXPORT(gm_evaluate_backward_points, GM_EVAL_BP_PARAMS, (dp, x, pts, g, B, C, n, d, pb, pc, m))

@@ -99,6 +99,13 @@ __device__ __forceinline__ ll gm_point_set(ll b, ll c, ll pb, ll pc) {
 	return b * pc + c;
 }
 
+// GM_BY_DIM(d, f, args...) calls f<T, 2>(args...) for d = 2 and
+// f<T, 3>(args...) otherwise: the kernels whose loops run over the
+// dimension are compiled per dimension (the _d templates), so that those
+// loops unroll and their small arrays stay in registers; the exported
+// kernel takes d at run time and dispatches.
+#define GM_BY_DIM(d, f, ...) ((d) == 2 ? f<T, 2>(__VA_ARGS__) : f<T, 3>(__VA_ARGS__))
+
 // Dynamic shared memory of the tiled kernels, cast to T by each kernel.
 extern __shared__ unsigned char gm_smem[];
 

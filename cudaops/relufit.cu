@@ -96,8 +96,7 @@ __device__ void gm_relufit_d(T *y, const T *x, ll n, ll paper, double coarse, do
 }
 template <typename T>
 __device__ void gm_relufit(T *y, const T *x, ll n, ll d, ll paper, double coarse, double floor_, double off) {
-	if (d == 2) gm_relufit_d<T, 2>(y, x, n, paper, coarse, floor_, off);
-	else gm_relufit_d<T, 3>(y, x, n, paper, coarse, floor_, off);
+	GM_BY_DIM(d, gm_relufit_d, y, x, n, paper, coarse, floor_, off);
 }
 #define GM_RELU_PARAMS(T) (T * y, const T *x, ll n, ll d, ll paper, double coarse, double floor_, double off)
 GM_EXPORT(gm_relufit, GM_RELU_PARAMS, (y, x, n, d, paper, coarse, floor_, off))
@@ -125,8 +124,7 @@ __device__ void gm_relufit_backward_point_d(T *work, const T *x, const T *g, ll 
 }
 template <typename T>
 __device__ void gm_relufit_backward_point(T *work, const T *x, const T *g, ll n, ll d, ll paper, double coarse, double floor_, double off) {
-	if (d == 2) gm_relufit_backward_point_d<T, 2>(work, x, g, n, paper, coarse, floor_, off);
-	else gm_relufit_backward_point_d<T, 3>(work, x, g, n, paper, coarse, floor_, off);
+	GM_BY_DIM(d, gm_relufit_backward_point_d, work, x, g, n, paper, coarse, floor_, off);
 }
 #define GM_RELU_BP_PARAMS(T) (T * work, const T *x, const T *g, ll n, ll d, ll paper, double coarse, double floor_, double off)
 GM_EXPORT(gm_relufit_backward_point, GM_RELU_BP_PARAMS, (work, x, g, n, d, paper, coarse, floor_, off))
@@ -143,7 +141,7 @@ GM_EXPORT(gm_relufit_backward_point, GM_RELU_BP_PARAMS, (work, x, g, n, d, paper
 // With a run-time d this kernel kept U, UU and KQ in 152 bytes per thread
 // of local memory.
 template <typename T, int D>
-__device__ void gm_relu_bc(T *dx, const T *x, const T *g, const T *work, ll n, ll paper, double coarse, double floor_) {
+__device__ void gm_relufit_backward_component_d(T *dx, const T *x, const T *g, const T *work, ll n, ll paper, double coarse, double floor_) {
 	const ll d = D;
 	GmRelu<T> *tile = (GmRelu<T> *)gm_smem;
 	T *wtile = (T *)(tile + blockDim.x); // blockDim.x rows of (μ_k, ∂t_k, ∂e_k)
@@ -206,8 +204,7 @@ __device__ void gm_relu_bc(T *dx, const T *x, const T *g, const T *work, ll n, l
 }
 template <typename T>
 __device__ void gm_relufit_backward_component(T *dx, const T *x, const T *g, const T *work, ll n, ll d, ll paper, double coarse, double floor_) {
-	if (d == 2) gm_relu_bc<T, 2>(dx, x, g, work, n, paper, coarse, floor_);
-	else gm_relu_bc<T, 3>(dx, x, g, work, n, paper, coarse, floor_);
+	GM_BY_DIM(d, gm_relufit_backward_component_d, dx, x, g, work, n, paper, coarse, floor_);
 }
 #define GM_RELU_BC_PARAMS(T) (T * dx, const T *x, const T *g, const T *work, ll n, ll d, ll paper, double coarse, double floor_)
 GM_EXPORT(gm_relufit_backward_component, GM_RELU_BC_PARAMS, (dx, x, g, work, n, d, paper, coarse, floor_))

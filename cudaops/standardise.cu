@@ -69,8 +69,7 @@ __device__ void gm_standardise_scale_d(double *sd, const T *x, ll C, ll n, ll gr
 }
 template <typename T>
 __device__ void gm_standardise_scale(double *sd, const T *x, ll C, ll n, ll d, ll grid) {
-	if (d == 2) gm_standardise_scale_d<T, 2>(sd, x, C, n, grid);
-	else gm_standardise_scale_d<T, 3>(sd, x, C, n, grid);
+	GM_BY_DIM(d, gm_standardise_scale_d, sd, x, C, n, grid);
 }
 #define GM_STANDARDISE_SCALE_PARAMS(T) (double *sd, const T *x, ll C, ll n, ll d, ll grid)
 GM_EXPORT(gm_standardise_scale, GM_STANDARDISE_SCALE_PARAMS, (sd, x, C, n, d, grid))
