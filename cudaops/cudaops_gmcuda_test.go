@@ -356,20 +356,20 @@ func testReLUFit[T Float](t *testing.T) {
 		for _, opts := range []device.ReLUFitOptions{{}, {Variant: device.ReLUFitPaper}} {
 			name := fmt.Sprintf("variant%d", opts.Variant)
 			y, want := make([]T, l.Len()), make([]T, l.Len())
-			must(t, gpu[T]().ReLUFit(y, x, nil, l, opts))
-			must(t, cpu.ReLUFit(want, x, nil, l, opts))
+			must(t, gpu[T]().ReLUFit(y, x, nil, nil, l, opts))
+			must(t, cpu.ReLUFit(want, x, nil, nil, l, opts))
 			compare(t, name+" y", y, want, tolerance[T](false))
 			dx, wdx := make([]T, l.Len()), make([]T, l.Len())
-			must(t, gpu[T]().ReLUFitBackward(dx, nil, x, nil, g, l, opts, nil))
-			must(t, cpu.ReLUFitBackward(wdx, nil, x, nil, g, l, opts))
+			must(t, gpu[T]().ReLUFitBackward(dx, nil, nil, x, nil, nil, g, l, opts, nil))
+			must(t, cpu.ReLUFitBackward(wdx, nil, nil, x, nil, nil, g, l, opts))
 			compare(t, name+" dx", dx, wdx, tolerance[T](true))
 			// With constants the fit runs on the fallback: the CPU's result.
 			kappa := gmtest.Uniform[T](rng, l.Mixtures(), -0.5, 0.5)
 			dk, wdk := make([]T, l.Mixtures()), make([]T, l.Mixtures())
-			must(t, gpu[T]().ReLUFit(y, x, kappa, l, opts))
-			must(t, cpu.ReLUFit(want, x, kappa, l, opts))
-			must(t, gpu[T]().ReLUFitBackward(dx, dk, x, kappa, g, l, opts, nil))
-			must(t, cpu.ReLUFitBackward(wdx, wdk, x, kappa, g, l, opts))
+			must(t, gpu[T]().ReLUFit(y, x, kappa, nil, l, opts))
+			must(t, cpu.ReLUFit(want, x, kappa, nil, l, opts))
+			must(t, gpu[T]().ReLUFitBackward(dx, dk, nil, x, kappa, nil, g, l, opts, nil))
+			must(t, cpu.ReLUFitBackward(wdx, wdk, nil, x, kappa, nil, g, l, opts))
 			if !slices.Equal(y, want) || !slices.Equal(dx, wdx) || !slices.Equal(dk, wdk) {
 				t.Errorf("%s with constants: the CUDA device's fit differs from the CPU's", name)
 			}
@@ -471,11 +471,11 @@ func BenchmarkReLUFit(b *testing.B) {
 	g := gmtest.Uniform[float32](rng, l.Len(), -1, 1)
 	y := make([]float32, l.Len())
 	b.Run("Forward/2D_B800_N256", func(b *testing.B) {
-		benchKernels(b, func() error { return gpu[float32]().ReLUFit(y, x, nil, l, device.ReLUFitOptions{}) })
+		benchKernels(b, func() error { return gpu[float32]().ReLUFit(y, x, nil, nil, l, device.ReLUFitOptions{}) })
 	})
 	b.Run("Backward/2D_B800_N256", func(b *testing.B) {
 		benchKernels(b, func() error {
-			return gpu[float32]().ReLUFitBackward(y, nil, x, nil, g, l, device.ReLUFitOptions{}, nil)
+			return gpu[float32]().ReLUFitBackward(y, nil, nil, x, nil, nil, g, l, device.ReLUFitOptions{}, nil)
 		})
 	})
 }

@@ -115,8 +115,10 @@ func TestSchedulesAgree(t *testing.T) {
 		add(l.Mixtures()*m, func(y []float64) error { return k.Evaluate(y, x, pts, l, l.B, l.C, m) })
 		add(l.Len(), func(y []float64) error { return k.EvaluateBackwardMixture(y, x, pts, gm, l, l.B, l.C, m) })
 		add(len(pts), func(y []float64) error { return k.EvaluateBackwardPoints(y, x, pts, gm, l, l.B, l.C, m) })
-		add(l.Len(), func(y []float64) error { return k.ReLUFit(y, x, nil, l, device.ReLUFitOptions{}) })
-		add(l.Len(), func(y []float64) error { return k.ReLUFitBackward(y, nil, x, nil, g, l, device.ReLUFitOptions{}, nil) })
+		add(l.Len(), func(y []float64) error { return k.ReLUFit(y, x, nil, nil, l, device.ReLUFitOptions{}) })
+		add(l.Len(), func(y []float64) error {
+			return k.ReLUFitBackward(y, nil, nil, x, nil, nil, g, l, device.ReLUFitOptions{}, nil)
+		})
 		add(l.Mixtures(), func(y []float64) error { return k.MeanTraces(y, x, l) })
 		add(l.Mixtures(), func(y []float64) error { return k.StandardiseScale(y, x, l) })
 		lp := mixture.Layout{B: l.B, C: l.C, N: 50, D: l.D}

@@ -11,7 +11,7 @@ import (
 // the GPU, by the names device.Device.External uses: the device.Kernels
 // methods with no GPU kernel yet, which this file hands to the fallback
 // kernels, and the cases of the ReLU fit its GPU kernels do not cover
-// (constants, the refined fit), which its launchers hand over. It is the
+// (constants, given targets, the refined fit), which its launchers hand over. It is the
 // one list of what runs where: NewDevice's External is its complement, and
 // the launchers ask onGPU. The inputs already live on the host (every
 // launcher uploads and downloads), so handing over costs no transfer.
@@ -20,8 +20,9 @@ var onFallback = map[string]bool{
 	"WeightDecay": true, "WeightDecayBackward": true,
 	"Standardise": true, "StandardiseBackward": true,
 	"ScaleWeights": true, "ScaleAxes": true, "ScaleAxesBackward": true,
-	"ReLUFit/constant": true, "ReLUFit/refined": true, "ReLUFitSaving/constant": true, "ReLUFitSaving/refined": true,
-	"ReLUFitBackward/constant": true, "ReLUFitBackward/refined": true,
+	"ReLUFit/constant": true, "ReLUFit/targets": true, "ReLUFit/refined": true,
+	"ReLUFitSaving/constant": true, "ReLUFitSaving/targets": true, "ReLUFitSaving/refined": true,
+	"ReLUFitBackward/constant": true, "ReLUFitBackward/targets": true, "ReLUFitBackward/refined": true,
 }
 
 // onGPU reports whether the computation External calls name runs on the

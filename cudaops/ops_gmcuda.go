@@ -184,11 +184,12 @@ func reluArgs(opts device.ReLUFitOptions) (paper int, coarse, floor, off float64
 
 // ReLUFit is device.Kernels.ReLUFit on the GPU. Like the CPU kernel it reports a
 // non-finite output weight, which only extreme covariances can produce. The
-// GPU kernels fit mixtures without a constant, and the refined fit has no
-// GPU kernel yet: both run on the fallback, forward and backward.
-func (c Kernels[T]) ReLUFit(y, x, kappa []T, l mixture.Layout, opts device.ReLUFitOptions) error {
-	if !onGPU(device.ReLUFitCall("ReLUFit", kappa != nil, opts)) {
-		return c.cpu.ReLUFit(y, x, kappa, l, opts)
+// GPU kernels fit mixtures without a constant and compute their targets
+// themselves, and the refined fit has no GPU kernel yet: the others run on
+// the fallback, forward and backward.
+func (c Kernels[T]) ReLUFit(y, x, kappa, t []T, l mixture.Layout, opts device.ReLUFitOptions) error {
+	if !onGPU(device.ReLUFitCall("ReLUFit", kappa != nil, t != nil, opts)) {
+		return c.cpu.ReLUFit(y, x, kappa, t, l, opts)
 	}
 	paper, coarse, floor, off, err := reluArgs(opts)
 	if err != nil {
@@ -212,25 +213,25 @@ func (c Kernels[T]) ReLUFit(y, x, kappa []T, l mixture.Layout, opts device.ReLUF
 
 // ReLUFitSaving is ReLUFit: the GPU kernels keep nothing between the passes,
 // since the backward recomputes the sums at the price of one more launch.
-// With constants the fallback's saving forward runs, for the fallback's
-// backward.
-func (c Kernels[T]) ReLUFitSaving(y, x, kappa []T, l mixture.Layout, opts device.ReLUFitOptions) (device.Saved, error) {
-	if !onGPU(device.ReLUFitCall("ReLUFitSaving", kappa != nil, opts)) {
-		return c.cpu.ReLUFitSaving(y, x, kappa, l, opts)
+// With constants or given targets the fallback's saving forward runs, for
+// the fallback's backward.
+func (c Kernels[T]) ReLUFitSaving(y, x, kappa, t []T, l mixture.Layout, opts device.ReLUFitOptions) (device.Saved, error) {
+	if !onGPU(device.ReLUFitCall("ReLUFitSaving", kappa != nil, t != nil, opts)) {
+		return c.cpu.ReLUFitSaving(y, x, kappa, t, l, opts)
 	}
-	return nil, c.ReLUFit(y, x, nil, l, opts)
+	return nil, c.ReLUFit(y, x, nil, nil, l, opts)
 }
 
 // ReLUFitBackward is device.Kernels.ReLUFitBackward on the GPU: a pass over the
 // centroids computes ∂L/∂t, ∂L/∂e and the direct ∂L/∂x into device scratch,
 // which a pass over the components then reads; the scratch never leaves
 // the device. ReLUFitSaving saves nothing without constants, so saved is
-// then nil; with constants, for ∂L/∂κ or for the refined fit (whose
-// backward runs through the refinement) the fallback computes the gradient
-// (with its own saved state).
-func (c Kernels[T]) ReLUFitBackward(dx, dkappa, x, kappa, g []T, l mixture.Layout, opts device.ReLUFitOptions, saved device.Saved) error {
-	if !onGPU(device.ReLUFitCall("ReLUFitBackward", kappa != nil || dkappa != nil, opts)) {
-		return c.cpu.ReLUFitBackward(dx, dkappa, x, kappa, g, l, opts, saved)
+// then nil; with constants, for ∂L/∂κ, with given targets or for the
+// refined fit (whose backward runs through the refinement) the fallback
+// computes the gradient (with its own saved state).
+func (c Kernels[T]) ReLUFitBackward(dx, dkappa, dt, x, kappa, t, g []T, l mixture.Layout, opts device.ReLUFitOptions, saved device.Saved) error {
+	if !onGPU(device.ReLUFitCall("ReLUFitBackward", kappa != nil || dkappa != nil, t != nil || dt != nil, opts)) {
+		return c.cpu.ReLUFitBackward(dx, dkappa, dt, x, kappa, t, g, l, opts, saved)
 	}
 	paper, coarse, floor, off, err := reluArgs(opts)
 	if err != nil {

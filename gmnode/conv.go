@@ -4,6 +4,7 @@ import (
 	"github.com/gmcn-go/gmcn/ops"
 	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 )
 
 // Conv returns the analytic convolution of the data x [B, Fi, Ni, ·] with
@@ -60,4 +61,65 @@ func ScaleWeights(x *G.Node, s float64) (*G.Node, error) {
 // result is Conv's, reordered and padded.
 func ConvFit(x, kernels *G.Node, n int) (*G.Node, error) {
 	return G.ApplyOp(ops.NewConvFit(on(x), n), x, kernels)
+}
+
+// ConvAt returns the values of Conv(x, kernels) at the points
+// [B, Fo, M, D] as a [B, Fo, M] node: the exact convolution, evaluated, for
+// instance, where a fused block's coarse mixture has its centroids
+// (Positions of ConvFit's output), in O(M·Fi·Ni·Nk) per output channel. It
+// materialises Conv's output, O(Fi·Ni·Nk) per channel, but never evaluates
+// it at its own components. Gradients flow to x, kernels and points.
+func ConvAt(x, kernels, points *G.Node) (*G.Node, error) {
+	c, err := Conv(x, kernels)
+	if err != nil {
+		return nil, errors.Wrap(err, "gm.ConvAt")
+	}
+	y, err := Evaluate(c, points)
+	return y, errors.Wrap(err, "gm.ConvAt")
+}
+
+// ConvFitTargets is ConvFit(x, kernels, n) with its weights scaled by
+// scale (the model's 1/Fi), together with the targets of a ReLU fit of the
+// exact convolution: scale·Conv(x, kernels) at the centroids of the fitted
+// mixtures, [B, Fo, n] (ConvAt). Passed to ReLUFitTargets (or
+// ReLUFitReduce with WithTargets) they make the fit see the convolution
+// itself where the coarse mixture has its centres (docs/fused.md).
+// Gradients flow to x and kernels through both results.
+func ConvFitTargets(x, kernels *G.Node, n int, scale float64) (fit, targets *G.Node, err error) {
+	if fit, err = ConvFit(x, kernels, n); err != nil {
+		return nil, nil, err
+	}
+	if fit, err = ScaleWeights(fit, scale); err != nil {
+		return nil, nil, err
+	}
+	pts, err := Positions(fit)
+	if err != nil {
+		return nil, nil, err
+	}
+	if targets, err = ConvAt(x, kernels, pts); err != nil {
+		return nil, nil, err
+	}
+	var s any = scale
+	if targets.Dtype() == tensor.Float32 {
+		s = float32(scale)
+	}
+	if targets, err = G.Mul(targets, G.NewConstant(s)); err != nil {
+		return nil, nil, errors.Wrap(err, "gm.ConvFitTargets")
+	}
+	return fit, targets, nil
+}
+
+// Positions returns the positions of the mixtures x [B, C, N, 1+D+D·D] as a
+// [B, C, N, D] node (a slice of x; gradients flow back into x's positions).
+func Positions(x *G.Node) (*G.Node, error) {
+	s := x.Shape()
+	if len(s) != 4 || (s[3] != 7 && s[3] != 13) {
+		return nil, errors.Errorf("gm.Positions: input must be [B, C, N, 1+D+D·D] with D = 2 or 3 (last axis 7 or 13), got shape %v", s)
+	}
+	d := 2
+	if s[3] == 13 {
+		d = 3
+	}
+	y, err := G.Slice(x, nil, nil, nil, G.S(1, 1+d))
+	return y, errors.Wrap(err, "gm.Positions")
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gmcn-go/gmcn/internal/gmtest"
@@ -152,6 +153,151 @@ func TestConvConstantGraphGrad(t *testing.T) {
 		kappa := tensor.New(tensor.WithShape(4, 3), tensor.WithBacking(gmtest.Uniform[float64](rng, 12, -1, 1)))
 		graphGrad(t, rng, []*tensor.Dense{kappa, k}, func(in []*G.Node) (*G.Node, error) {
 			return ConvConstant(in[0], in[1])
+		}, 0, 1)
+	}
+}
+
+// TestConvAtGraphGrad checks ConvAt's values against Conv's mixture
+// evaluated point by point, and its gradients for x, the kernels and the
+// points against central differences in a graph, 2D and 3D.
+func TestConvAtGraphGrad(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		rng := rand.New(rand.NewPCG(17, uint64(d)))
+		x := tensor.New(tensor.WithShape(2, 3, 2, 1+d+d*d), tensor.WithBacking(gmtest.Mixtures[float64](rng, gmtest.StandardSpec(), 2, 3, 2, d)))
+		k := tensor.New(tensor.WithShape(2, 3, 2, 1+d+d*d), tensor.WithBacking(gmtest.Mixtures[float64](rng, gmtest.StandardSpec(), 2, 3, 2, d)))
+		pts := tensor.New(tensor.WithShape(2, 2, 4, d), tensor.WithBacking(gmtest.Uniform[float64](rng, 2*2*4*d, -1.5, 1.5)))
+		got := runNode(t, []*tensor.Dense{x, k, pts}, func(in []*G.Node) (*G.Node, error) { return ConvAt(in[0], in[1], in[2]) })
+		gmtest.WantClose(t, fmt.Sprintf("D=%d values", d), got, convAtNaive(x, k, pts), 1e-12)
+		graphGrad(t, rng, []*tensor.Dense{x, k, pts}, func(in []*G.Node) (*G.Node, error) {
+			return ConvAt(in[0], in[1], in[2])
+		}, 0, 1, 2)
+	}
+}
+
+// convAtNaive evaluates the convolution of the mixtures x [B, Fi, Ni, ·]
+// with the kernels [Fo, Fi, Nk, ·] at the points [B, Fo, M, D] term by term:
+// Σ_{c,i,j} w_x·w_k N(p; μ_x + μ_k, Σ_x + Σ_k).
+func convAtNaive(x, k, pts *tensor.Dense) []float64 {
+	xs, ks, ps := x.Shape(), k.Shape(), pts.Shape()
+	xd, kd, pd := x.Data().([]float64), k.Data().([]float64), pts.Data().([]float64)
+	st, d := xs[3], ps[3]
+	var out []float64
+	for b := range xs[0] {
+		for o := range ks[0] {
+			var comps []float64
+			for c := range xs[1] {
+				for i := range xs[2] {
+					gx := xd[((b*xs[1]+c)*xs[2]+i)*st:][:st]
+					for j := range ks[2] {
+						gk := kd[((o*ks[1]+c)*ks[2]+j)*st:][:st]
+						g := make([]float64, st)
+						g[0] = gx[0] * gk[0]
+						for r := 1; r < st; r++ {
+							g[r] = gx[r] + gk[r]
+						}
+						comps = append(comps, g...)
+					}
+				}
+			}
+			prep := make([]mixture.Prepared[float64], len(comps)/st)
+			mixture.PrepareMixture(d, comps, prep)
+			for m := range ps[2] {
+				out = append(out, mixture.EvalMixture(d, prep, pd[((b*ps[1]+o)*ps[2]+m)*d:][:d]))
+			}
+		}
+	}
+	return out
+}
+
+// runNode builds build over the inputs in a graph on testDev, runs it and
+// returns the output's values.
+func runNode(t *testing.T, inputs []*tensor.Dense, build func([]*G.Node) (*G.Node, error)) []float64 {
+	t.Helper()
+	g := G.NewGraph()
+	if err := SetDevice(g, testDev); err != nil {
+		t.Fatal(err)
+	}
+	nodes := make([]*G.Node, len(inputs))
+	for i, in := range inputs {
+		nodes[i] = G.NewTensor(g, tensor.Float64, in.Dims(), G.WithShape(in.Shape()...), G.WithValue(in), G.WithName(fmt.Sprintf("in%d", i)))
+	}
+	y, err := build(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v G.Value
+	G.Read(y, &v)
+	if err := G.NewTapeMachine(g).RunAll(); err != nil {
+		t.Fatal(err)
+	}
+	return slices.Clone(v.Data().([]float64))
+}
+
+// TestConvFitTargetsGraphGrad checks the exact-target fused block, ReLU fit
+// included, against central differences in a graph, 2D and 3D: ConvFit to
+// n = 5 of the 3·4·2 = 24 Gaussians of each output channel, scaled by 1/3,
+// its targets from the exact convolution at its centroids, and
+// ReLUFitTargets. The signs of the targets, the ReLU's decisions, are
+// checked to stay as they are when any input moves by a difference step;
+// ConvFit's selection is kept by the seeded inputs, as in the ops' graph
+// checks (a changed decision would show as a large error, not hide one).
+func TestConvFitTargetsGraphGrad(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		rng := rand.New(rand.NewPCG(41, uint64(d)))
+		x := tensor.New(tensor.WithShape(1, 3, 4, 1+d+d*d), tensor.WithBacking(gmtest.Mixtures[float64](rng, gmtest.StandardSpec(), 1, 3, 4, d)))
+		k := tensor.New(tensor.WithShape(2, 3, 2, 1+d+d*d), tensor.WithBacking(gmtest.Mixtures[float64](rng, gmtest.StandardSpec(), 2, 3, 2, d)))
+		block := func(in []*G.Node, targets **G.Node) (*G.Node, error) {
+			fit, tg, err := ConvFitTargets(in[0], in[1], 5, 1.0/3)
+			if err != nil {
+				return nil, err
+			}
+			if targets != nil {
+				*targets = tg
+			}
+			return ReLUFitTargets(fit, tg)
+		}
+		targets := func() []float64 {
+			return runNode(t, []*tensor.Dense{x, k}, func(in []*G.Node) (*G.Node, error) {
+				var tg *G.Node
+				_, err := block(in, &tg)
+				return tg, err
+			})
+		}
+		signs := func() []bool {
+			var s []bool
+			for _, v := range targets() {
+				s = append(s, v > 0)
+			}
+			return s
+		}
+		pos := runNode(t, []*tensor.Dense{x, k}, func(in []*G.Node) (*G.Node, error) {
+			fit, _, err := ConvFitTargets(in[0], in[1], 5, 1.0/3)
+			if err != nil {
+				return nil, err
+			}
+			return Positions(fit)
+		})
+		want := convAtNaive(x, k, tensor.New(tensor.WithShape(1, 2, 5, d), tensor.WithBacking(pos)))
+		for i := range want {
+			want[i] /= 3
+		}
+		gmtest.WantClose(t, fmt.Sprintf("D=%d targets", d), targets(), want, 1e-12)
+		s0 := signs()
+		for _, in := range []*tensor.Dense{x, k} {
+			data := in.Data().([]float64)
+			for i := range data {
+				for _, h := range []float64{-gmtest.Step, gmtest.Step} {
+					data[i] += h
+					same := slices.Equal(signs(), s0)
+					data[i] -= h
+					if !same {
+						t.Fatalf("D=%d: the sign of a target flips when an input moves by %g", d, h)
+					}
+				}
+			}
+		}
+		graphGrad(t, rng, []*tensor.Dense{x, k}, func(in []*G.Node) (*G.Node, error) {
+			return block(in, nil)
 		}, 0, 1)
 	}
 }

@@ -102,6 +102,7 @@ type reduceConfig struct {
 	dense    **G.Node
 	kappa    *G.Node
 	kappaOut **G.Node
+	targets  *G.Node
 }
 
 // WithReLUFitOptions passes o to the dense ReLU fit (default: the reference
@@ -124,6 +125,12 @@ func WithConstant(kappa *G.Node, kappaOut **G.Node) ReduceOption {
 	return func(c *reduceConfig) { c.kappa, c.kappaOut = kappa, kappaOut }
 }
 
+// WithTargets fits the ReLU of the function whose values at the centroids
+// are t [B, C, N] instead of the mixture's own (ReLUFitTargets).
+func WithTargets(t *G.Node) ReduceOption {
+	return func(c *reduceConfig) { c.targets = t }
+}
+
 // ReLUFitReduce is the activation block of a GMCN layer: the dense ReLU fit
 // of x [B, C, N, ·] (ReLUFit, or ReLUFitConstant with the option
 // WithConstant) followed by the reduction of every mixture to
@@ -142,9 +149,12 @@ func ReLUFitReduce(x *G.Node, np int, method Reduction, opts ...ReduceOption) (*
 	}
 	var dense, kappaOut *G.Node
 	var err error
-	if c.kappa != nil {
+	switch {
+	case c.targets != nil:
+		dense, kappaOut, err = reluFitTargets(x, c.kappa, c.targets, c.relu)
+	case c.kappa != nil:
 		dense, kappaOut, err = ReLUFitConstant(x, c.kappa, c.relu...)
-	} else {
+	default:
 		dense, err = ReLUFit(x, c.relu...)
 	}
 	if err != nil {
@@ -166,3 +176,24 @@ func ReLUFitReduce(x *G.Node, np int, method Reduction, opts ...ReduceOption) (*
 // IsZero reports whether r is the zero value (no method chosen), so callers
 // can apply their own default.
 func (r Reduction) IsZero() bool { return r.reduce == nil }
+
+// reluFitTargets is the ReLU fit of ReLUFitReduce with the option
+// WithTargets, with the constants kappa unless kappa is nil; it returns the
+// new constants κ⁺ with them.
+func reluFitTargets(x, kappa, t *G.Node, opts []ops.ReLUFitOptions) (fit, kappaOut *G.Node, err error) {
+	if kappa == nil {
+		fit, err = ReLUFitTargets(x, t, opts...)
+		return fit, nil, err
+	}
+	o, err := reluFitOptions("gm.ReLUFitTargets", opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if fit, err = G.ApplyOp(ops.NewReLUFitTargets(on(x), o, true), x, kappa, t); err != nil {
+		return nil, nil, err
+	}
+	if kappaOut, err = positivePart(kappa); err != nil {
+		return nil, nil, errors.Wrap(err, "gm.ReLUFitTargets: the new constant max(κ, 0)")
+	}
+	return fit, kappaOut, nil
+}

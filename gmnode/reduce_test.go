@@ -94,7 +94,7 @@ func TestReLUFitReduce(t *testing.T) {
 				}
 				runGraph(t, g)
 				wantDense := make([]float64, l.Len())
-				if err := cpu.ReLUFit(wantDense, xd, nil, l, device.ReLUFitOptions{}); err != nil {
+				if err := cpu.ReLUFit(wantDense, xd, nil, nil, l, device.ReLUFitOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				want := make([]float64, lo.Len())
@@ -112,7 +112,7 @@ func TestReLUFitReduce(t *testing.T) {
 				if err := c.back(dDense, wantDense, rd, l); err != nil {
 					t.Fatal(err)
 				}
-				if err := cpu.ReLUFitBackward(wantGrad, nil, xd, nil, dDense, l, device.ReLUFitOptions{}); err != nil {
+				if err := cpu.ReLUFitBackward(wantGrad, nil, nil, xd, nil, nil, dDense, l, device.ReLUFitOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				if e := gmtest.MaxAbsDiff(grads[0].Value().Data().([]float64), wantGrad); e > 1e-12*(1+gmtest.MaxAbs(wantGrad)) {
@@ -142,7 +142,7 @@ func TestReLUFitReduceWithConstant(t *testing.T) {
 	}
 	runGraph(t, g)
 	want := make([]float64, l.Len())
-	if err := cpu.ReLUFit(want, xd, kd, l, device.ReLUFitOptions{}); err != nil {
+	if err := cpu.ReLUFit(want, xd, kd, nil, l, device.ReLUFitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(dense.Value().Data().([]float64), want) {

@@ -48,6 +48,20 @@ func ReLUFitConstant(x, kappa *G.Node, opts ...ops.ReLUFitOptions) (fit, kappaOu
 	return fit, kappaOut, nil
 }
 
+// ReLUFitTargets is ReLUFit to given targets t [B, C, N]: the values at
+// x's centroids of the function whose positive part is fitted, in place of
+// x's own values there (see ops.NewReLUFitTargets). x gives the positions,
+// covariances and coarse weights. The fused blocks of a model pass the exact
+// convolution at the centroids of ConvFit's coarse mixture (ConvAt).
+// Gradients flow into x and t.
+func ReLUFitTargets(x, t *G.Node, opts ...ops.ReLUFitOptions) (*G.Node, error) {
+	o, err := reluFitOptions("gm.ReLUFitTargets", opts)
+	if err != nil {
+		return nil, err
+	}
+	return G.ApplyOp(ops.NewReLUFitTargets(on(x), o, false), x, t)
+}
+
 // reluFitOptions returns the one ReLUFitOptions of opts, or the zero value
 // for none; fn names the caller in the error for more than one.
 func reluFitOptions(fn string, opts []ops.ReLUFitOptions) (ops.ReLUFitOptions, error) {

@@ -43,6 +43,12 @@ type Config struct {
 	// and the reduction then work on n instead of Fi·Ni·N_k Gaussians.
 	// 0 keeps the reference's path.
 	Fused int
+	// FusedExact makes each fused block's dense ReLU fit evaluate its
+	// targets on the exact convolution at the n centroids of ConvFit's
+	// coarse mixture (gmnode.ConvAt, O(n·Fi·Ni·N_k) per channel) instead
+	// of on the coarse mixture itself; it has no effect without Fused or
+	// where n is the whole convolution.
+	FusedExact bool
 	// Bias selects learnable biases in the mixtures' constants before every
 	// ReLU fit (see BiasType); the zero value BiasNone is the reference's
 	// default model, without constants.
@@ -139,21 +145,29 @@ func Build(cfg Config) (*Model, error) {
 		}
 		m.Kernels = append(m.Kernels, k)
 		stage := " (conv ÷ Fi)"
-		if cfg.Fused > 0 {
-			n := cfg.FusedGaussians(b, fi, x.Shape()[2])
+		var targets *G.Node // the ReLU fit's targets, nil: from x itself
+		n, nv := cfg.FusedGaussians(b, fi, x.Shape()[2]), fi*x.Shape()[2]*cfg.KernelGaussians
+		switch {
+		case cfg.Fused > 0 && cfg.FusedExact && n < nv:
+			x, targets, err = gmnode.ConvFitTargets(x, k.Node(), n, 1/float64(fi))
+			stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi, exact targets)", n)
+		case cfg.Fused > 0:
 			x, err = gmnode.ConvFit(x, k.Node(), n)
 			stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi)", n)
-		} else {
+		default:
 			x, err = gmnode.Conv(x, k.Node())
+		}
+		if err == nil && targets == nil {
+			x, err = gmnode.ScaleWeights(x, 1/float64(fi))
 		}
 		if err != nil {
 			return nil, errors.Wrap(err, name)
 		}
-		if x, err = gmnode.ScaleWeights(x, 1/float64(fi)); err != nil {
-			return nil, errors.Wrap(err, name)
-		}
 		m.row(name+stage, x)
 		fit := []gmnode.ReduceOption{gmnode.WithReLUFitOptions(cfg.ReLUFit)}
+		if targets != nil {
+			fit = append(fit, gmnode.WithTargets(targets))
+		}
 		if kappa != nil {
 			if kappa, err = m.constant(kappa, k.Node(), fi, b.Channels, name); err != nil {
 				return nil, errors.Wrap(err, name)
@@ -404,6 +418,9 @@ func (m *Model) Table() string {
 	fused := "unfused"
 	if m.Config.Fused > 0 {
 		fused = fmt.Sprintf("fused ×%d", m.Config.Fused)
+		if m.Config.FusedExact {
+			fused += " (exact targets)"
+		}
 	}
 	bias := ""
 	if m.Config.Bias != BiasNone {

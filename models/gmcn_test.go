@@ -117,6 +117,28 @@ func TestBuildFused(t *testing.T) {
 	}
 }
 
+// TestBuildFusedExact builds the demo's network fused ×16 with exact
+// targets: block 1 keeps all 1·16·5 = 80 convolved Gaussians, where the fit
+// sees the convolution itself and needs no exact targets; blocks 2 and 3
+// fit 64 of 320 and get them.
+func TestBuildFusedExact(t *testing.T) {
+	l, err := ParseLayout("1/16 -> 8/8 -> 16/4 -> 10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Build(Config{Layout: l, D: 2, Classes: 10, Batch: 2, Fused: 16, FusedExact: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := m.Table()
+	for _, want := range []string{"fused ×16 (exact targets)", "conv1 (fused conv-fit to 80 ÷ Fi)",
+		"conv2 (fused conv-fit to 64 ÷ Fi, exact targets)", "conv3 (fused conv-fit to 64 ÷ Fi, exact targets)"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("layer table lacks %q:\n%s", want, table)
+		}
+	}
+}
+
 // TestBuildKernelOptions checks that Config.Kernel reaches every block's
 // kernel and AssembledKernel: with the float32 ε the float64 kernels of the
 // same seed differ, and only on the covariance diagonals.

@@ -122,19 +122,19 @@ func (r recorder[T]) EvaluateBackwardPoints(dp, x, pts, g []T, l mixture.Layout,
 	return r.k.EvaluateBackwardPoints(dp, x, pts, g, l, pb, pc, m)
 }
 
-func (r recorder[T]) ReLUFit(y, x, kappa []T, l mixture.Layout, opts device.ReLUFitOptions) error {
+func (r recorder[T]) ReLUFit(y, x, kappa, t []T, l mixture.Layout, opts device.ReLUFitOptions) error {
 	r.log.add("ReLUFit")
-	return r.k.ReLUFit(y, x, kappa, l, opts)
+	return r.k.ReLUFit(y, x, kappa, t, l, opts)
 }
 
-func (r recorder[T]) ReLUFitSaving(y, x, kappa []T, l mixture.Layout, opts device.ReLUFitOptions) (device.Saved, error) {
+func (r recorder[T]) ReLUFitSaving(y, x, kappa, t []T, l mixture.Layout, opts device.ReLUFitOptions) (device.Saved, error) {
 	r.log.add("ReLUFitSaving")
-	return r.k.ReLUFitSaving(y, x, kappa, l, opts)
+	return r.k.ReLUFitSaving(y, x, kappa, t, l, opts)
 }
 
-func (r recorder[T]) ReLUFitBackward(dx, dkappa, x, kappa, g []T, l mixture.Layout, opts device.ReLUFitOptions, saved device.Saved) error {
+func (r recorder[T]) ReLUFitBackward(dx, dkappa, dt, x, kappa, t, g []T, l mixture.Layout, opts device.ReLUFitOptions, saved device.Saved) error {
 	r.log.add(savedName("ReLUFitBackward", saved))
-	return r.k.ReLUFitBackward(dx, dkappa, x, kappa, g, l, opts, saved)
+	return r.k.ReLUFitBackward(dx, dkappa, dt, x, kappa, t, g, l, opts, saved)
 }
 
 func (r recorder[T]) TreeHEM(y, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) error {

@@ -108,6 +108,89 @@ func TestReLUFitConstantGraphGrad(t *testing.T) {
 	}
 }
 
+// TestReLUFitTargetsGraphGrad checks every gradient of the fit to given
+// targets in a Gorgonia graph against central differences: ∂L/∂mixture,
+// ∂L/∂targets and, with constants, ∂L/∂constant, in 2D and 3D, for both
+// variants. The targets are at least 0.05 away from −κ and the weights from
+// 0 and −κ, so no decision flips under the steps.
+func TestReLUFitTargetsGraphGrad(t *testing.T) {
+	for _, opts := range []ReLUFitOptions{{}, {Variant: device.ReLUFitPaper}} {
+		for _, d := range []int{2, 3} {
+			for _, kappa := range [][]float64{nil, {0.45, -0.3, 0.3, -0.5}} {
+				t.Run(fmt.Sprintf("variant%d_%dD_constant%v", opts.Variant, d, kappa != nil), func(t *testing.T) {
+					rng := rand.New(rand.NewPCG(5, uint64(d)))
+					x := relufitStableMixture(t, rng, 2, 2, 5, d, kappa)
+					tg := make([]float64, 2*2*5)
+					for i := range tg {
+						k := 0.0
+						if kappa != nil {
+							k = kappa[i/5]
+						}
+						tg[i] = -k + math.Copysign(0.05+rng.Float64(), rng.NormFloat64())
+					}
+					targets := tensor.New(tensor.WithShape(2, 2, 5), tensor.WithBacking(tg))
+					in := []*tensor.Dense{x, targets}
+					if kappa != nil {
+						in = []*tensor.Dense{x, tensor.New(tensor.WithShape(2, 2), tensor.WithBacking(slices.Clone(kappa))), targets}
+					}
+					wrt := make([]int, len(in))
+					for i := range wrt {
+						wrt[i] = i
+					}
+					checkGraphGrad(t, rng, in, func(n []*G.Node) (*G.Node, error) {
+						return G.ApplyOp(NewReLUFitTargets(testDev, opts, kappa != nil), n...)
+					}, wrt...)
+				})
+			}
+		}
+	}
+}
+
+// TestReLUFitTargetsOwnOp checks that the op fed the mixtures' own values
+// at their centroids returns NewReLUFit's output, and that the refined fit
+// and targets of the wrong shape are rejected when the op is applied.
+func TestReLUFitTargetsOwnOp(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		rng := rand.New(rand.NewPCG(9, uint64(d)))
+		x := randomMixture(rng, 2, 3, 11, d)
+		l := mixture.Layout{B: 2, C: 3, N: 11, D: d}
+		xd, st := x.Data().([]float64), l.Stride()
+		own := make([]float64, l.Mixtures()*l.N)
+		ps := make([]mixture.Prepared[float64], l.N)
+		for m := range l.Mixtures() {
+			mx := mixture.Mixture(xd, l, m)
+			mixture.PrepareMixture(d, mx, ps)
+			for k := range l.N {
+				own[m*l.N+k] = mixture.EvalMixture(d, ps, mx[k*st+1:k*st+1+d])
+			}
+		}
+		y0, err0 := NewReLUFit(testDev, ReLUFitOptions{}).Do(x)
+		y1, err1 := NewReLUFitTargets(testDev, ReLUFitOptions{}, false).Do(x, tensor.New(tensor.WithShape(2, 3, 11), tensor.WithBacking(own)))
+		for _, err := range []error{err0, err1} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		gmtest.WantClose(t, fmt.Sprintf("D=%d own targets", d), y1.Data().([]float64), y0.Data().([]float64), 1e-10)
+	}
+	g := G.NewGraph()
+	x := G.NewTensor(g, tensor.Float64, 4, G.WithShape(2, 3, 4, 7), G.WithName("x"))
+	for _, c := range []struct {
+		name   string
+		opts   ReLUFitOptions
+		shape  []int
+		substr string
+	}{
+		{"refined", ReLUFitOptions{Refine: true}, []int{2, 3, 4}, "cannot take given targets"},
+		{"shape", ReLUFitOptions{}, []int{2, 3, 5}, `"targets"`},
+	} {
+		tg := G.NewTensor(g, tensor.Float64, 3, G.WithShape(c.shape...), G.WithName("t"+c.name))
+		if _, err := G.ApplyOp(NewReLUFitTargets(testDev, c.opts, false), x, tg); err == nil || !strings.Contains(err.Error(), c.substr) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.substr)
+		}
+	}
+}
+
 // TestReLUFitConstantZeroOp checks that the op with constants 0 returns
 // NewReLUFit's output and ∂L/∂mixture bit for bit.
 func TestReLUFitConstantZeroOp(t *testing.T) {

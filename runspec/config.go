@@ -35,8 +35,12 @@ type Config struct {
 	Kernel     int       `json:"kernel_gaussians"`
 	Reduction  string    `json:"reduction"`       // "treehem2", "treehem4", "treehem8", "mem" or "max"
 	Fused      int       `json:"fused,omitempty"` // > 0: fused convolution-fitting to Fused·N_p Gaussians (models.Config.Fused)
-	DenseHead  int       `json:"dense_head"`
-	Bias       string    `json:"bias,omitempty"` // biases of the constants: "none" or "", "normal", "negative-softplus" (models.Config.Bias)
+	// FusedTargets are the targets of a fused block's ReLU fit: "" or
+	// "coarse" for the fitted mixture's own values at its centroids,
+	// "exact" for the exact convolution's (models.Config.FusedExact).
+	FusedTargets string `json:"fused_targets,omitempty"`
+	DenseHead    int    `json:"dense_head"`
+	Bias         string `json:"bias,omitempty"` // biases of the constants: "none" or "", "normal", "negative-softplus" (models.Config.Bias)
 	// ReLUFit is the dense ReLU fit: "" or "heuristic" for the reference's,
 	// "refined" for the refined fit (ops.ReLUFitOptions.Refine).
 	ReLUFit string `json:"relu_fit,omitempty"`
@@ -118,6 +122,18 @@ func ParseReLUFit(s string) (ops.ReLUFitOptions, error) {
 		return ops.ReLUFitOptions{Refine: true}, nil
 	}
 	return ops.ReLUFitOptions{}, errors.Errorf("unknown ReLU fit %q (want heuristic or refined)", s)
+}
+
+// ParseFusedTargets returns whether the fused targets s (Config.FusedTargets)
+// are the exact convolution's.
+func ParseFusedTargets(s string) (exact bool, err error) {
+	switch strings.ToLower(s) {
+	case "coarse", "":
+		return false, nil
+	case "exact":
+		return true, nil
+	}
+	return false, errors.Errorf("unknown fused targets %q (want coarse or exact)", s)
 }
 
 // SaveConfig writes c as dir/run.json atomically, creating dir if

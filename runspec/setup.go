@@ -139,8 +139,12 @@ func Resolve(c Config) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
+	exact, err := ParseFusedTargets(c.FusedTargets)
+	if err != nil {
+		return nil, err
+	}
 	s.Model = models.Config{Layout: l, D: src.dim, Classes: src.classes, Batch: c.Batch, KernelGaussians: c.Kernel,
-		Reduction: red, ReLUFit: fit, DenseHead: c.DenseHead, Fused: c.Fused, Bias: bias, Seed: c.Seed}
+		Reduction: red, ReLUFit: fit, DenseHead: c.DenseHead, Fused: c.Fused, FusedExact: exact, Bias: bias, Seed: c.Seed}
 	if err := s.Model.Check(); err != nil {
 		return nil, errors.Wrapf(err, "layers %q", c.Layers)
 	}

@@ -75,6 +75,22 @@ func TestResolveBias(t *testing.T) {
 	}
 }
 
+// TestResolveFusedTargets checks that run.json's fused targets reach the
+// model, coarse when they are left out, as in the files written before
+// they existed.
+func TestResolveFusedTargets(t *testing.T) {
+	for name, want := range map[string]bool{"": false, "coarse": false, "exact": true, "Exact": true} {
+		c := Presets["paper-fused"]
+		c.FusedTargets = name
+		s, err := Resolve(c)
+		if err != nil {
+			t.Errorf("fused targets %q: %v", name, err)
+		} else if s.Model.FusedExact != want {
+			t.Errorf("fused targets %q: model FusedExact %v, want %v", name, s.Model.FusedExact, want)
+		}
+	}
+}
+
 func TestResolveErrors(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -97,6 +113,7 @@ func TestResolveErrors(t *testing.T) {
 		{"classes 3D", func(c *Config) { c.Dataset, c.FitInit = "modelnet40", "fps" }, "end in 10 channels but modelnet40 has 40 classes"},
 		{"reduction", func(c *Config) { c.Reduction = "median" }, `unknown reduction "median"`},
 		{"bias", func(c *Config) { c.Bias = "positive" }, `unknown bias type "positive" (want none, normal or negative-softplus)`},
+		{"fused targets", func(c *Config) { c.FusedTargets = "fine" }, `unknown fused targets "fine" (want coarse or exact)`},
 		{"fit init", func(c *Config) { c.FitInit = "fps" }, "method fps fits 3D data, the data is 2D"},
 		{"fit name", func(c *Config) { c.FitInit = "em" }, `fit method "em"`},
 	} {

@@ -195,7 +195,7 @@ func pipeline(m method, x []float64, lx mixture.Layout, layers []layer, samples 
 			conv, lc = convolve(in, layer.k, lin, layer.lk)
 		}
 		dense := make([]float64, len(conv))
-		if err := kernels.ReLUFit(dense, conv, nil, lc, opts); err != nil {
+		if err := kernels.ReLUFit(dense, conv, nil, nil, lc, opts); err != nil {
 			return nil, fmt.Errorf("%s layer %d ReLU fit: %w", m.name, li+1, err)
 		}
 		lr := lc

@@ -142,6 +142,9 @@ func (presetsCmd) run(context.Context) error {
 		fmt.Printf("%s:\n  %s on %s, radii %v, %s, batch %d, %d epochs, lr %g", n, p.Layers, p.Dataset, p.Radii, p.Reduction, p.Batch, p.Epochs, p.LR)
 		if p.Fused > 0 {
 			fmt.Printf(", fused ×%d", p.Fused)
+			if p.FusedTargets != "" {
+				fmt.Printf(" (%s targets)", p.FusedTargets)
+			}
 		}
 		if p.TrainLimit > 0 {
 			fmt.Printf(", first %d training images", p.TrainLimit)

@@ -106,22 +106,22 @@ func (Kernels[T]) EvaluateBackwardPoints(dp, x, pts, g []T, l mixture.Layout, pb
 }
 
 // ReLUFit is ReLUFit.
-func (Kernels[T]) ReLUFit(y, x, kappa []T, l mixture.Layout, opts device.ReLUFitOptions) error {
-	return ReLUFit(y, x, kappa, l, opts)
+func (Kernels[T]) ReLUFit(y, x, kappa, t []T, l mixture.Layout, opts device.ReLUFitOptions) error {
+	return ReLUFit(y, x, kappa, t, l, opts)
 }
 
 // ReLUFitSaving is ReLUFitSaving; the saved state is the *ReLUFitSums.
-func (Kernels[T]) ReLUFitSaving(y, x, kappa []T, l mixture.Layout, opts device.ReLUFitOptions) (device.Saved, error) {
-	return saved(ReLUFitSaving(y, x, kappa, l, opts))
+func (Kernels[T]) ReLUFitSaving(y, x, kappa, t []T, l mixture.Layout, opts device.ReLUFitOptions) (device.Saved, error) {
+	return saved(ReLUFitSaving(y, x, kappa, t, l, opts))
 }
 
 // ReLUFitBackward is ReLUFitBackwardSaved.
-func (Kernels[T]) ReLUFitBackward(dx, dkappa, x, kappa, g []T, l mixture.Layout, opts device.ReLUFitOptions, saved device.Saved) error {
+func (Kernels[T]) ReLUFitBackward(dx, dkappa, dt, x, kappa, t, g []T, l mixture.Layout, opts device.ReLUFitOptions, saved device.Saved) error {
 	sums, err := savedAs[*ReLUFitSums[T]](saved, "ReLUFitBackward")
 	if err != nil {
 		return err
 	}
-	return ReLUFitBackwardSaved(dx, dkappa, x, kappa, g, l, opts, sums)
+	return ReLUFitBackwardSaved(dx, dkappa, dt, x, kappa, t, g, l, opts, sums)
 }
 
 // TreeHEM is TreeHEM.

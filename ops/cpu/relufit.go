@@ -24,15 +24,22 @@ import (
 //
 // Both sums share every E_kj and run in one O(N²) pass per mixture; κ enters
 // only the coarse weights and the finishing per centroid, and with κ = 0 the
-// result is bit for bit that of the formulas without it. x must hold finite
+// result is bit for bit that of the formulas without it.
+//
+// With t non-nil (B·C·N values, one per component) the function to fit is
+// another one, known only at the centroids: t_k = t[m·N+k] + κ replaces
+// Σ_j a_j E_kj, and x's weights enter only the coarse weights. The fused
+// convolution-fitting gives this the exact convolution at the centroids of
+// its coarse mixture (docs/fused.md). The refined fit, which evaluates the
+// target away from the centroids, cannot take given targets. x must hold finite
 // values and positive-definite covariances and kappa finite values (the ops
 // check this); a non-finite result, which only extreme covariances can
 // produce, is reported as an error naming the component.
-func ReLUFit[T Float](y, x, kappa []T, l mixture.Layout, opts device.ReLUFitOptions) error {
-	return reluFit(y, x, kappa, l, opts, nil)
+func ReLUFit[T Float](y, x, kappa, t []T, l mixture.Layout, opts device.ReLUFitOptions) error {
+	return reluFit(y, x, kappa, t, l, opts, nil)
 }
 
-// ReLUFitSums holds the target t_k (κ included) and the approximation e_k at
+// ReLUFitSums holds the target t_k (κ and given targets included) and the approximation e_k at
 // every centroid of one ReLUFit call, which ReLUFitBackward needs and the
 // output does not determine: 2·B·C·N values.
 type ReLUFitSums[T Float] struct {
@@ -42,10 +49,10 @@ type ReLUFitSums[T Float] struct {
 
 // ReLUFitSaving is ReLUFit that also returns the sums, so that
 // ReLUFitBackwardSaved can skip the O(N²) forward pass.
-func ReLUFitSaving[T Float](y, x, kappa []T, l mixture.Layout, opts device.ReLUFitOptions) (*ReLUFitSums[T], error) {
+func ReLUFitSaving[T Float](y, x, kappa, t []T, l mixture.Layout, opts device.ReLUFitOptions) (*ReLUFitSums[T], error) {
 	n := l.Mixtures() * l.N
 	s := &ReLUFitSums[T]{l: l, t: make([]T, n), e: make([]T, n)}
-	if err := reluFit(y, x, kappa, l, opts, s); err != nil {
+	if err := reluFit(y, x, kappa, t, l, opts, s); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -61,14 +68,14 @@ func (s *ReLUFitSums[T]) mixture(m int) (t, e []T) {
 }
 
 // reluFit is ReLUFit, saving the sums into sums unless it is nil.
-func reluFit[T Float](y, x, kappa []T, l mixture.Layout, opts device.ReLUFitOptions, sums *ReLUFitSums[T]) error {
-	p, err := opts.Resolve()
+func reluFit[T Float](y, x, kappa, t []T, l mixture.Layout, opts device.ReLUFitOptions, sums *ReLUFitSums[T]) error {
+	p, err := resolveReLUFit(opts, t, l)
 	if err != nil {
 		return err
 	}
 	copy(y, x)
 	off := T(p.Off)
-	err = reluEach(x, kappa, l, p, false, sums, func(s *reluWork[T], m int) error {
+	err = reluEach(x, kappa, t, l, p, false, sums, func(s *reluWork[T], m int) error {
 		out := mixture.Mixture(y, l, m)
 		s.heuristicWeights(out, off)
 		if p.Refine {
@@ -82,10 +89,11 @@ func reluFit[T Float](y, x, kappa []T, l mixture.Layout, opts device.ReLUFitOpti
 	return checkFiniteResult(y, l, "output weight", true)
 }
 
-// ReLUFitBackward writes ∂L/∂x for ReLUFit into dx and ∂L/∂κ into dkappa
-// (one value per mixture), given the input x, the constants kappa (nil:
-// κ = 0) and the incoming gradient g = ∂L/∂y (of layout l); a nil dx or
-// dkappa is not written, but ∂L/∂κ needs the whole pass either way. With
+// ReLUFitBackward writes ∂L/∂x for ReLUFit into dx, ∂L/∂κ into dkappa (one
+// value per mixture) and, for given targets t, ∂L/∂t into dt, given the
+// input x, the constants kappa (nil: κ = 0), the targets t (nil: computed
+// from x) and the incoming gradient g = ∂L/∂y (of layout l); a nil dx,
+// dkappa or dt is not written, but each needs the whole pass. With
 // r_k = (b_k+off)/(e_k+off) and the slopes ∂x_j/∂a_j, ∂x_j/∂κ of
 // device.CoarseSlopes (±1 where a_j + κ > 0, and 1 for κ > 0 where it is not):
 //
@@ -102,18 +110,20 @@ func reluFit[T Float](y, x, kappa []T, l mixture.Layout, opts device.ReLUFitOpti
 //	∂L/∂Σ_j = g_Σj + ½ (Σ_k w_kj u_kj u_kjᵀ − (Σ_k w_kj) A_j)
 //
 // where g_μ, g_Σ are the pass-through gradients of the copied positions and
-// covariances. The derivative of max at t_k = 0 or κ = 0 and of the coarse
+// covariances. With given targets ∂L/∂t[m·N+k] = ∂L/∂t_k, and the terms of
+// t_k drop out of the rest: a_j is 0 in G_kj and Σ_k ∂L/∂t_k E_kj is not
+// added to ∂L/∂a_j. The derivative of max at t_k = 0 or κ = 0 and of the coarse
 // rule at its kinks (device.CoarseSlopes) is taken as 0.
-func ReLUFitBackward[T Float](dx, dkappa, x, kappa, g []T, l mixture.Layout, opts device.ReLUFitOptions) error {
-	return ReLUFitBackwardSaved(dx, dkappa, x, kappa, g, l, opts, nil)
+func ReLUFitBackward[T Float](dx, dkappa, dt, x, kappa, t, g []T, l mixture.Layout, opts device.ReLUFitOptions) error {
+	return ReLUFitBackwardSaved(dx, dkappa, dt, x, kappa, t, g, l, opts, nil)
 }
 
 // ReLUFitBackwardSaved is ReLUFitBackward reading the forward sums from
-// sums, which ReLUFitSaving returned for this x, kappa, l and opts, instead
+// sums, which ReLUFitSaving returned for this x, kappa, t, l and opts, instead
 // of recomputing them; with sums nil it recomputes them. It reports sums
 // saved for another layout as an error.
-func ReLUFitBackwardSaved[T Float](dx, dkappa, x, kappa, g []T, l mixture.Layout, opts device.ReLUFitOptions, sums *ReLUFitSums[T]) error {
-	p, err := opts.Resolve()
+func ReLUFitBackwardSaved[T Float](dx, dkappa, dt, x, kappa, t, g []T, l mixture.Layout, opts device.ReLUFitOptions, sums *ReLUFitSums[T]) error {
+	p, err := resolveReLUFit(opts, t, l)
 	if err != nil {
 		return err
 	}
@@ -124,7 +134,7 @@ func ReLUFitBackwardSaved[T Float](dx, dkappa, x, kappa, g []T, l mixture.Layout
 		dx = make([]T, len(g))
 	}
 	copy(dx, g)
-	err = reluEach(x, kappa, l, p, true, sums, func(s *reluWork[T], m int) error {
+	err = reluEach(x, kappa, t, l, p, true, sums, func(s *reluWork[T], m int) error {
 		var dk T
 		if p.Refine {
 			var err error
@@ -137,6 +147,9 @@ func ReLUFitBackwardSaved[T Float](dx, dkappa, x, kappa, g []T, l mixture.Layout
 		if dkappa != nil {
 			dkappa[m] = dk
 		}
+		if dt != nil {
+			copy(dt[m*l.N:(m+1)*l.N], s.gt[:l.N])
+		}
 		return nil
 	})
 	if err != nil {
@@ -145,19 +158,39 @@ func ReLUFitBackwardSaved[T Float](dx, dkappa, x, kappa, g []T, l mixture.Layout
 	if err := checkFiniteResult(dx, l, "gradient", false); err != nil {
 		return err
 	}
+	if err := mixture.CheckFinite(dt); err != nil {
+		return errors.Wrap(err, "gradient of the targets")
+	}
 	return errors.Wrap(mixture.CheckFinite(dkappa), "gradient of the constant")
 }
 
+// resolveReLUFit resolves opts and checks that given targets t (nil: none)
+// hold one value per component and do not meet the refined fit.
+func resolveReLUFit[T Float](opts device.ReLUFitOptions, t []T, l mixture.Layout) (device.ReLUFitParams, error) {
+	p, err := opts.Resolve()
+	switch {
+	case err != nil || t == nil:
+		return p, err
+	case p.Refine:
+		return p, errors.New("the refined ReLU fit evaluates its target away from the centroids and cannot take given targets")
+	case len(t) != l.Mixtures()*l.N:
+		return p, errors.Errorf("ReLU fit targets: %d values for %d components", len(t), l.Mixtures()*l.N)
+	}
+	return p, nil
+}
+
 // reluEach loads every mixture of x with its constant (kappa[m], or 0 for a
-// nil kappa) into a per-worker reluWork (with the backward buffers if
+// nil kappa) and its given targets (t, or none for a nil t) into a
+// per-worker reluWork (with the backward buffers if
 // backward is set) and hands the work to f with the forward sums in place;
 // it returns the first error of a load or of f. The sums come from sums in
 // the backward pass and are computed, and stored into sums, in the forward
 // pass or when sums is nil.
-func reluEach[T Float](x, kappa []T, l mixture.Layout, p device.ReLUFitParams, backward bool, sums *ReLUFitSums[T], f func(s *reluWork[T], m int) error) error {
+func reluEach[T Float](x, kappa, t []T, l mixture.Layout, p device.ReLUFitParams, backward bool, sums *ReLUFitSums[T], f func(s *reluWork[T], m int) error) error {
 	ws := make([]*reluWork[T], parallel.Workers(l.Mixtures()))
 	for i := range ws {
 		ws[i] = newReLUWork[T](l.N, l.D, backward)
+		ws[i].given = t != nil
 	}
 	errs := make([]error, len(ws))
 	parallel.ForWorker(l.Mixtures(), func(w, m int) {
@@ -170,14 +203,19 @@ func reluEach[T Float](x, kappa []T, l mixture.Layout, p device.ReLUFitParams, b
 			errs[w] = cmp.Or(errs[w], mixtureError(err, l, m))
 			return
 		}
-		t, e := sums.mixture(m)
+		st, se := sums.mixture(m)
 		if backward && sums != nil {
-			copy(s.t, t)
-			copy(s.e, e)
+			copy(s.t, st)
+			copy(s.e, se)
 		} else {
 			s.forward()
-			copy(t, s.t)
-			copy(e, s.e)
+			if t != nil {
+				for k, v := range t[m*l.N : (m+1)*l.N] {
+					s.t[k] += v
+				}
+			}
+			copy(st, s.t)
+			copy(se, s.e)
 		}
 		if err := f(s, m); err != nil {
 			errs[w] = cmp.Or(errs[w], mixtureError(err, l, m))

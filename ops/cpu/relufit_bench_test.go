@@ -35,7 +35,7 @@ func benchReLUFitForward(b *testing.B, opts device.ReLUFitOptions) {
 		y := make([]float32, len(x))
 		b.Run(relufitBenchName(l), func(b *testing.B) {
 			for b.Loop() {
-				if err := ReLUFit(y, x, nil, l, opts); err != nil {
+				if err := ReLUFit(y, x, nil, nil, l, opts); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -59,7 +59,7 @@ func benchReLUFitBackward(b *testing.B, opts device.ReLUFitOptions) {
 		dx := make([]float32, len(x))
 		b.Run(relufitBenchName(l), func(b *testing.B) {
 			for b.Loop() {
-				if err := ReLUFitBackward(dx, nil, x, nil, g, l, opts); err != nil {
+				if err := ReLUFitBackward(dx, nil, nil, x, nil, nil, g, l, opts); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -30,10 +30,10 @@ func TestReLUFitRefinedError(t *testing.T) {
 		ref := make([]float64, len(x))
 		unrefined := c.opts
 		unrefined.Refine = false
-		if err := ReLUFit(heur, x, nil, c.l, unrefined); err != nil {
+		if err := ReLUFit(heur, x, nil, nil, c.l, unrefined); err != nil {
 			t.Fatal(err)
 		}
-		if err := ReLUFit(ref, x, nil, c.l, c.opts); err != nil {
+		if err := ReLUFit(ref, x, nil, nil, c.l, c.opts); err != nil {
 			t.Fatal(err)
 		}
 		if err := mixture.Validate(ref, c.l); err != nil {
@@ -63,11 +63,11 @@ func TestReLUFitRefinedProperties(t *testing.T) {
 	for _, l := range []mixture.Layout{{B: 2, C: 2, N: 30, D: 2}, {B: 2, C: 1, N: 30, D: 3}} {
 		x := relufitRandom(rand.New(rand.NewPCG(7, uint64(l.D))), l, 0.1, 2)
 		y := make([]float64, len(x))
-		if err := ReLUFit(y, x, nil, l, refined); err != nil {
+		if err := ReLUFit(y, x, nil, nil, l, refined); err != nil {
 			t.Fatal(err)
 		}
 		again := make([]float64, len(x))
-		if err := ReLUFit(again, x, nil, l, refined); err != nil {
+		if err := ReLUFit(again, x, nil, nil, l, refined); err != nil {
 			t.Fatal(err)
 		}
 		if d := gmtest.MaxAbsDiff(y, again); d != 0 {
@@ -85,7 +85,7 @@ func TestReLUFitRefinedProperties(t *testing.T) {
 			}
 		}
 		ys := make([]float64, len(x))
-		if err := ReLUFit(ys, shifted, nil, l, refined); err != nil {
+		if err := ReLUFit(ys, shifted, nil, nil, l, refined); err != nil {
 			t.Fatal(err)
 		}
 		for i := 0; i < len(y); i += l.Stride() {
@@ -95,7 +95,7 @@ func TestReLUFitRefinedProperties(t *testing.T) {
 		}
 		gmtest.WantClose(t, "translated fit", ys, y, 1e-9)
 		y32 := make([]float32, len(x))
-		if err := ReLUFit(y32, gmtest.To32(x), nil, l, refined); err != nil {
+		if err := ReLUFit(y32, gmtest.To32(x), nil, nil, l, refined); err != nil {
 			t.Fatal(err)
 		}
 		gmtest.WantClose(t, "float32 fit", y32, y, 2e-3)
@@ -104,17 +104,17 @@ func TestReLUFitRefinedProperties(t *testing.T) {
 	l := mixture.Layout{B: 1, C: 2, N: 20, D: 2}
 	x := relufitRandom(rand.New(rand.NewPCG(2, 2)), l, 0.1, 2)
 	y := make([]float64, len(x))
-	if err := ReLUFit(y, x, []float64{-0.05, 0}, l, refined); err != nil {
+	if err := ReLUFit(y, x, []float64{-0.05, 0}, nil, l, refined); err != nil {
 		t.Fatal(err)
 	}
 	if err := mixture.Validate(y, l); err != nil {
 		t.Errorf("refined fit with κ < 0: %v", err)
 	}
-	gmtest.WantErr(t, ReLUFit(y, x, []float64{0, 0.1}, l, refined), "κ ≤ 0", "0.1", "mixture")
-	gmtest.WantErr(t, ReLUFitBackward(make([]float64, len(x)), make([]float64, 2), x, []float64{0, 0.1}, x, l, refined), "κ ≤ 0", "0.1", "mixture")
+	gmtest.WantErr(t, ReLUFit(y, x, []float64{0, 0.1}, nil, l, refined), "κ ≤ 0", "0.1", "mixture")
+	gmtest.WantErr(t, ReLUFitBackward(make([]float64, len(x)), make([]float64, 2), nil, x, []float64{0, 0.1}, nil, x, l, refined), "κ ≤ 0", "0.1", "mixture")
 	l = mixture.Layout{B: 1, C: 1, N: RefineMaxN + 1, D: 2}
 	x = relufitRandom(rand.New(rand.NewPCG(1, 1)), l, 0.1, 20)
-	gmtest.WantErr(t, ReLUFit(make([]float64, len(x)), x, nil, l, refined), "at most 4096 components", "got 4097", "mixture")
+	gmtest.WantErr(t, ReLUFit(make([]float64, len(x)), x, nil, nil, l, refined), "at most 4096 components", "got 4097", "mixture")
 }
 
 // TestReLUFitRefinedGradient checks the refined fit's exact backward
@@ -137,15 +137,15 @@ func TestReLUFitRefinedGradient(t *testing.T) {
 				relufitCheckGrad(t, name, x, kappa, l, c.opts)
 				g := relufitRandom(rand.New(rand.NewPCG(4, uint64(n))), l, 0, 1)
 				want := make([]float64, len(x))
-				if err := ReLUFitBackward(want, nil, x, kappa, g, l, c.opts); err != nil {
+				if err := ReLUFitBackward(want, nil, nil, x, kappa, nil, g, l, c.opts); err != nil {
 					t.Fatal(err)
 				}
-				sums, err := ReLUFitSaving(make([]float64, len(x)), x, kappa, l, c.opts)
+				sums, err := ReLUFitSaving(make([]float64, len(x)), x, kappa, nil, l, c.opts)
 				if err != nil {
 					t.Fatal(err)
 				}
 				saved := make([]float64, len(x))
-				if err := ReLUFitBackwardSaved(saved, nil, x, kappa, g, l, c.opts, sums); err != nil {
+				if err := ReLUFitBackwardSaved(saved, nil, nil, x, kappa, nil, g, l, c.opts, sums); err != nil {
 					t.Fatal(err)
 				}
 				if diff := gmtest.MaxAbsDiff(saved, want); diff != 0 {
@@ -168,7 +168,7 @@ func refineDecisions(x, kappa []float64, l mixture.Layout, opts device.ReLUFitOp
 	y := make([]float64, len(x))
 	copy(y, x)
 	decs := make([][]bool, l.Mixtures())
-	err = reluEach(x, kappa, l, p, false, nil, func(s *reluWork[float64], m int) error {
+	err = reluEach(x, kappa, nil, l, p, false, nil, func(s *reluWork[float64], m int) error {
 		out := mixture.Mixture(y, l, m)
 		s.heuristicWeights(out, p.Off)
 		var md []bool

@@ -118,10 +118,10 @@ func TestReLUFitFast8(t *testing.T) {
 		run := func(wide, simd bool) (y, dx []float32) {
 			reluWide, cpuAVX2FMA = wide, simd
 			y, dx = make([]float32, len(x)), make([]float32, len(x))
-			if err := ReLUFit(y, x, nil, l, device.ReLUFitOptions{}); err != nil {
+			if err := ReLUFit(y, x, nil, nil, l, device.ReLUFitOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if err := ReLUFitBackward(dx, nil, x, nil, g, l, device.ReLUFitOptions{}); err != nil {
+			if err := ReLUFitBackward(dx, nil, nil, x, nil, nil, g, l, device.ReLUFitOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			return y, dx

@@ -112,7 +112,7 @@ func TestReLUFitMatchesNaive(t *testing.T) {
 					kappa := relufitConstant(rng, kind, l)
 					want, _ := relufitNaive(x, kappa, l, v.opts)
 					got := make([]float64, len(x))
-					if err := ReLUFit(got, x, kappa, l, v.opts); err != nil {
+					if err := ReLUFit(got, x, kappa, nil, l, v.opts); err != nil {
 						t.Fatal(err)
 					}
 					for i := range got {
@@ -238,7 +238,7 @@ func relufitCheckGrad(t *testing.T, name string, x, kappa []float64, l mixture.L
 	r := gmtest.Normal(rng, len(x))
 	y := make([]float64, len(x))
 	loss := func() float64 {
-		if err := ReLUFit(y, x, kappa, l, opts); err != nil {
+		if err := ReLUFit(y, x, kappa, nil, l, opts); err != nil {
 			t.Fatal(err)
 		}
 		return gmtest.Dot(y, r)
@@ -262,7 +262,7 @@ func relufitCheckGrad(t *testing.T, name string, x, kappa []float64, l mixture.L
 	if kappa != nil {
 		dkappa = make([]float64, len(kappa))
 	}
-	if err := ReLUFitBackward(dx, dkappa, x, kappa, r, l, opts); err != nil {
+	if err := ReLUFitBackward(dx, dkappa, nil, x, kappa, nil, r, l, opts); err != nil {
 		t.Fatal(err)
 	}
 	central := gmtest.Central
@@ -314,12 +314,12 @@ func relufitCheckProperties(t *testing.T, name string, d int, opts device.ReLUFi
 	x := relufitRandom(rng, l, 0, 2)
 	kappa := relufitConstant(rng, kind, l)
 	y := make([]float64, len(x))
-	if err := ReLUFit(y, x, kappa, l, opts); err != nil {
+	if err := ReLUFit(y, x, kappa, nil, l, opts); err != nil {
 		t.Fatal(err)
 	}
 	x32 := gmtest.To32(x)
 	y32 := make([]float32, len(x))
-	if err := ReLUFit(y32, x32, gmtest.To32(kappa), l, opts); err != nil {
+	if err := ReLUFit(y32, x32, gmtest.To32(kappa), nil, l, opts); err != nil {
 		t.Fatal(err)
 	}
 	paper := opts.Variant == device.ReLUFitPaper
@@ -368,12 +368,12 @@ func checkReLUFitConstantZero[T Float](t *testing.T, name string, x, g []T, l mi
 	var outs [2][3][]T // per κ (nil, zeros): y, ∂L/∂x recomputed, ∂L/∂x from saved sums
 	for i, kappa := range [][]T{nil, zero} {
 		y, dx, dxSaved := make([]T, len(x)), make([]T, len(x)), make([]T, len(x))
-		sums, err := ReLUFitSaving(y, x, kappa, l, opts)
+		sums, err := ReLUFitSaving(y, x, kappa, nil, l, opts)
 		if err == nil {
-			err = ReLUFitBackward(dx, nil, x, kappa, g, l, opts)
+			err = ReLUFitBackward(dx, nil, nil, x, kappa, nil, g, l, opts)
 		}
 		if err == nil {
-			err = ReLUFitBackwardSaved(dxSaved, nil, x, kappa, g, l, opts, sums)
+			err = ReLUFitBackwardSaved(dxSaved, nil, nil, x, kappa, nil, g, l, opts, sums)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -403,10 +403,10 @@ func TestReLUFitLargeConstant(t *testing.T) {
 				x, g := relufitRandom(rng, l, 0.1, 1.5), relufitRandom(rng, l, 0, 1)
 				kappa := []float64{big, 1.5 * big, 2 * big, 0.5 * big}
 				y, dk := make([]float64, len(x)), make([]float64, len(kappa))
-				if err := ReLUFit(y, x, kappa, l, v.opts); err != nil {
+				if err := ReLUFit(y, x, kappa, nil, l, v.opts); err != nil {
 					t.Fatal(err)
 				}
-				if err := ReLUFitBackward(make([]float64, len(x)), dk, x, kappa, g, l, v.opts); err != nil {
+				if err := ReLUFitBackward(make([]float64, len(x)), dk, nil, x, kappa, nil, g, l, v.opts); err != nil {
 					t.Fatal(err)
 				}
 				st := l.Stride()
@@ -481,11 +481,11 @@ func TestReLUFitClosedForm(t *testing.T) {
 						continue // ε·0/e: covered by the reference rows
 					}
 					y := make([]float64, len(x))
-					if err := ReLUFit(y, x, nil, l, c.opts); err != nil {
+					if err := ReLUFit(y, x, nil, nil, l, c.opts); err != nil {
 						t.Fatal(err)
 					}
 					y32 := make([]float32, len(x))
-					if err := ReLUFit(y32, gmtest.To32(x), nil, l, c.opts); err != nil {
+					if err := ReLUFit(y32, gmtest.To32(x), nil, nil, l, c.opts); err != nil {
 						t.Fatal(err)
 					}
 					for k := range copies {
@@ -515,8 +515,8 @@ func TestReLUFitFloat32(t *testing.T) {
 				y, dx, dk := make([]float64, len(x)), make([]float64, len(x)), make([]float64, l.Mixtures())
 				y32, dx32, dk32 := make([]float32, len(x)), make([]float32, len(x)), make([]float32, l.Mixtures())
 				for _, err := range []error{
-					ReLUFit(y, x, kappa, l, v.opts), ReLUFit(y32, x32, kappa32, l, v.opts),
-					ReLUFitBackward(dx, dk, x, kappa, g, l, v.opts), ReLUFitBackward(dx32, dk32, x32, kappa32, g32, l, v.opts),
+					ReLUFit(y, x, kappa, nil, l, v.opts), ReLUFit(y32, x32, kappa32, nil, l, v.opts),
+					ReLUFitBackward(dx, dk, nil, x, kappa, nil, g, l, v.opts), ReLUFitBackward(dx32, dk32, nil, x32, kappa32, nil, g32, l, v.opts),
 				} {
 					if err != nil {
 						t.Fatal(err)
@@ -619,7 +619,7 @@ func TestReLUFitErrors(t *testing.T) {
 			c.edit(x)
 		}
 		y := make([]float32, len(x))
-		err := ReLUFit(y, x, nil, l, c.opts)
+		err := ReLUFit(y, x, nil, nil, l, c.opts)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 		}
@@ -650,15 +650,15 @@ func TestReLUFitSaved(t *testing.T) {
 	l := mixture.Layout{B: 1, C: 2, N: 5, D: 2}
 	x := relufitRandom(rand.New(rand.NewPCG(1, 1)), l, 0, 2)
 	y, dx := make([]float64, len(x)), make([]float64, len(x))
-	sums, err := ReLUFitSaving(y, x, nil, l, device.ReLUFitOptions{})
+	sums, err := ReLUFitSaving(y, x, nil, nil, l, device.ReLUFitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	other := mixture.Layout{B: 2, C: 1, N: 5, D: 2}
-	if err := ReLUFitBackwardSaved(dx, nil, x, nil, x, other, device.ReLUFitOptions{}, sums); err == nil || !strings.Contains(err.Error(), "layout") {
+	if err := ReLUFitBackwardSaved(dx, nil, nil, x, nil, nil, x, other, device.ReLUFitOptions{}, sums); err == nil || !strings.Contains(err.Error(), "layout") {
 		t.Errorf("sums of another layout: error %v, want one naming the layouts", err)
 	}
-	err = Kernels[float64]{}.ReLUFitBackward(dx, nil, x, nil, x, l, device.ReLUFitOptions{}, &Decisions{})
+	err = Kernels[float64]{}.ReLUFitBackward(dx, nil, nil, x, nil, nil, x, l, device.ReLUFitOptions{}, &Decisions{})
 	if err == nil || !strings.Contains(err.Error(), "*cpu.Decisions") {
 		t.Errorf("TreeHEM decisions as ReLU sums: error %v, want one naming the type", err)
 	}
@@ -668,10 +668,10 @@ func checkReLUFitSaved[T Float](t *testing.T, x, kappa, g []T, l mixture.Layout)
 	t.Helper()
 	name := fmt.Sprintf("%dD %T κ=%v", l.D, x[0], kappa != nil)
 	y, want := make([]T, len(x)), make([]T, len(x))
-	if err := ReLUFit(want, x, kappa, l, device.ReLUFitOptions{}); err != nil {
+	if err := ReLUFit(want, x, kappa, nil, l, device.ReLUFitOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	sums, err := ReLUFitSaving(y, x, kappa, l, device.ReLUFitOptions{})
+	sums, err := ReLUFitSaving(y, x, kappa, nil, l, device.ReLUFitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -680,10 +680,10 @@ func checkReLUFitSaved[T Float](t *testing.T, x, kappa, g []T, l mixture.Layout)
 	}
 	dx, dxSaved := make([]T, len(x)), make([]T, len(x))
 	dk, dkSaved := make([]T, l.Mixtures()), make([]T, l.Mixtures())
-	if err := ReLUFitBackward(dx, dk, x, kappa, g, l, device.ReLUFitOptions{}); err != nil {
+	if err := ReLUFitBackward(dx, dk, nil, x, kappa, nil, g, l, device.ReLUFitOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := ReLUFitBackwardSaved(dxSaved, dkSaved, x, kappa, g, l, device.ReLUFitOptions{}, sums); err != nil {
+	if err := ReLUFitBackwardSaved(dxSaved, dkSaved, nil, x, kappa, nil, g, l, device.ReLUFitOptions{}, sums); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(dx, dxSaved) || !slices.Equal(dk, dkSaved) {

@@ -42,6 +42,10 @@ type reluWork[T Float] struct {
 	consts []float32
 	// kappa is the mixture's constant κ.
 	kappa T
+	// given is set when the targets come from the caller (ReLUFit's t):
+	// then an is zero, so the O(N²) sums leave the target's part at 0, and
+	// the targets contribute no gradient to the mixture itself.
+	given bool
 
 	// Backward state: per centroid k the sensitivities gt = ∂L/∂t_k,
 	// ge = ∂L/∂e_k, the direct ∂L/∂x_k and kq = Σ_j w_kj u_kj; per Gaussian j
@@ -132,6 +136,9 @@ func (s *reluWork[T]) load(mx []T, kappa T, p device.ReLUFitParams) error {
 		s.a[j] = g[0]
 		s.x[j] = device.CoarseWeight(p, g[0], kappa)
 		s.nrm[j], s.an[j], s.xn[j] = nrm, s.a[j]*nrm, s.x[j]*nrm
+		if s.given {
+			s.an[j] = 0
+		}
 		for r := range d {
 			s.mu[r][j] = g[1+r]
 		}
@@ -255,7 +262,11 @@ func (s *reluWork[T]) gather(dx []T) (dkappa T) {
 	idx := symIndex[d-2]
 	for j := range n {
 		g := dx[j*st : (j+1)*st]
-		g[0] = s.ga[j]
+		ga := s.ga[j]
+		if s.given {
+			ga = 0
+		}
+		g[0] = ga
 		switch da, dk := device.CoarseSlopes(s.a[j], s.kappa); {
 		case da != 0:
 			g[0] += da * (s.gxd[j] + s.gx[j])
@@ -265,7 +276,7 @@ func (s *reluWork[T]) gather(dx []T) (dkappa T) {
 		for r := range d {
 			g[1+r] += s.u[r][j] - s.kq[r][j]
 		}
-		w := s.a[j]*s.ga[j] + s.x[j]*s.gx[j]
+		w := s.a[j]*ga + s.x[j]*s.gx[j]
 		cov := g[1+d:]
 		for i, rc := range idx {
 			v := (s.uu[i][j] - w*s.sym[i][j]) / 2

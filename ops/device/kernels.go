@@ -53,15 +53,18 @@ type Kernels[T Float] interface {
 	// ReLUFit writes into y (same layout) the dense fit of every mixture m
 	// of x plus its constant kappa[m]: the mixture part of
 	// max(f + κ, 0) = fit + max(κ, 0). kappa holds one value per mixture, or
-	// is nil for κ = 0. opts are resolved with ReLUFitOptions.Resolve.
-	ReLUFit(y, x, kappa []T, l mixture.Layout, opts ReLUFitOptions) error
+	// is nil for κ = 0. t is nil, or holds one value per component: the
+	// values of the function to fit at the centroids, given instead of
+	// computed from x. opts are resolved with ReLUFitOptions.Resolve.
+	ReLUFit(y, x, kappa, t []T, l mixture.Layout, opts ReLUFitOptions) error
 	// ReLUFitSaving is ReLUFit that also returns what ReLUFitBackward can
-	// reuse for the same x and kappa (see Saved).
-	ReLUFitSaving(y, x, kappa []T, l mixture.Layout, opts ReLUFitOptions) (Saved, error)
-	// ReLUFitBackward writes ∂L/∂x and ∂L/∂κ of ReLUFit; a nil destination
-	// is not computed (kappa nil: κ = 0). saved is nil or what ReLUFitSaving
-	// returned for this x, kappa, l and opts.
-	ReLUFitBackward(dx, dkappa, x, kappa, g []T, l mixture.Layout, opts ReLUFitOptions, saved Saved) error
+	// reuse for the same x, kappa and t (see Saved).
+	ReLUFitSaving(y, x, kappa, t []T, l mixture.Layout, opts ReLUFitOptions) (Saved, error)
+	// ReLUFitBackward writes ∂L/∂x, ∂L/∂κ and ∂L/∂t of ReLUFit; a nil
+	// destination is not computed (kappa nil: κ = 0; t nil: no given
+	// targets). saved is nil or what ReLUFitSaving returned for this x,
+	// kappa, t, l and opts.
+	ReLUFitBackward(dx, dkappa, dt, x, kappa, t, g []T, l mixture.Layout, opts ReLUFitOptions, saved Saved) error
 
 	// TreeHEM reduces every mixture of x to np components into y (layout l
 	// with N = np); o has passed o.Check(l, np).
@@ -160,8 +163,9 @@ type Device struct {
 	// runtime (on a GPU); nil for a device that computes in Go. A method
 	// with variants that the device computes in different places is named
 	// with the variant for each one that leaves the runtime:
-	// "ReLUFit/constant" is the ReLU fit with constants, "ReLUFit/refined"
-	// the refined fit (likewise ReLUFitSaving and ReLUFitBackward), while
+	// "ReLUFit/constant" is the ReLU fit with constants, "ReLUFit/targets"
+	// the fit to given targets, "ReLUFit/refined" the refined fit (likewise
+	// ReLUFitSaving and ReLUFitBackward), while
 	// "ReLUFit" alone covers only the plain fit.
 	External map[string]bool
 }
@@ -191,12 +195,15 @@ func (d *Device) Check() error {
 }
 
 // ReLUFitCall returns the name External gives the ReLU-fit computation name
-// (ReLUFit, ReLUFitSaving or ReLUFitBackward) when called with constants or
-// with opts: the plain name for the plain fit, with "/constant" for the fit
-// with constants and "/refined" for the refined fit, the cases a device may
-// compute elsewhere.
-func ReLUFitCall(name string, constant bool, opts ReLUFitOptions) string {
+// (ReLUFit, ReLUFitSaving or ReLUFitBackward) when called with constants,
+// with given targets or with opts: the plain name for the plain fit, with
+// "/targets" for the fit to given targets, "/constant" for the fit with
+// constants and "/refined" for the refined fit, the cases a device may
+// compute elsewhere (given targets take precedence, then constants).
+func ReLUFitCall(name string, constant, targets bool, opts ReLUFitOptions) string {
 	switch {
+	case targets:
+		return name + "/targets"
 	case constant:
 		return name + "/constant"
 	case opts.Refine:
@@ -208,9 +215,9 @@ func ReLUFitCall(name string, constant bool, opts ReLUFitOptions) string {
 // variants are the variants of the Kernels methods that have some, as
 // External names them.
 var variants = map[string][]string{
-	"ReLUFit":         {"constant", "refined"},
-	"ReLUFitSaving":   {"constant", "refined"},
-	"ReLUFitBackward": {"constant", "refined"},
+	"ReLUFit":         {"constant", "targets", "refined"},
+	"ReLUFitSaving":   {"constant", "targets", "refined"},
+	"ReLUFitBackward": {"constant", "targets", "refined"},
 }
 
 // Placement says where d computes: its name, and for a device with
