@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"go/parser"
 	"go/token"
 	"math"
@@ -61,6 +62,9 @@ var deviceCases = []deviceCase{
 	}},
 	{"ConvFit", opOnly(func(testDev *device.Device) G.Op { return NewConvFit(testDev, 5) }), func(rng *rand.Rand, d int) []*tensor.Dense {
 		return []*tensor.Dense{randomMixture(rng, 2, 3, 4, d), randomMixture(rng, 2, 3, 2, d)}
+	}},
+	{"ReLUFitTargets", opOnly(func(testDev *device.Device) G.Op { return NewReLUFitTargets(testDev, ReLUFitOptions{}, false) }), func(rng *rand.Rand, d int) []*tensor.Dense {
+		return []*tensor.Dense{randomMixture(rng, 2, 2, 6, d), tensor.New(tensor.WithShape(2, 2, 6), tensor.WithBacking(gmtest.Normal(rng, 24)))}
 	}},
 	{"KeepLargest", opOnly(func(testDev *device.Device) G.Op { return NewKeepLargest(testDev, 3) }), oneMixture(2, 3, 5)},
 	{"Integrate", opOnly(NewIntegrate), oneMixture(2, 3, 4)},

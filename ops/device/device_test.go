@@ -126,14 +126,14 @@ func TestVariants(t *testing.T) {
 	if !d.Extern("ReLUFit/refined") || d.Extern("ReLUFit/constant") || !d.Extern("ReLUFit") {
 		t.Error("Extern does not take the variants exactly")
 	}
-	want := "gpu; in Go on the CPU: ReLUFit/constant, ReLUFitBackward/constant, ReLUFitBackward/refined, ReLUFitSaving/constant, ReLUFitSaving/refined"
+	want := "gpu; in Go on the CPU: ReLUFit/constant, ReLUFit/targets, ReLUFitBackward/constant, ReLUFitBackward/refined, ReLUFitBackward/targets, ReLUFitSaving/constant, ReLUFitSaving/refined, ReLUFitSaving/targets"
 	if got := d.Placement(); got != want {
 		t.Errorf("Placement() = %q, want %q", got, want)
 	}
 	if got := (&Device{Name: "cpu"}).Placement(); got != "cpu (every computation in Go)" {
 		t.Errorf("Placement() of a Go device = %q", got)
 	}
-	for name, want := range map[string]string{"ReLUFit/fast": `"ReLUFit/fast", but ReLUFit has the variants [constant refined]`, "Conv/constant": `"Conv/constant", but Conv has the variants []`} {
+	for name, want := range map[string]string{"ReLUFit/fast": `"ReLUFit/fast", but ReLUFit has the variants [constant targets refined]`, "Conv/constant": `"Conv/constant", but Conv has the variants []`} {
 		err := (&Device{Name: "y", F32: noKernels[float32]{}, F64: noKernels[float64]{}, External: map[string]bool{name: true}}).Check()
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Check with External %q: %v, want an error containing %q", name, err, want)
