@@ -134,7 +134,7 @@ func TestReLUFitRefinedGradient(t *testing.T) {
 				l := mixture.Layout{B: 1, C: 2, N: n, D: d}
 				x, kappa := relufitGradCase(t, uint64(10+n), l, c.opts, c.kind)
 				name := fmt.Sprintf("refined %+v κ %s D=%d N=%d", c.opts, c.kind, d, n)
-				relufitCheckGrad(t, name, x, kappa, l, c.opts)
+				relufitCheckGrad(t, name, x, kappa, nil, l, c.opts)
 				g := relufitRandom(rand.New(rand.NewPCG(4, uint64(n))), l, 0, 1)
 				want := make([]float64, len(x))
 				if err := ReLUFitBackward(want, nil, nil, x, kappa, nil, g, l, c.opts); err != nil {

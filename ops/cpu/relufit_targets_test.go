@@ -76,68 +76,9 @@ func TestReLUFitTargetsGradient(t *testing.T) {
 					for i := range tg {
 						tg[i] = -relufitKappa(kappa, i/n) + math.Copysign(0.05+rng.Float64(), rng.NormFloat64())
 					}
-					relufitCheckTargetsGrad(t, fmt.Sprintf("%s κ %s D=%d N=%d", v.name, kind, d, n), x, kappa, tg, l, v.opts)
+					relufitCheckGrad(t, fmt.Sprintf("%s κ %s D=%d N=%d", v.name, kind, d, n), x, kappa, tg, l, v.opts)
 				}
 			}
-		}
-	}
-}
-
-func relufitCheckTargetsGrad(t *testing.T, name string, x, kappa, tg []float64, l mixture.Layout, opts device.ReLUFitOptions) {
-	t.Helper()
-	rng := rand.New(rand.NewPCG(98, uint64(len(x))))
-	r := gmtest.Normal(rng, len(x))
-	y := make([]float64, len(x))
-	loss := func() float64 {
-		if err := ReLUFit(y, x, kappa, tg, l, opts); err != nil {
-			t.Fatal(err)
-		}
-		return gmtest.Dot(y, r)
-	}
-	d0 := relufitTargetDecisions(x, kappa, tg, l)
-	inputs := [][]float64{x, kappa, tg}
-	for _, in := range inputs {
-		for i := range in {
-			steps := []float64{-gmtest.Step, gmtest.Step}
-			if kappa != nil && &in[0] == &kappa[0] && in[i] == 0 {
-				// The fit has a kink at κ = 0, where its derivative is taken
-				// from the left.
-				steps = []float64{-gmtest.Step, -2 * gmtest.Step}
-			}
-			for _, h := range steps {
-				in[i] += h
-				dh := relufitTargetDecisions(x, kappa, tg, l)
-				in[i] -= h
-				if !slices.Equal(dh, d0) {
-					t.Fatalf("%s: a decision flips when an input moves by %g", name, h)
-				}
-			}
-		}
-	}
-	dx, dt := make([]float64, len(x)), make([]float64, len(tg))
-	var dkappa []float64
-	if kappa != nil {
-		dkappa = make([]float64, len(kappa))
-	}
-	if err := ReLUFitBackward(dx, dkappa, dt, x, kappa, tg, r, l, opts); err != nil {
-		t.Fatal(err)
-	}
-	for i, a := range [][]float64{dx, dkappa, dt} {
-		if inputs[i] == nil {
-			continue
-		}
-		what := []string{"x", "κ", "t"}[i]
-		numeric := gmtest.Central(loss, inputs[i], gmtest.Step)
-		if i == 1 {
-			left := gmtest.Left(loss, kappa, gmtest.Step)
-			for m, k := range kappa {
-				if k == 0 {
-					numeric[m] = left[m]
-				}
-			}
-		}
-		if e := gmtest.RelErr(a, numeric); !(e <= gmtest.GradTol) {
-			t.Errorf("%s ∂L/∂%s: relative gradient error %.3g > %g", name, what, e, gmtest.GradTol)
 		}
 	}
 }

@@ -188,7 +188,7 @@ func TestReLUFitGradient(t *testing.T) {
 				for _, n := range []int{1, 6, 11} {
 					l := mixture.Layout{B: 2, C: 3, N: n, D: d}
 					x, kappa := relufitGradCase(t, uint64(n), l, v.opts, kind)
-					relufitCheckGrad(t, fmt.Sprintf("%s κ %s D=%d N=%d", v.name, kind, d, n), x, kappa, l, v.opts)
+					relufitCheckGrad(t, fmt.Sprintf("%s κ %s D=%d N=%d", v.name, kind, d, n), x, kappa, nil, l, v.opts)
 					for i := 0; i < len(x); i += l.Stride() {
 						da, dk := device.CoarseSlopes(x[i], relufitKappa(kappa, i/l.Stride()/l.N))
 						keptNegative += max(int(-da), 0)
@@ -223,31 +223,38 @@ func TestReLUFitGradientDuplicates(t *testing.T) {
 				t.Fatalf("D=%d: target %v too close to 0 after duplicating positions", d, v)
 			}
 		}
-		relufitCheckGrad(t, fmt.Sprintf("duplicates D=%d", d), x, nil, l, device.ReLUFitOptions{})
+		relufitCheckGrad(t, fmt.Sprintf("duplicates D=%d", d), x, nil, nil, l, device.ReLUFitOptions{})
 	}
 }
 
-// relufitCheckGrad compares ∂L/∂x and ∂L/∂κ of L = Σ r·ReLUFit(x, κ) with
-// central differences, except for a constant that is exactly 0: there the
-// fit has a kink, and the analytic derivative, taken with [κ > 0] = 0, is
-// the one from the left (gmtest.Left). Every decision must stay as it is
-// over the steps the differences take.
-func relufitCheckGrad(t *testing.T, name string, x, kappa []float64, l mixture.Layout, opts device.ReLUFitOptions) {
+// relufitCheckGrad compares ∂L/∂x, ∂L/∂κ and, for given targets tg (nil:
+// none), ∂L/∂t of L = Σ r·ReLUFit(x, κ, t) with central differences, except
+// for a constant that is exactly 0: there the fit has a kink, and the
+// analytic derivative, taken with [κ > 0] = 0, is the one from the left
+// (gmtest.Left). Every decision must stay as it is over the steps the
+// differences take.
+func relufitCheckGrad(t *testing.T, name string, x, kappa, tg []float64, l mixture.Layout, opts device.ReLUFitOptions) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(99, uint64(len(x))))
 	r := gmtest.Normal(rng, len(x))
 	y := make([]float64, len(x))
 	loss := func() float64 {
-		if err := ReLUFit(y, x, kappa, nil, l, opts); err != nil {
+		if err := ReLUFit(y, x, kappa, tg, l, opts); err != nil {
 			t.Fatal(err)
 		}
 		return gmtest.Dot(y, r)
 	}
-	d0 := relufitDecisions(x, kappa, l, opts)
+	decisions := func() []bool {
+		if tg != nil {
+			return relufitTargetDecisions(x, kappa, tg, l)
+		}
+		return relufitDecisions(x, kappa, l, opts)
+	}
+	d0 := decisions()
 	stable := func(v []float64, i int, steps ...float64) {
 		for _, h := range steps {
 			v[i] += h
-			dh := relufitDecisions(x, kappa, l, opts)
+			dh := decisions()
 			v[i] -= h
 			if !slices.Equal(dh, d0) {
 				t.Fatalf("%s: a decision flips when input %d moves by %g", name, i, h)
@@ -257,12 +264,18 @@ func relufitCheckGrad(t *testing.T, name string, x, kappa []float64, l mixture.L
 	for i := range x {
 		stable(x, i, -gmtest.Step, gmtest.Step)
 	}
+	for i := range tg {
+		stable(tg, i, -gmtest.Step, gmtest.Step)
+	}
 	dx := make([]float64, len(x))
-	var dkappa []float64
+	var dkappa, dt []float64
 	if kappa != nil {
 		dkappa = make([]float64, len(kappa))
 	}
-	if err := ReLUFitBackward(dx, dkappa, nil, x, kappa, nil, r, l, opts); err != nil {
+	if tg != nil {
+		dt = make([]float64, len(tg))
+	}
+	if err := ReLUFitBackward(dx, dkappa, dt, x, kappa, tg, r, l, opts); err != nil {
 		t.Fatal(err)
 	}
 	central := gmtest.Central
@@ -273,6 +286,11 @@ func relufitCheckGrad(t *testing.T, name string, x, kappa []float64, l mixture.L
 	}
 	if e := gmtest.RelErr(dx, central(loss, x, gmtest.Step)); !(e <= gmtest.GradTol) {
 		t.Errorf("%s ∂L/∂x: relative gradient error %.3g > %g", name, e, gmtest.GradTol)
+	}
+	if tg != nil {
+		if e := gmtest.RelErr(dt, central(loss, tg, gmtest.Step)); !(e <= gmtest.GradTol) {
+			t.Errorf("%s ∂L/∂t: relative gradient error %.3g > %g", name, e, gmtest.GradTol)
+		}
 	}
 	if kappa == nil {
 		return
