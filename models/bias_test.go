@@ -168,12 +168,17 @@ func TestBiasBlockConstant(t *testing.T) {
 }
 
 // TestBiasTrainingStep runs a training step's forward and backward pass of
-// a float32 model with each bias type and requires finite gradients of every
-// bias, not all zero: the constants reach the loss.
+// a float32 model with each bias type, unfused and fused ×2 with exact
+// targets (where the fit to the targets takes the constants), and requires
+// finite gradients of every bias, not all zero: the constants reach the loss.
 func TestBiasTrainingStep(t *testing.T) {
-	for _, b := range []BiasType{BiasNormal, BiasNegativeSoftplus} {
+	for _, c := range []struct {
+		b     BiasType
+		fused int
+	}{{BiasNormal, 0}, {BiasNegativeSoftplus, 0}, {BiasNormal, 2}, {BiasNegativeSoftplus, 2}} {
+		b := c.b
 		l, _ := ParseLayout("1/8 -> 4/4 -> 3")
-		m, err := Build(Config{Layout: l, D: 2, Classes: 3, Batch: 4, Bias: b, Seed: 5})
+		m, err := Build(Config{Layout: l, D: 2, Classes: 3, Batch: 4, Bias: b, Seed: 5, Fused: c.fused, FusedExact: c.fused > 0})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +197,7 @@ func TestBiasTrainingStep(t *testing.T) {
 		for i, g := range grads {
 			v := g.Value().Data().([]float32)
 			if slices.ContainsFunc(v, func(x float32) bool { return math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) }) || !slices.ContainsFunc(v, func(x float32) bool { return x != 0 }) {
-				t.Errorf("%v: gradient of bias %d is %v", b, i+1, v)
+				t.Errorf("%v, fused ×%d: gradient of bias %d is %v", b, c.fused, i+1, v)
 			}
 		}
 	}
