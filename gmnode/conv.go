@@ -4,7 +4,6 @@ import (
 	"github.com/gmcn-go/gmcn/ops"
 	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 )
 
 // Conv returns the analytic convolution of the data x [B, Fi, Ni, ·] with
@@ -99,11 +98,7 @@ func ConvFitTargets(x, kernels *G.Node, n int, scale float64) (fit, targets *G.N
 	if targets, err = ConvAt(x, kernels, pts); err != nil {
 		return nil, nil, err
 	}
-	var s any = scale
-	if targets.Dtype() == tensor.Float32 {
-		s = float32(scale)
-	}
-	if targets, err = G.Mul(targets, G.NewConstant(s)); err != nil {
+	if targets, err = G.Mul(targets, G.NewConstant(Scalar(targets.Dtype(), scale))); err != nil {
 		return nil, nil, errors.Wrap(err, "gm.ConvFitTargets")
 	}
 	return fit, targets, nil

@@ -189,11 +189,5 @@ func reluFitTargets(x, kappa, t *G.Node, opts []ops.ReLUFitOptions) (fit, kappaO
 	if err != nil {
 		return nil, nil, err
 	}
-	if fit, err = G.ApplyOp(ops.NewReLUFitTargets(on(x), o, true), x, kappa, t); err != nil {
-		return nil, nil, err
-	}
-	if kappaOut, err = positivePart(kappa); err != nil {
-		return nil, nil, errors.Wrap(err, "gm.ReLUFitTargets: the new constant max(κ, 0)")
-	}
-	return fit, kappaOut, nil
+	return withConstant("gm.ReLUFitTargets", ops.NewReLUFitTargets(on(x), o, true), kappa, x, kappa, t)
 }

@@ -4,7 +4,6 @@ import (
 	"github.com/gmcn-go/gmcn/ops"
 	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 )
 
 // ReLUFit returns the dense ReLU fit of every mixture of x [B, C, N, ·]: a
@@ -39,11 +38,17 @@ func ReLUFitConstant(x, kappa *G.Node, opts ...ops.ReLUFitOptions) (fit, kappaOu
 	if err != nil {
 		return nil, nil, err
 	}
-	if fit, err = G.ApplyOp(ops.NewReLUFitConstant(on(x), o), x, kappa); err != nil {
+	return withConstant("gm.ReLUFitConstant", ops.NewReLUFitConstant(on(x), o), kappa, x, kappa)
+}
+
+// withConstant applies the fit op to inputs and returns its output with
+// the new constants κ⁺ = max(κ, 0) of kappa; fn names the caller in errors.
+func withConstant(fn string, op G.Op, kappa *G.Node, inputs ...*G.Node) (fit, kappaOut *G.Node, err error) {
+	if fit, err = G.ApplyOp(op, inputs...); err != nil {
 		return nil, nil, err
 	}
 	if kappaOut, err = positivePart(kappa); err != nil {
-		return nil, nil, errors.Wrap(err, "gm.ReLUFitConstant: the new constant max(κ, 0)")
+		return nil, nil, errors.Wrapf(err, "%s: the new constant max(κ, 0)", fn)
 	}
 	return fit, kappaOut, nil
 }
@@ -77,11 +82,7 @@ func reluFitOptions(fn string, opts []ops.ReLUFitOptions) (ops.ReLUFitOptions, e
 // positivePart returns max(x, 0) elementwise as x·[x > 0], whose derivative
 // [x > 0] is 0 at x = 0.
 func positivePart(x *G.Node) (*G.Node, error) {
-	var zero any = float64(0)
-	if x.Dtype() == tensor.Float32 {
-		zero = float32(0)
-	}
-	mask, err := G.Gt(x, G.NewConstant(zero), true)
+	mask, err := G.Gt(x, G.NewConstant(Scalar(x.Dtype(), 0)), true)
 	if err != nil {
 		return nil, err
 	}

@@ -81,7 +81,7 @@ func blockConstant(kappa, kernels, bias *G.Node, fi int, t BiasType) (*G.Node, e
 		return nil, err
 	}
 	dt := kappa.Dtype()
-	if k, err = G.Mul(k, G.NewConstant(scalar(dt, 1/float64(fi)))); err != nil {
+	if k, err = G.Mul(k, G.NewConstant(gmnode.Scalar(dt, 1/float64(fi)))); err != nil {
 		return nil, errors.Wrap(err, "constant ÷ Fi")
 	}
 	switch t {
@@ -101,12 +101,12 @@ func blockConstant(kappa, kernels, bias *G.Node, fi int, t BiasType) (*G.Node, e
 // softplus returns ln(1 + e^(βx))/β elementwise.
 func softplus(x *G.Node, beta float64) (*G.Node, error) {
 	dt := x.Dtype()
-	y, err := G.Mul(x, G.NewConstant(scalar(dt, beta)))
+	y, err := G.Mul(x, G.NewConstant(gmnode.Scalar(dt, beta)))
 	if err == nil {
 		y, err = G.Softplus(y)
 	}
 	if err == nil {
-		y, err = G.Mul(y, G.NewConstant(scalar(dt, 1/beta)))
+		y, err = G.Mul(y, G.NewConstant(gmnode.Scalar(dt, 1/beta)))
 	}
 	return y, err
 }

@@ -304,7 +304,7 @@ func (m *Model) batchNorm(y *G.Node) (*G.Node, error) {
 	// PyTorch's initial statistics, which BatchNormOp also resets to.
 	m.bnMean = tensor.New(tensor.WithShape(c), tensor.Of(m.Config.Dtype))
 	m.bnVar = tensor.New(tensor.WithShape(c), tensor.Of(m.Config.Dtype))
-	if err := m.bnVar.Memset(scalar(m.Config.Dtype, 1)); err != nil {
+	if err := m.bnVar.Memset(gmnode.Scalar(m.Config.Dtype, 1)); err != nil {
 		return nil, errors.Wrap(err, "batch norm statistics")
 	}
 	if err := m.addStatsHook(out); err != nil {
@@ -320,7 +320,7 @@ func (m *Model) batchNorm(y *G.Node) (*G.Node, error) {
 func (m *Model) constant(kappa, kernels *G.Node, fi, fo int, name string) (*G.Node, error) {
 	dt := m.Config.Dtype
 	bias := G.NewTensor(m.Graph, dt, 2, G.WithShape(1, fo), G.WithName(name+"_bias"),
-		G.WithInit(G.ValuesOf(scalar(dt, m.Config.Bias.initial()))))
+		G.WithInit(G.ValuesOf(gmnode.Scalar(dt, m.Config.Bias.initial()))))
 	m.Biases = append(m.Biases, bias)
 	return blockConstant(kappa, kernels, bias, fi, m.Config.Bias)
 }
@@ -451,12 +451,4 @@ func (m *Model) SetBNStats(mean, variance []float64) error {
 	SetFloat64s(m.bnMean, mean)
 	SetFloat64s(m.bnVar, variance)
 	return m.applyMode()
-}
-
-// scalar returns v in the dtype dt (float32 or float64).
-func scalar(dt tensor.Dtype, v float64) any {
-	if dt == tensor.Float64 {
-		return v
-	}
-	return float32(v)
 }

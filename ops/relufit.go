@@ -6,7 +6,6 @@ import (
 
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
-	"github.com/pkg/errors"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -121,7 +120,7 @@ func (k reluFitSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 		return nil, err
 	}
 	if k.targets && p.Refine {
-		return nil, errors.New("the refined ReLU fit evaluates its target away from the centroids and cannot take given targets")
+		return nil, device.ErrRefinedTargets
 	}
 	s, err := sameMixture(in[0])
 	if err != nil {

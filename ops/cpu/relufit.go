@@ -172,7 +172,7 @@ func resolveReLUFit[T Float](opts device.ReLUFitOptions, t []T, l mixture.Layout
 	case err != nil || t == nil:
 		return p, err
 	case p.Refine:
-		return p, errors.New("the refined ReLU fit evaluates its target away from the centroids and cannot take given targets")
+		return p, device.ErrRefinedTargets
 	case len(t) != l.Mixtures()*l.N:
 		return p, errors.Errorf("ReLU fit targets: %d values for %d components", len(t), l.Mixtures()*l.N)
 	}

@@ -39,6 +39,11 @@ const (
 	DefaultReLUFitEpsilon = 1e-3
 )
 
+// ErrRefinedTargets reports a refined ReLU fit asked to fit given targets:
+// the refinement evaluates its target away from the centroids, where given
+// targets say nothing.
+var ErrRefinedTargets = errors.New("the refined ReLU fit evaluates its target away from the centroids and cannot take given targets")
+
 // ReLUFitOptions configures the dense ReLU fit. The zero value is the
 // reference variant with its constants: a field left at zero takes its
 // default (DefaultReLUFitCoarseOffset, DefaultReLUFitOffset,
