@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gmcn-go/gmcn/internal/gmtest"
@@ -14,11 +15,17 @@ import (
 // of its own centroids, as the dense ReLU fit evaluates them.
 type evalBench struct {
 	D, B, C, N, M int
-	Own           bool
+	// Own evaluates every mixture at its own component means (M = N);
+	// PerMixture at its own M random points.
+	Own, PerMixture bool
 }
 
 func (c evalBench) name() string {
-	return fmt.Sprintf("%dD_B%d_C%d_N%d_M%d", c.D, c.B, c.C, c.N, c.M)
+	n := fmt.Sprintf("%dD_B%d_C%d_N%d_M%d", c.D, c.B, c.C, c.N, c.M)
+	if c.PerMixture {
+		n += "_each"
+	}
+	return n
 }
 
 // inputs returns float32 mixtures, points with their pb, pc, and a random
@@ -26,8 +33,11 @@ func (c evalBench) name() string {
 func (c evalBench) inputs() (x, pts, g []float32, pb, pc int) {
 	rng := rand.New(rand.NewPCG(31, uint64(c.D)))
 	ec := evalCase{B: c.B, C: c.C, N: c.N, D: c.D, PB: 1, PC: 1, M: c.M}
+	if c.PerMixture {
+		ec.PB, ec.PC = c.B, c.C
+	}
 	x64, p64 := evalInputs(rng, ec)
-	pb, pc = 1, 1
+	pb, pc = ec.PB, ec.PC
 	if c.Own {
 		pb, pc = c.B, c.C
 		s := ec.layout().Stride()
@@ -60,6 +70,16 @@ var evalBenchSmall = []evalBench{
 	{D: 3, B: 21, C: 8, N: 32, M: 1000},
 }
 
+// evalBenchTargets are the shapes of a fused block's exact targets: a
+// convolution of 1,280 Gaussians evaluated at 128 centroids of its own.
+var evalBenchTargets = []evalBench{
+	{D: 2, B: 8, C: 32, N: 1280, M: 128, PerMixture: true},
+	{D: 3, B: 4, C: 32, N: 1280, M: 128, PerMixture: true},
+}
+
+// evalBenchAll are the small and the targets' shapes.
+var evalBenchAll = append(slices.Clip(evalBenchSmall), evalBenchTargets...)
+
 // benchEvaluate runs one benchmark per case of the kernel call that call
 // returns for the case's inputs (see evalBench.inputs), over layout l.
 func benchEvaluate(b *testing.B, cases []evalBench, call func(c evalBench, l mixture.Layout, x, pts, g []float32, pb, pc int) func()) {
@@ -71,7 +91,7 @@ func benchEvaluate(b *testing.B, cases []evalBench, call func(c evalBench, l mix
 }
 
 func BenchmarkEvaluateForward(b *testing.B) {
-	cases := append(evalBenchSmall, evalBench{D: 2, B: 21, C: 16, N: 2560, M: 2560, Own: true})
+	cases := append(slices.Clip(evalBenchAll), evalBench{D: 2, B: 21, C: 16, N: 2560, M: 2560, Own: true})
 	benchEvaluate(b, cases, func(c evalBench, l mixture.Layout, x, pts, _ []float32, pb, pc int) func() {
 		y := make([]float32, c.B*c.C*c.M)
 		return func() { Evaluate(y, x, pts, l, pb, pc, c.M) }
@@ -79,14 +99,14 @@ func BenchmarkEvaluateForward(b *testing.B) {
 }
 
 func BenchmarkEvaluateBackwardMixture(b *testing.B) {
-	benchEvaluate(b, evalBenchSmall, func(c evalBench, l mixture.Layout, x, pts, g []float32, pb, pc int) func() {
+	benchEvaluate(b, evalBenchAll, func(c evalBench, l mixture.Layout, x, pts, g []float32, pb, pc int) func() {
 		dx := make([]float32, len(x))
 		return func() { EvaluateBackwardMixture(dx, x, pts, g, l, pb, pc, c.M) }
 	})
 }
 
 func BenchmarkEvaluateBackwardPoints(b *testing.B) {
-	benchEvaluate(b, evalBenchSmall, func(c evalBench, l mixture.Layout, x, pts, g []float32, pb, pc int) func() {
+	benchEvaluate(b, evalBenchAll, func(c evalBench, l mixture.Layout, x, pts, g []float32, pb, pc int) func() {
 		dp := make([]float32, len(pts))
 		return func() { EvaluateBackwardPoints(dp, x, pts, g, l, pb, pc, c.M) }
 	})

@@ -137,3 +137,105 @@ func pointGrads3x8(cs []evalComp, xt, g, acc []float32) {
 		xt, acc = xt[d*w:], acc[d*w:]
 	}
 }
+
+// compMixSums2x8 writes the sums of mixSums of the eight components of
+// the block blk (evalLaneBlock's fields, one component per lane) over the
+// points p of their mixture (D coordinates each, as given) with incoming
+// gradients g into s: rows e, t0, t1, t00, t01, t11 of eight lanes. Every
+// sum is vertical, so a component costs no horizontal sum and no broadcast
+// of its parameters, whatever the number of points.
+func compMixSums2x8(blk, p, g, s []float32) {
+	b := (*[evalLaneFields2][8]float32)(blocks8(blk))
+	out := (*[6][8]float32)(blocks8(s))
+	c := newExp2Vec8()
+	p = p[:2*len(g)]
+	var se, s0, s1, s00, s01, s11 archsimd.Float32x8
+	for i, gi := range g {
+		t0 := broadcast8(p[2*i]).Sub(reluVec8(&b[0]))
+		t1 := broadcast8(p[2*i+1]).Sub(reluVec8(&b[1]))
+		x := reluVec8(&b[4]).Mul(t1).MulAdd(t1, reluVec8(&b[2]).MulAdd(t0, reluVec8(&b[3]).Mul(t1)).Mul(t0))
+		e := c.exp2(x).Mul(broadcast8(gi))
+		se = se.Add(e)
+		e0, e1 := e.Mul(t0), e.Mul(t1)
+		s0, s1 = s0.Add(e0), s1.Add(e1)
+		s00 = e0.MulAdd(t0, s00)
+		s01 = e0.MulAdd(t1, s01)
+		s11 = e1.MulAdd(t1, s11)
+	}
+	se.Store(&out[0])
+	s0.Store(&out[1])
+	s1.Store(&out[2])
+	s00.Store(&out[3])
+	s01.Store(&out[4])
+	s11.Store(&out[5])
+}
+
+// compMixSums3x8 is compMixSums2x8 in 3D, with rows e, t0, t1, t2, t00,
+// t01, t02, t11, t12, t22.
+func compMixSums3x8(blk, p, g, s []float32) {
+	b := (*[evalLaneFields3][8]float32)(blocks8(blk))
+	out := (*[10][8]float32)(blocks8(s))
+	c := newExp2Vec8()
+	p = p[:3*len(g)]
+	var se, s0, s1, s2, s00, s01, s02, s11, s12, s22 archsimd.Float32x8
+	for i, gi := range g {
+		t0 := broadcast8(p[3*i]).Sub(reluVec8(&b[0]))
+		t1 := broadcast8(p[3*i+1]).Sub(reluVec8(&b[1]))
+		t2 := broadcast8(p[3*i+2]).Sub(reluVec8(&b[2]))
+		a := reluVec8(&b[3]).MulAdd(t0, reluVec8(&b[4]).MulAdd(t1, reluVec8(&b[5]).Mul(t2)))
+		x := reluVec8(&b[8]).Mul(t2).MulAdd(t2, reluVec8(&b[6]).MulAdd(t1, reluVec8(&b[7]).Mul(t2)).MulAdd(t1, a.Mul(t0)))
+		e := c.exp2(x).Mul(broadcast8(gi))
+		se = se.Add(e)
+		e0, e1, e2 := e.Mul(t0), e.Mul(t1), e.Mul(t2)
+		s0, s1, s2 = s0.Add(e0), s1.Add(e1), s2.Add(e2)
+		s00 = e0.MulAdd(t0, s00)
+		s01 = e0.MulAdd(t1, s01)
+		s02 = e0.MulAdd(t2, s02)
+		s11 = e1.MulAdd(t1, s11)
+		s12 = e1.MulAdd(t2, s12)
+		s22 = e2.MulAdd(t2, s22)
+	}
+	for r, v := range [10]archsimd.Float32x8{se, s0, s1, s2, s00, s01, s02, s11, s12, s22} {
+		v.Store(&out[r])
+	}
+}
+
+// compPointGrad2x8 returns Σ_k coef_k·e_k·v_k over the components of one
+// mixture, given as the blocks bs of evalLaneBlock (eight per block), at
+// the point x, with v_k = log₂e·H_k t the base-2 H of the block times
+// t = x − μ_k: the point's gradient up to the factor 2·ln 2·g. The
+// components are in the lanes, so the sum over them is vertical until one
+// horizontal sum per coordinate.
+func compPointGrad2x8(bs, x []float32) [3]float32 {
+	v := blocks8(bs)
+	c := newExp2Vec8()
+	p0, p1 := broadcast8(x[0]), broadcast8(x[1])
+	var s0, s1 archsimd.Float32x8
+	for k := 0; k+evalLaneFields2 <= len(v); k += evalLaneFields2 {
+		b := (*[evalLaneFields2][8]float32)(v[k : k+evalLaneFields2])
+		t0, t1 := p0.Sub(reluVec8(&b[0])), p1.Sub(reluVec8(&b[1]))
+		v0 := reluVec8(&b[5]).MulAdd(t0, reluVec8(&b[6]).Mul(t1))
+		v1 := reluVec8(&b[6]).MulAdd(t0, reluVec8(&b[7]).Mul(t1))
+		f := c.exp2(t0.MulAdd(v0, t1.Mul(v1))).Mul(reluVec8(&b[8]))
+		s0, s1 = f.MulAdd(v0, s0), f.MulAdd(v1, s1)
+	}
+	return [3]float32{hsum8(s0), hsum8(s1)}
+}
+
+// compPointGrad3x8 is compPointGrad2x8 in 3D.
+func compPointGrad3x8(bs, x []float32) [3]float32 {
+	v := blocks8(bs)
+	c := newExp2Vec8()
+	p0, p1, p2 := broadcast8(x[0]), broadcast8(x[1]), broadcast8(x[2])
+	var s0, s1, s2 archsimd.Float32x8
+	for k := 0; k+evalLaneFields3 <= len(v); k += evalLaneFields3 {
+		b := (*[evalLaneFields3][8]float32)(v[k : k+evalLaneFields3])
+		t0, t1, t2 := p0.Sub(reluVec8(&b[0])), p1.Sub(reluVec8(&b[1])), p2.Sub(reluVec8(&b[2]))
+		v0 := reluVec8(&b[9]).MulAdd(t0, reluVec8(&b[10]).MulAdd(t1, reluVec8(&b[11]).Mul(t2)))
+		v1 := reluVec8(&b[10]).MulAdd(t0, reluVec8(&b[12]).MulAdd(t1, reluVec8(&b[13]).Mul(t2)))
+		v2 := reluVec8(&b[11]).MulAdd(t0, reluVec8(&b[13]).MulAdd(t1, reluVec8(&b[14]).Mul(t2)))
+		f := c.exp2(t0.MulAdd(v0, t1.MulAdd(v1, t2.Mul(v2)))).Mul(reluVec8(&b[15]))
+		s0, s1, s2 = f.MulAdd(v0, s0), f.MulAdd(v1, s1), f.MulAdd(v2, s2)
+	}
+	return [3]float32{hsum8(s0), hsum8(s1), hsum8(s2)}
+}

@@ -2,7 +2,10 @@
 
 package cpu
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // TestEvaluateBackwardFast8 runs checkEvalBackwardFast on the eight-lane
 // kernels, which AVX-512 machines would otherwise never take.
@@ -13,4 +16,20 @@ func TestEvaluateBackwardFast8(t *testing.T) {
 	defer func(w bool) { evalBackwardWide = w }(evalBackwardWide)
 	evalBackwardWide = false
 	checkEvalBackwardFast(t)
+}
+
+// TestEvaluateBackwardLanes runs checkEvalBackwardFast with the points and
+// with the components in the lanes on every shape, on sixteen lanes where
+// the CPU has them and on eight.
+func TestEvaluateBackwardLanes(t *testing.T) {
+	if !cpuAVX2FMA {
+		t.Skip("CPU lacks AVX2 and FMA")
+	}
+	defer func(w bool, c evalLaneChoice) { evalBackwardWide, evalLaneLayout = w, c }(evalBackwardWide, evalLaneLayout)
+	for _, wide := range []bool{false, cpuAVX512} {
+		for _, c := range []evalLaneChoice{evalLanesOverPoints, evalLanesOverComponents} {
+			evalBackwardWide, evalLaneLayout = wide, c
+			t.Run(fmt.Sprintf("wide=%v/layout=%d", wide, c), checkEvalBackwardFast)
+		}
+	}
 }

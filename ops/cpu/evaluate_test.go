@@ -158,11 +158,12 @@ func TestEvaluateBackwardFast(t *testing.T) { checkEvalBackwardFast(t) }
 // EvaluateBackwardPoints against their generic versions in 2D and 3D, for
 // every broadcast of the points, with component and point counts that leave
 // partial vectors of 8 and 16 lanes (and point counts below one vector and
-// past one block of evaluatePointRows), with random and with zero incoming
+// past one block of evaluatePointRows, fewer and more points than
+// components), with random and with zero incoming
 // gradients. Zero gradients must give exact zeros, written over NaN.
 func checkEvalBackwardFast(t *testing.T) {
 	for _, d := range []int{2, 3} {
-		for _, nm := range [][2]int{{1, 3}, {19, 37}, {8, 16}, {21, 2*evaluatePointRows + 7}} {
+		for _, nm := range [][2]int{{1, 3}, {19, 37}, {8, 16}, {21, 2*evaluatePointRows + 7}, {37, 9}, {40, evaluatePointRows + 3}} {
 			for _, pbc := range [][2]int{{1, 1}, {1, 3}, {2, 1}, {2, 3}} {
 				c := evalCase{B: 2, C: 3, N: nm[0], D: d, PB: pbc[0], PC: pbc[1], M: nm[1]}
 				t.Run(c.String(), func(t *testing.T) {
