@@ -2,7 +2,10 @@
 
 package cpu
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // BenchmarkEvaluateBackward8 is BenchmarkEvaluateBackwardMixture and
 // BenchmarkEvaluateBackwardPoints on the eight-lane AVX2 kernels, which an
@@ -16,15 +19,20 @@ func BenchmarkEvaluateBackward8(b *testing.B) {
 
 // BenchmarkEvaluateBackwardLanes is BenchmarkEvaluateBackwardMixture and
 // BenchmarkEvaluateBackwardPoints with the points and with the components
-// in the lanes, whatever the shape would choose.
+// in the lanes, whatever the shape would choose, also on shapes around the
+// choice: few components at many points, and as many points as components.
 func BenchmarkEvaluateBackwardLanes(b *testing.B) {
 	defer func(c evalLaneChoice) { evalLaneLayout = c }(evalLaneLayout)
+	cases := append(slices.Clip(evalBenchAll),
+		evalBench{D: 2, B: 21, C: 8, N: 4, M: 1000}, evalBench{D: 2, B: 21, C: 8, N: 8, M: 1000},
+		evalBench{D: 2, B: 21, C: 8, N: 16, M: 1000}, evalBench{D: 2, B: 21, C: 8, N: 64, M: 1000},
+		evalBench{D: 2, B: 4, C: 8, N: 1280, M: 1280, PerMixture: true})
 	for _, c := range []struct {
 		name   string
 		layout evalLaneChoice
 	}{{"points", evalLanesOverPoints}, {"components", evalLanesOverComponents}} {
 		evalLaneLayout = c.layout
-		b.Run(c.name+"/Mixture", BenchmarkEvaluateBackwardMixture)
-		b.Run(c.name+"/Points", BenchmarkEvaluateBackwardPoints)
+		b.Run(c.name+"/Mixture", func(b *testing.B) { benchBackwardMixture(b, cases) })
+		b.Run(c.name+"/Points", func(b *testing.B) { benchBackwardPoints(b, cases) })
 	}
 }
