@@ -100,20 +100,17 @@ func BenchmarkEvaluateForward(b *testing.B) {
 
 func BenchmarkEvaluateBackwardMixture(b *testing.B) { benchBackwardMixture(b, evalBenchAll) }
 
-func BenchmarkEvaluateBackwardPoints(b *testing.B) { benchBackwardPoints(b, evalBenchAll) }
+func BenchmarkEvaluateBackwardPoints(b *testing.B) {
+	benchEvaluate(b, evalBenchAll, func(c evalBench, l mixture.Layout, x, pts, g []float32, pb, pc int) func() {
+		dp := make([]float32, len(pts))
+		return func() { EvaluateBackwardPoints(dp, x, pts, g, l, pb, pc, c.M) }
+	})
+}
 
 // benchBackwardMixture benchmarks EvaluateBackwardMixture on cases.
 func benchBackwardMixture(b *testing.B, cases []evalBench) {
 	benchEvaluate(b, cases, func(c evalBench, l mixture.Layout, x, pts, g []float32, pb, pc int) func() {
 		dx := make([]float32, len(x))
 		return func() { EvaluateBackwardMixture(dx, x, pts, g, l, pb, pc, c.M) }
-	})
-}
-
-// benchBackwardPoints benchmarks EvaluateBackwardPoints on cases.
-func benchBackwardPoints(b *testing.B, cases []evalBench) {
-	benchEvaluate(b, cases, func(c evalBench, l mixture.Layout, x, pts, g []float32, pb, pc int) func() {
-		dp := make([]float32, len(pts))
-		return func() { EvaluateBackwardPoints(dp, x, pts, g, l, pb, pc, c.M) }
 	})
 }

@@ -195,29 +195,24 @@ func expDot8(coef, row []archsimd.Float32x8, out []float32) {
 // mixture's components to a run of points, so the sum over components needs
 // no horizontal sum at all.
 //
-// mixLanes and pointLanes are the same with the components in the lanes
-// (evaluate_lanes_simd.go), for few points per mixture: mixLanes writes the
-// sums of a block of w components, pointLanes returns one point's sum over
-// a mixture's blocks.
+// mixLanes writes the same sums as mix for a block of w components, one per
+// lane (evaluate_lanes_simd.go).
 type evalBackward struct {
-	w          int
-	mix        [2]func(c *evalComp, xt, g []float32) mixSums
-	point      [2]func(cs []evalComp, xt, g, acc []float32)
-	mixLanes   [2]func(blk, p, g, s []float32)
-	pointLanes [2]func(bs, x []float32) [3]float32
+	w        int
+	mix      [2]func(c *evalComp, xt, g []float32) mixSums
+	point    [2]func(cs []evalComp, xt, g, acc []float32)
+	mixLanes [2]func(blk, p, g, s []float32)
 }
 
 var (
 	evalBackward8 = evalBackward{8,
 		[2]func(*evalComp, []float32, []float32) mixSums{mixSums2x8, mixSums3x8},
 		[2]func([]evalComp, []float32, []float32, []float32){pointGrads2x8, pointGrads3x8},
-		[2]func([]float32, []float32, []float32, []float32){compMixSums2x8, compMixSums3x8},
-		[2]func([]float32, []float32) [3]float32{compPointGrad2x8, compPointGrad3x8}}
+		[2]func([]float32, []float32, []float32, []float32){compMixSums2x8, compMixSums3x8}}
 	evalBackward16 = evalBackward{16,
 		[2]func(*evalComp, []float32, []float32) mixSums{mixSums2x16, mixSums3x16},
 		[2]func([]evalComp, []float32, []float32, []float32){pointGrads2x16, pointGrads3x16},
-		[2]func([]float32, []float32, []float32, []float32){compMixSums2x16, compMixSums3x16},
-		[2]func([]float32, []float32) [3]float32{compPointGrad2x16, compPointGrad3x16}}
+		[2]func([]float32, []float32, []float32, []float32){compMixSums2x16, compMixSums3x16}}
 )
 
 // evalBackwardWide reports whether the backward kernels use sixteen AVX-512
@@ -344,7 +339,7 @@ func evaluateBackwardMixtureFast[T Float](dx, x, pts, g []T, l mixture.Layout, p
 // backwardMixture is EvaluateBackwardMixture for float32: each component
 // sweeps the transposed points of its mixture once.
 func (k *evalBackward) backwardMixture(dx, x, pts, g []float32, l mixture.Layout, pb, pc, m int) {
-	if overComponents(l.N, m) {
+	if k.mixtureOverComponents(l.N) {
 		k.backwardMixtureLanes(dx, x, pts, g, l, pb, pc, m)
 		return
 	}
@@ -380,10 +375,6 @@ func evaluateBackwardPointsFast[T Float](dp, x, pts, g []T, l mixture.Layout, pb
 // over each mixture that reads its rows, then writes 2× the sums
 // (Σ⁻¹ t = −2v) into its rows of dp.
 func (k *evalBackward) backwardPoints(dp, x, pts, g []float32, l mixture.Layout, pb, pc, m int) {
-	if overComponents(l.N, m) {
-		k.backwardPointsLanes(dp, x, pts, g, l, pb, pc, m)
-		return
-	}
 	d, s, w := l.D, l.Stride(), k.w
 	grads := k.point[d-2]
 	cs := make([]evalComp, l.Mixtures()*l.N)

@@ -142,13 +142,13 @@ func pointGrads3x16(cs []evalComp, xt, g, acc []float32) {
 }
 
 // compMixSums2x16 writes the sums of mixSums of the sixteen components of
-// the block blk (evalLaneBlock's fields, one component per lane) over the
+// the block blk (evalLaneBlock's rows, one component per lane) over the
 // points p of their mixture (D coordinates each, as given) with incoming
 // gradients g into s: rows e, t0, t1, t00, t01, t11 of sixteen lanes. Every
 // sum is vertical, so a component costs no horizontal sum and no broadcast
 // of its parameters, whatever the number of points.
 func compMixSums2x16(blk, p, g, s []float32) {
-	b := (*[evalLaneFields2][16]float32)(blocks16(blk))
+	b := (*[evalLaneRows2][16]float32)(blocks16(blk))
 	out := (*[6][16]float32)(blocks16(s))
 	c := newExp2Vec16()
 	p = p[:2*len(g)]
@@ -176,7 +176,7 @@ func compMixSums2x16(blk, p, g, s []float32) {
 // compMixSums3x16 is compMixSums2x16 in 3D, with rows e, t0, t1, t2, t00,
 // t01, t02, t11, t12, t22.
 func compMixSums3x16(blk, p, g, s []float32) {
-	b := (*[evalLaneFields3][16]float32)(blocks16(blk))
+	b := (*[evalLaneRows3][16]float32)(blocks16(blk))
 	out := (*[10][16]float32)(blocks16(s))
 	c := newExp2Vec16()
 	p = p[:3*len(g)]
@@ -201,44 +201,4 @@ func compMixSums3x16(blk, p, g, s []float32) {
 	for r, v := range [10]archsimd.Float32x16{se, s0, s1, s2, s00, s01, s02, s11, s12, s22} {
 		v.Store(&out[r])
 	}
-}
-
-// compPointGrad2x16 returns Σ_k coef_k·e_k·v_k over the components of one
-// mixture, given as the blocks bs of evalLaneBlock (sixteen per block), at
-// the point x, with v_k = log₂e·H_k t the base-2 H of the block times
-// t = x − μ_k: the point's gradient up to the factor 2·ln 2·g. The
-// components are in the lanes, so the sum over them is vertical until one
-// horizontal sum per coordinate.
-func compPointGrad2x16(bs, x []float32) [3]float32 {
-	v := blocks16(bs)
-	c := newExp2Vec16()
-	p0, p1 := broadcast16(x[0]), broadcast16(x[1])
-	var s0, s1 archsimd.Float32x16
-	for k := 0; k+evalLaneFields2 <= len(v); k += evalLaneFields2 {
-		b := (*[evalLaneFields2][16]float32)(v[k : k+evalLaneFields2])
-		t0, t1 := p0.Sub(reluVec16(&b[0])), p1.Sub(reluVec16(&b[1]))
-		v0 := reluVec16(&b[5]).MulAdd(t0, reluVec16(&b[6]).Mul(t1))
-		v1 := reluVec16(&b[6]).MulAdd(t0, reluVec16(&b[7]).Mul(t1))
-		f := c.exp2(t0.MulAdd(v0, t1.Mul(v1))).Mul(reluVec16(&b[8]))
-		s0, s1 = f.MulAdd(v0, s0), f.MulAdd(v1, s1)
-	}
-	return [3]float32{hsum16(s0), hsum16(s1)}
-}
-
-// compPointGrad3x16 is compPointGrad2x16 in 3D.
-func compPointGrad3x16(bs, x []float32) [3]float32 {
-	v := blocks16(bs)
-	c := newExp2Vec16()
-	p0, p1, p2 := broadcast16(x[0]), broadcast16(x[1]), broadcast16(x[2])
-	var s0, s1, s2 archsimd.Float32x16
-	for k := 0; k+evalLaneFields3 <= len(v); k += evalLaneFields3 {
-		b := (*[evalLaneFields3][16]float32)(v[k : k+evalLaneFields3])
-		t0, t1, t2 := p0.Sub(reluVec16(&b[0])), p1.Sub(reluVec16(&b[1])), p2.Sub(reluVec16(&b[2]))
-		v0 := reluVec16(&b[9]).MulAdd(t0, reluVec16(&b[10]).MulAdd(t1, reluVec16(&b[11]).Mul(t2)))
-		v1 := reluVec16(&b[10]).MulAdd(t0, reluVec16(&b[12]).MulAdd(t1, reluVec16(&b[13]).Mul(t2)))
-		v2 := reluVec16(&b[11]).MulAdd(t0, reluVec16(&b[13]).MulAdd(t1, reluVec16(&b[14]).Mul(t2)))
-		f := c.exp2(t0.MulAdd(v0, t1.MulAdd(v1, t2.Mul(v2)))).Mul(reluVec16(&b[15]))
-		s0, s1, s2 = f.MulAdd(v0, s0), f.MulAdd(v1, s1), f.MulAdd(v2, s2)
-	}
-	return [3]float32{hsum16(s0), hsum16(s1), hsum16(s2)}
 }

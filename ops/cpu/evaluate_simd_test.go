@@ -18,9 +18,9 @@ func TestEvaluateBackwardFast8(t *testing.T) {
 	checkEvalBackwardFast(t)
 }
 
-// TestEvaluateBackwardLanes runs checkEvalBackwardFast with the points and
-// with the components in the lanes on every shape, on sixteen lanes where
-// the CPU has them and on eight.
+// TestEvaluateBackwardLanes runs checkEvalBackwardFast with the mixture
+// gradient's points and with its components in the lanes on every shape,
+// on sixteen lanes where the CPU has them and on eight.
 func TestEvaluateBackwardLanes(t *testing.T) {
 	if !cpuAVX2FMA {
 		t.Skip("CPU lacks AVX2 and FMA")
