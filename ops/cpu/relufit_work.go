@@ -123,7 +123,7 @@ func newReLUWork[T Float](n, d int, backward bool) *reluWork[T] {
 func (s *reluWork[T]) load(mx []T, kappa T, p device.ReLUFitParams) error {
 	d := s.d
 	st := mixture.PackedLen(d)
-	norm := math.Pow(2*math.Pi, -float64(d)/2)
+	norm := mixture.GaussNorm(d)
 	var inv [9]T
 	s.kappa = kappa
 	for j := range s.n {

@@ -18,14 +18,18 @@ func Prepare[T Float](d int, g []T) Prepared[T] {
 	var p Prepared[T]
 	copy(p.Mu[:d], g[1:1+d])
 	p.Det = InvDet(d, g[1+d:1+d+d*d], p.Inv[:d*d])
-	p.Norm = T(gaussNorm[d] / math.Sqrt(float64(p.Det)))
+	p.Norm = T(GaussNorm(d) / math.Sqrt(float64(p.Det)))
 	p.Coef = g[0] * p.Norm
 	return p
 }
 
-// gaussNorm[d] is (2π)^(−d/2), the same value math.Pow gives: Prepare runs
-// once per Gaussian in every kernel, and math.Pow with a fractional
-// exponent (d = 3) cost more than the rest of it together.
+// GaussNorm returns (2π)^(−d/2), the normalisation of a d-dimensional
+// Gaussian without its determinant, for d = 0…3; it panics for larger d.
+// It is the value math.Pow gives, from a table: Prepare runs once per
+// Gaussian in every kernel, and math.Pow with a fractional exponent (d = 3)
+// cost more than the rest of it together.
+func GaussNorm(d int) float64 { return gaussNorm[d] }
+
 var gaussNorm = [4]float64{1, math.Pow(2*math.Pi, -0.5), math.Pow(2*math.Pi, -1), math.Pow(2*math.Pi, -1.5)}
 
 // PrepareMixture prepares the n packed Gaussians of mix into dst[:n].
