@@ -52,6 +52,67 @@ func hsum8(v archsimd.Float32x8) float32 {
 	return h.AddPairs(h).GetElem(0)
 }
 
+// laneSums8 returns the vector whose lane i is hsum8(v[i]), bitwise: the
+// same additions in the same order, for eight vectors at once, which costs
+// about what two hsum8 calls do. A kernel with a per-Gaussian sum stages
+// eight accumulators and reduces them here instead of calling hsum8 eight
+// times. v holds at least eight vectors.
+func laneSums8(v [][8]float32) archsimd.Float32x8 {
+	// Lanes i and i+4 first, as hsum8 adds them: vectors i and i+4 share a
+	// step, which leaves vector i's four partial sums in the low half and
+	// vector i+4's in the high half.
+	var h [4]archsimd.Float32x8
+	for i := range h {
+		a, b := archsimd.LoadFloat32x8(&v[i]), archsimd.LoadFloat32x8(&v[i+4])
+		h[i] = a.Select128FromPair(0, 2, b).Add(a.Select128FromPair(1, 3, b))
+	}
+	// Then adjacent pairs, twice, as hsum8's AddPairs.
+	return h[0].AddPairsGrouped(h[1]).AddPairsGrouped(h[2].AddPairsGrouped(h[3]))
+}
+
+// laneSumIdx holds the VPERMI2PS indices of laneSums16's four steps: per
+// step the lanes to add first and second, taken from a pair of vectors x, y
+// (indices 16–31 are y's lanes). Each step halves the lanes that hold a
+// vector's partial sums and doubles the vectors per register. The first
+// two steps add the upper half of a vector's lanes to the lower half, the
+// last two adjacent pairs, as hsum16 does.
+var laneSumIdx = func() (idx [4][2][16]uint32) {
+	for step := range idx {
+		g := 16 >> step // lanes per vector in each input
+		k := 16 / g     // vectors per input register
+		for l := range 16 {
+			q, r := l/(g/2), l%(g/2) // output vector q, its partial r
+			base := uint32(q * g)
+			if q >= k {
+				base = uint32(16 + (q-k)*g)
+			}
+			if step < 2 {
+				idx[step][0][l], idx[step][1][l] = base+uint32(r), base+uint32(r+g/2)
+			} else {
+				idx[step][0][l], idx[step][1][l] = base+uint32(2*r), base+uint32(2*r+1)
+			}
+		}
+	}
+	return idx
+}()
+
+// laneSums16 is laneSums8 on sixteen AVX-512 lanes: lane i is hsum16(v[i]),
+// bitwise, for sixteen vectors in 45 instructions. v holds at least sixteen
+// vectors.
+func laneSums16(v [][16]float32) archsimd.Float32x16 {
+	var h [16]archsimd.Float32x16
+	for i := range h {
+		h[i] = archsimd.LoadFloat32x16(&v[i])
+	}
+	for step, n := 0, 8; n >= 1; step, n = step+1, n/2 {
+		lo, hi := archsimd.LoadUint32x16(&laneSumIdx[step][0]), archsimd.LoadUint32x16(&laneSumIdx[step][1])
+		for i := range n {
+			h[i] = h[2*i].ConcatPermute(h[2*i+1], lo).Add(h[2*i].ConcatPermute(h[2*i+1], hi))
+		}
+	}
+	return h[0]
+}
+
 // expVec16 is expVec8 on sixteen AVX-512 lanes. AVX-512 rounds with
 // VRNDSCALEPS and applies 2ⁿ with VSCALEFPS, which replaces the four integer
 // operations that assemble 2ⁿ in expVec8.

@@ -114,3 +114,13 @@ func refineExp[T Float](v []T) {
 		c.exp(reluVec16(&bs[i])).Store(&bs[i])
 	}
 }
+
+// reluNormalise multiplies the gradient sums ga and gx of Gaussians
+// j0 ≤ j < j1 by their normalisations, once the vector kernels have
+// written them.
+func reluNormalise(s *reluWork[float32], j0, j1 int) {
+	for j := j0; j < j1; j++ {
+		s.ga[j] *= s.nrm[j]
+		s.gx[j] *= s.nrm[j]
+	}
+}

@@ -30,6 +30,7 @@ func reluForward2x16(s *reluWork[float32]) {
 	reluScaleFields(flat, 16, nf, 2, 5, expLog2e)
 	v := blocks16(flat)
 	c := newExp2Vec16()
+	stage := reluConsts16(s, 2*16)
 	for k := range s.n {
 		p0, p1 := broadcast16(s.mu[0][k]), broadcast16(s.mu[1][k])
 		var ta, te archsimd.Float32x16
@@ -42,7 +43,11 @@ func reluForward2x16(s *reluWork[float32]) {
 			ta = reluVec16(&g[5]).MulAdd(e, ta)
 			te = reluVec16(&g[6]).MulAdd(e, te)
 		}
-		s.t[k], s.e[k] = hsum16(ta), hsum16(te)
+		ta.Store(&stage[k%16])
+		te.Store(&stage[16+k%16])
+		if (k+1)%16 == 0 || k == s.n-1 {
+			reluFlush16(stage, k-k%16, k%16+1, s.t, s.e)
+		}
 	}
 }
 
@@ -53,6 +58,7 @@ func reluForward3x16(s *reluWork[float32]) {
 	reluScaleFields(flat, 16, nf, 3, 9, expLog2e)
 	v := blocks16(flat)
 	c := newExp2Vec16()
+	stage := reluConsts16(s, 2*16)
 	for k := range s.n {
 		p0, p1, p2 := broadcast16(s.mu[0][k]), broadcast16(s.mu[1][k]), broadcast16(s.mu[2][k])
 		var ta, te archsimd.Float32x16
@@ -67,17 +73,33 @@ func reluForward3x16(s *reluWork[float32]) {
 			ta = reluVec16(&g[9]).MulAdd(e, ta)
 			te = reluVec16(&g[10]).MulAdd(e, te)
 		}
-		s.t[k], s.e[k] = hsum16(ta), hsum16(te)
+		ta.Store(&stage[k%16])
+		te.Store(&stage[16+k%16])
+		if (k+1)%16 == 0 || k == s.n-1 {
+			reluFlush16(stage, k-k%16, k%16+1, s.t, s.e)
+		}
 	}
 }
 
 // reluConsts16 returns n aligned vectors of scratch for per-Gaussian
-// constants.
+// constants and for the stage of reluFlush16.
 func reluConsts16(s *reluWork[float32], n int) [][16]float32 {
 	if len(s.consts) < 16*n {
 		s.consts = align64(make([]float32, 16*n+alignSlack))
 	}
 	return blocks16(s.consts[:16*n])
+}
+
+// reluFlush16 writes the lane sums of staged vectors for the n ≤ 16
+// consecutive Gaussians or centroids from j0 on: dst[q][j0+i] is the sum of
+// the lanes of stage[q·16+i], bitwise what hsum16 gives, at a fraction of
+// the cost of one hsum16 per vector.
+func reluFlush16(stage [][16]float32, j0, n int, dst ...[]float32) {
+	var r [16]float32
+	for q, d := range dst {
+		laneSums16(stage[q*16:]).Store(&r)
+		copy(d[j0:j0+n], r[:n])
+	}
 }
 
 // reluBackward2x16 is reluBackward2 with sixteen centroids k per vector; the
@@ -94,7 +116,8 @@ func reluBackward2x16(s *reluWork[float32]) {
 	flat := reluBlocks(s, 16, s.mu[0], s.mu[1], s.gt, s.ge, s.kq[0], s.kq[1])
 	v := blocks16(flat)
 	c := newExp2Vec16()
-	cj := reluConsts16(s, 8) // μ_j, A_j (00 01 11), an_j, xn_j, −½·log₂e
+	cj := reluConsts16(s, 8+7*16) // μ_j, A_j (00 01 11), an_j, xn_j, −½·log₂e; the stage
+	stage := cj[8:]
 	broadcast16(-0.5 * expLog2e).Store(&cj[7])
 	for j := range s.n {
 		for i, x := range [7]float32{s.mu[0][j], s.mu[1][j], s.sym[0][j], s.sym[1][j], s.sym[2][j], s.an[j], s.xn[j]} {
@@ -118,9 +141,14 @@ func reluBackward2x16(s *reluWork[float32]) {
 			reluVec16(&g[4]).Add(w0).Store(&g[4])
 			reluVec16(&g[5]).Add(w1).Store(&g[5])
 		}
-		s.ga[j], s.gx[j] = hsum16(ga)*s.nrm[j], hsum16(gx)*s.nrm[j]
-		s.u[0][j], s.u[1][j] = hsum16(u0), hsum16(u1)
-		s.uu[0][j], s.uu[1][j], s.uu[2][j] = hsum16(uu00), hsum16(uu01), hsum16(uu11)
+		for q, a := range [...]archsimd.Float32x16{ga, gx, u0, u1, uu00, uu01, uu11} {
+			a.Store(&stage[q*16+j%16])
+		}
+		if (j+1)%16 == 0 || j == s.n-1 {
+			j0 := j - j%16
+			reluFlush16(stage, j0, j%16+1, s.ga, s.gx, s.u[0], s.u[1], s.uu[0], s.uu[1], s.uu[2])
+			reluNormalise(s, j0, j+1)
+		}
 	}
 	reluUnblock(s.kq[0], flat, 16, nf, 4)
 	reluUnblock(s.kq[1], flat, 16, nf, 5)
@@ -135,7 +163,8 @@ func reluBackward3x16(s *reluWork[float32]) {
 	flat := reluBlocks(s, 16, s.mu[0], s.mu[1], s.mu[2], s.gt, s.ge, s.kq[0], s.kq[1], s.kq[2])
 	v := blocks16(flat)
 	c := newExp2Vec16()
-	cj := reluConsts16(s, 12) // μ_j, A_j (00 01 02 11 12 22), an_j, xn_j, −½·log₂e
+	cj := reluConsts16(s, 12+11*16) // μ_j, A_j (00 01 02 11 12 22), an_j, xn_j, −½·log₂e; the stage
+	stage := cj[12:]
 	broadcast16(-0.5 * expLog2e).Store(&cj[11])
 	for j := range s.n {
 		for i, x := range [11]float32{s.mu[0][j], s.mu[1][j], s.mu[2][j], s.sym[0][j], s.sym[1][j], s.sym[2][j],
@@ -167,10 +196,15 @@ func reluBackward3x16(s *reluWork[float32]) {
 			reluVec16(&g[6]).Add(w1).Store(&g[6])
 			reluVec16(&g[7]).Add(w2).Store(&g[7])
 		}
-		s.ga[j], s.gx[j] = hsum16(ga)*s.nrm[j], hsum16(gx)*s.nrm[j]
-		s.u[0][j], s.u[1][j], s.u[2][j] = hsum16(u0), hsum16(u1), hsum16(u2)
-		s.uu[0][j], s.uu[1][j], s.uu[2][j] = hsum16(uu00), hsum16(uu01), hsum16(uu02)
-		s.uu[3][j], s.uu[4][j], s.uu[5][j] = hsum16(uu11), hsum16(uu12), hsum16(uu22)
+		for q, a := range [...]archsimd.Float32x16{ga, gx, u0, u1, u2, uu00, uu01, uu02, uu11, uu12, uu22} {
+			a.Store(&stage[q*16+j%16])
+		}
+		if (j+1)%16 == 0 || j == s.n-1 {
+			j0 := j - j%16
+			reluFlush16(stage, j0, j%16+1, s.ga, s.gx, s.u[0], s.u[1], s.u[2],
+				s.uu[0], s.uu[1], s.uu[2], s.uu[3], s.uu[4], s.uu[5])
+			reluNormalise(s, j0, j+1)
+		}
 	}
 	reluUnblock(s.kq[0], flat, 16, nf, 5)
 	reluUnblock(s.kq[1], flat, 16, nf, 6)

@@ -27,6 +27,7 @@ func reluForward2x8(s *reluWork[float32]) {
 	reluScaleFields(flat, 8, nf, 2, 5, expLog2e)
 	v := blocks8(flat)
 	c := newExp2Vec8()
+	stage := reluConsts8(s, 2*8)
 	for k := range s.n {
 		p0, p1 := broadcast8(s.mu[0][k]), broadcast8(s.mu[1][k])
 		var ta, te archsimd.Float32x8
@@ -39,7 +40,11 @@ func reluForward2x8(s *reluWork[float32]) {
 			ta = reluVec8(&g[5]).MulAdd(e, ta)
 			te = reluVec8(&g[6]).MulAdd(e, te)
 		}
-		s.t[k], s.e[k] = hsum8(ta), hsum8(te)
+		ta.Store(&stage[k%8])
+		te.Store(&stage[8+k%8])
+		if (k+1)%8 == 0 || k == s.n-1 {
+			reluFlush8(stage, k-k%8, k%8+1, s.t, s.e)
+		}
 	}
 }
 
@@ -50,6 +55,7 @@ func reluForward3x8(s *reluWork[float32]) {
 	reluScaleFields(flat, 8, nf, 3, 9, expLog2e)
 	v := blocks8(flat)
 	c := newExp2Vec8()
+	stage := reluConsts8(s, 2*8)
 	for k := range s.n {
 		p0, p1, p2 := broadcast8(s.mu[0][k]), broadcast8(s.mu[1][k]), broadcast8(s.mu[2][k])
 		var ta, te archsimd.Float32x8
@@ -64,17 +70,33 @@ func reluForward3x8(s *reluWork[float32]) {
 			ta = reluVec8(&g[9]).MulAdd(e, ta)
 			te = reluVec8(&g[10]).MulAdd(e, te)
 		}
-		s.t[k], s.e[k] = hsum8(ta), hsum8(te)
+		ta.Store(&stage[k%8])
+		te.Store(&stage[8+k%8])
+		if (k+1)%8 == 0 || k == s.n-1 {
+			reluFlush8(stage, k-k%8, k%8+1, s.t, s.e)
+		}
 	}
 }
 
 // reluConsts8 returns n aligned vectors of scratch for per-Gaussian
-// constants.
+// constants and for the stage of reluFlush8.
 func reluConsts8(s *reluWork[float32], n int) [][8]float32 {
 	if len(s.consts) < 8*n {
 		s.consts = align64(make([]float32, 8*n+alignSlack))
 	}
 	return blocks8(s.consts[:8*n])
+}
+
+// reluFlush8 writes the lane sums of staged vectors for the n ≤ 8
+// consecutive Gaussians or centroids from j0 on: dst[q][j0+i] is the sum of
+// the lanes of stage[q·8+i], bitwise what hsum8 gives, at a fraction of
+// the cost of one hsum8 per vector.
+func reluFlush8(stage [][8]float32, j0, n int, dst ...[]float32) {
+	var r [8]float32
+	for q, d := range dst {
+		laneSums8(stage[q*8:]).Store(&r)
+		copy(d[j0:j0+n], r[:n])
+	}
 }
 
 // reluBackward2x8 is reluBackward2 with eight centroids k per vector; the
@@ -91,7 +113,8 @@ func reluBackward2x8(s *reluWork[float32]) {
 	flat := reluBlocks(s, 8, s.mu[0], s.mu[1], s.gt, s.ge, s.kq[0], s.kq[1])
 	v := blocks8(flat)
 	c := newExp2Vec8()
-	cj := reluConsts8(s, 8) // μ_j, A_j (00 01 11), an_j, xn_j, −½·log₂e
+	cj := reluConsts8(s, 8+7*8) // μ_j, A_j (00 01 11), an_j, xn_j, −½·log₂e; the stage
+	stage := cj[8:]
 	broadcast8(-0.5 * expLog2e).Store(&cj[7])
 	for j := range s.n {
 		for i, x := range [7]float32{s.mu[0][j], s.mu[1][j], s.sym[0][j], s.sym[1][j], s.sym[2][j], s.an[j], s.xn[j]} {
@@ -115,9 +138,14 @@ func reluBackward2x8(s *reluWork[float32]) {
 			reluVec8(&g[4]).Add(w0).Store(&g[4])
 			reluVec8(&g[5]).Add(w1).Store(&g[5])
 		}
-		s.ga[j], s.gx[j] = hsum8(ga)*s.nrm[j], hsum8(gx)*s.nrm[j]
-		s.u[0][j], s.u[1][j] = hsum8(u0), hsum8(u1)
-		s.uu[0][j], s.uu[1][j], s.uu[2][j] = hsum8(uu00), hsum8(uu01), hsum8(uu11)
+		for q, a := range [...]archsimd.Float32x8{ga, gx, u0, u1, uu00, uu01, uu11} {
+			a.Store(&stage[q*8+j%8])
+		}
+		if (j+1)%8 == 0 || j == s.n-1 {
+			j0 := j - j%8
+			reluFlush8(stage, j0, j%8+1, s.ga, s.gx, s.u[0], s.u[1], s.uu[0], s.uu[1], s.uu[2])
+			reluNormalise(s, j0, j+1)
+		}
 	}
 	reluUnblock(s.kq[0], flat, 8, nf, 4)
 	reluUnblock(s.kq[1], flat, 8, nf, 5)
@@ -132,7 +160,8 @@ func reluBackward3x8(s *reluWork[float32]) {
 	flat := reluBlocks(s, 8, s.mu[0], s.mu[1], s.mu[2], s.gt, s.ge, s.kq[0], s.kq[1], s.kq[2])
 	v := blocks8(flat)
 	c := newExp2Vec8()
-	cj := reluConsts8(s, 12) // μ_j, A_j (00 01 02 11 12 22), an_j, xn_j, −½·log₂e
+	cj := reluConsts8(s, 12+11*8) // μ_j, A_j (00 01 02 11 12 22), an_j, xn_j, −½·log₂e; the stage
+	stage := cj[12:]
 	broadcast8(-0.5 * expLog2e).Store(&cj[11])
 	for j := range s.n {
 		for i, x := range [11]float32{s.mu[0][j], s.mu[1][j], s.mu[2][j], s.sym[0][j], s.sym[1][j], s.sym[2][j],
@@ -164,10 +193,15 @@ func reluBackward3x8(s *reluWork[float32]) {
 			reluVec8(&g[6]).Add(w1).Store(&g[6])
 			reluVec8(&g[7]).Add(w2).Store(&g[7])
 		}
-		s.ga[j], s.gx[j] = hsum8(ga)*s.nrm[j], hsum8(gx)*s.nrm[j]
-		s.u[0][j], s.u[1][j], s.u[2][j] = hsum8(u0), hsum8(u1), hsum8(u2)
-		s.uu[0][j], s.uu[1][j], s.uu[2][j] = hsum8(uu00), hsum8(uu01), hsum8(uu02)
-		s.uu[3][j], s.uu[4][j], s.uu[5][j] = hsum8(uu11), hsum8(uu12), hsum8(uu22)
+		for q, a := range [...]archsimd.Float32x8{ga, gx, u0, u1, u2, uu00, uu01, uu02, uu11, uu12, uu22} {
+			a.Store(&stage[q*8+j%8])
+		}
+		if (j+1)%8 == 0 || j == s.n-1 {
+			j0 := j - j%8
+			reluFlush8(stage, j0, j%8+1, s.ga, s.gx, s.u[0], s.u[1], s.u[2],
+				s.uu[0], s.uu[1], s.uu[2], s.uu[3], s.uu[4], s.uu[5])
+			reluNormalise(s, j0, j+1)
+		}
 	}
 	reluUnblock(s.kq[0], flat, 8, nf, 5)
 	reluUnblock(s.kq[1], flat, 8, nf, 6)

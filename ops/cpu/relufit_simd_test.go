@@ -137,3 +137,43 @@ func TestReLUFitFast8(t *testing.T) {
 		}
 	}
 }
+
+// TestLaneSums checks that laneSums8 and laneSums16 give in each lane
+// bitwise what hsum8 and hsum16 give for that vector, on values whose sums
+// depend on the order of the additions.
+func TestLaneSums(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	val := func() float32 { return float32(rng.NormFloat64() * math.Exp(8*rng.NormFloat64())) }
+	for range 50 {
+		if cpuAVX2FMA {
+			v := make([][8]float32, 8)
+			for i := range v {
+				for l := range v[i] {
+					v[i][l] = val()
+				}
+			}
+			var got [8]float32
+			laneSums8(v).Store(&got)
+			for i := range v {
+				if want := hsum8(archsimd.LoadFloat32x8(&v[i])); math.Float32bits(got[i]) != math.Float32bits(want) {
+					t.Fatalf("laneSums8 lane %d = %g, hsum8 = %g", i, got[i], want)
+				}
+			}
+		}
+		if cpuAVX512 {
+			v := make([][16]float32, 16)
+			for i := range v {
+				for l := range v[i] {
+					v[i][l] = val()
+				}
+			}
+			var got [16]float32
+			laneSums16(v).Store(&got)
+			for i := range v {
+				if want := hsum16(archsimd.LoadFloat32x16(&v[i])); math.Float32bits(got[i]) != math.Float32bits(want) {
+					t.Fatalf("laneSums16 lane %d = %g, hsum16 = %g", i, got[i], want)
+				}
+			}
+		}
+	}
+}
