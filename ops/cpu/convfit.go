@@ -3,6 +3,9 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"slices"
+	"sync"
+	"unsafe"
 
 	"github.com/gmcn-go/gmcn/internal/parallel"
 	"github.com/gmcn-go/gmcn/ops/device"
@@ -36,27 +39,36 @@ func ConvFit[T Float](y, x, k []T, lx, lk mixture.Layout, n int) {
 // ConvFitSelection holds the discrete decisions of one ConvFit call, which
 // ConvFitBackward needs: per output mixture the order of the virtual
 // components under the sort keys and the selected nodes. Its size is
-// B·Fo·(4·Nv + 8·n) bytes.
+// B·Fo·(4·Nv + 8·n) bytes, plus B·Fo·Nv·(24 + 8·D) bytes between the two
+// calls of a backward pass that computes ∂L/∂x and ∂L/∂k one at a time.
 type ConvFitSelection struct {
 	lx, lk mixture.Layout
 	n      int
 	perm   []int32 // [B·Fo][Nv]
 	sel    []span  // [B·Fo][n], the first nsel[m] used
 	nsel   []int32
+
+	mu   sync.Mutex
+	kept any // *convFitTerms[T] for one later ConvFitBackwardSaved, or nil
+}
+
+func newConvFitSelection(lx, lk mixture.Layout, n int) *ConvFitSelection {
+	nm, nv := lx.B*lk.B, lx.C*lx.N*lk.N
+	return &ConvFitSelection{lx: lx, lk: lk, n: n,
+		perm: make([]int32, nm*nv), sel: make([]span, nm*n), nsel: make([]int32, nm)}
 }
 
 // ConvFitSaving is ConvFit that also returns its selection, so that
 // ConvFitBackwardSaved can skip making the sort keys, sorting them and
 // selecting the nodes again.
 func ConvFitSaving[T Float](y, x, k []T, lx, lk mixture.Layout, n int) *ConvFitSelection {
-	nm, nv := lx.B*lk.B, lx.C*lx.N*lk.N
-	sel := &ConvFitSelection{lx: lx, lk: lk, n: n,
-		perm: make([]int32, nm*nv), sel: make([]span, nm*n), nsel: make([]int32, nm)}
+	sel := newConvFitSelection(lx, lk, n)
 	convFitInto(y, x, k, lx, lk, n, sel)
 	return sel
 }
 
-// convFitInto is ConvFit, recording its selection into save unless it is nil.
+// convFitInto is ConvFit, recording its selection into save unless it is
+// nil, and writing no output if y is nil.
 func convFitInto[T Float](y, x, k []T, lx, lk mixture.Layout, n int, save *ConvFitSelection) {
 	ly := device.ConvFitLayout(lx, lk, n)
 	work := make([]*convFit[T], parallel.Workers(ly.Mixtures()))
@@ -71,7 +83,9 @@ func convFitInto[T Float](y, x, k []T, lx, lk mixture.Layout, n int, save *ConvF
 			copy(save.sel[m*n:], cf.sel)
 			save.nsel[m] = int32(len(cf.sel))
 		}
-		cf.write(mixture.Mixture(y, ly, m))
+		if y != nil {
+			cf.write(mixture.Mixture(y, ly, m))
+		}
 	})
 }
 
@@ -82,9 +96,9 @@ func convFitInto[T Float](y, x, k []T, lx, lk mixture.Layout, n int, save *ConvF
 //
 // Data mixture (b, c) feeds every output channel and kernel (o, c) every
 // batch entry, so ∂L/∂x is spread over the batch entries and ∂L/∂k over the
-// output channels: each worker owns its rows and sums them in a fixed order,
-// which keeps the result deterministic. The selection is recomputed for
-// each destination.
+// output channels. The gradient of every virtual component is computed
+// once (see convFitTerms); then each destination row has one owner that sums
+// its terms in a fixed order, which keeps the result deterministic.
 func ConvFitBackward[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, n int) {
 	ConvFitBackwardSaved(dx, dk, g, x, k, lx, lk, n, nil)
 }
@@ -94,50 +108,213 @@ func ConvFitBackward[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, n int)
 // one; with sel nil it recomputes. It panics if sel was made for other
 // layouts or another n (a caller's bug: the ops pass a selection only to the
 // computation it was made for).
+//
+// A call for one destination leaves the virtual components' gradients in
+// sel, and the next call for bitwise the same g takes them instead of
+// computing them again: the graph's two grad ops, one per destination,
+// share that work. The caller guarantees that g does not change while a
+// call runs.
 func ConvFitBackwardSaved[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, n int, sel *ConvFitSelection) {
 	if sel != nil && (sel.lx != lx || sel.lk != lk || sel.n != n) {
 		panic(fmt.Sprintf("cpu: ConvFit selection made for %v ⊛ %v → %d, used for %v ⊛ %v → %d", sel.lx.Shape(), sel.lk.Shape(), sel.n, lx.Shape(), lk.Shape(), n))
 	}
 	fo := lk.B
+	var dests []convFitDest[T]
 	if dx != nil {
-		clear(dx)
-		convFitBackward(dx, nil, g, x, k, lx, lk, n, lx.B, sel, func(b, o int) int { return b*fo + o })
+		dests = append(dests, convFitDest[T]{dst: dx, other: k, rows: lx.B, data: true, mix: func(b, o int) int { return b*fo + o }})
 	}
 	if dk != nil {
-		clear(dk)
-		convFitBackward(nil, dk, g, x, k, lx, lk, n, fo, sel, func(o, b int) int { return b*fo + o })
+		dests = append(dests, convFitDest[T]{dst: dk, other: x, rows: fo, mix: func(o, b int) int { return b*fo + o }})
+	}
+	if len(dests) == 0 {
+		return
+	}
+	fresh := sel == nil
+	if fresh {
+		sel = newConvFitSelection(lx, lk, n)
+		convFitInto(nil, x, k, lx, lk, n, sel)
+	}
+	sel.mu.Lock()
+	defer sel.mu.Unlock()
+	tm, ok := sel.kept.(*convFitTerms[T])
+	sel.kept = nil
+	if !ok || !sameBits(tm.g, g) {
+		// The first destination's pass computes the terms and sums its own
+		// rows while they are in cache; they are stored only for another
+		// destination: the second one of this call, or a later call's.
+		keep := !fresh && len(dests) == 1
+		tm = newConvFitTerms(g, x, k, sel, &dests[0], keep || len(dests) == 2)
+		dests = dests[1:]
+		if keep {
+			tm.g = slices.Clone(g)
+			sel.kept = tm
+		}
+	}
+	for _, d := range dests {
+		tm.reduce(&d, g)
+	}
+	if sel.kept != tm {
+		tm.release()
 	}
 }
 
-// convFitBackward runs the backward of the output mixtures mix(r, i) for
-// every row r < rows (in parallel) and every i (in order), accumulating
-// into dx or dk, with the selection from sel unless it is nil.
-func convFitBackward[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, n, rows int, sel *ConvFitSelection, mix func(r, i int) int) {
+// convFitDest is a destination of ConvFitBackward: ∂L/∂x (data) or ∂L/∂k,
+// whose factors' gradients need the other factor's weight from other. Row
+// r < rows of dst sums the output mixtures mix(r, i) for every i, in order.
+type convFitDest[T Float] struct {
+	dst, other []T
+	rows       int
+	data       bool
+	mix        func(r, i int) int
+}
+
+// convFitTerms holds, for one incoming gradient g, the gradient of every
+// virtual component of every output mixture m, in key order: at
+// (m·Nv + j)·(2 + D) the weight's gradient g_w, the share a_v/A of the node's
+// position and covariance gradients, and the position's gradient g_μ; and
+// where the component's data and kernel factors sit in x and k. A factor's
+// gradient is then g_w times the other factor's weight, g_μ, and share times
+// the node's covariance gradient, as in ConvBackwardData and
+// ConvBackwardKernels.
+type convFitTerms[T Float] struct {
+	sel    *ConvFitSelection
+	g      []T // the incoming gradient the terms are for, while kept in sel
+	terms  []float64
+	xo, ko []int32
+	buf    *convFitBuf // where terms, xo and ko live, if stored
+}
+
+// convFitBuf is the storage of stored terms. The buffers, as large as
+// Conv's output, are recycled (convFitBufs) once their terms are used:
+// making them new for every backward pass took a tenth of its time in
+// clearing and first touching the memory.
+type convFitBuf struct {
+	terms  []float64
+	xo, ko []int32
+}
+
+var convFitBufs sync.Pool // *convFitBuf
+
+// getConvFitBuf returns a buffer for the terms of nc components with ts
+// values each, recycled if one large enough is free. Its contents are
+// undefined.
+func getConvFitBuf(nc, ts int) *convFitBuf {
+	b, _ := convFitBufs.Get().(*convFitBuf)
+	if b == nil || cap(b.terms) < nc*ts || cap(b.xo) < nc {
+		b = &convFitBuf{terms: make([]float64, nc*ts), xo: make([]int32, nc), ko: make([]int32, nc)}
+	}
+	b.terms, b.xo, b.ko = b.terms[:nc*ts], b.xo[:nc], b.ko[:nc]
+	return b
+}
+
+// release gives tm's storage back for reuse; tm is not used after.
+func (tm *convFitTerms[T]) release() {
+	if tm.buf != nil {
+		convFitBufs.Put(tm.buf)
+		tm.buf, tm.terms, tm.xo, tm.ko = nil, nil, nil, nil
+	}
+}
+
+// sameBits reports whether a and b hold bitwise the same values.
+func sameBits[T Float](a, b []T) bool {
+	bytes := func(v []T) []byte {
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*int(unsafe.Sizeof(T(0))))
+	}
+	return len(a) == len(b) && string(bytes(a)) == string(bytes(b))
+}
+
+// newConvFitTerms computes the terms for g with the selection sel in
+// parallel over the rows of the destination d, which it writes; it keeps
+// them in the result only if store.
+func newConvFitTerms[T Float](g, x, k []T, sel *ConvFitSelection, d *convFitDest[T], store bool) *convFitTerms[T] {
+	lx, lk, n := sel.lx, sel.lk, sel.n
 	ly := device.ConvFitLayout(lx, lk, n)
-	s := ly.Stride()
-	inner := ly.Mixtures() / rows
-	work := make([]*convFit[T], parallel.Workers(rows))
-	parallel.ForWorker(rows, func(w, r int) {
+	s, nm, nv, ts := ly.Stride(), ly.Mixtures(), lx.C*lx.N*lk.N, 2+lx.D
+	tm := &convFitTerms[T]{sel: sel}
+	if store {
+		tm.buf = getConvFitBuf(nm*nv, ts)
+		tm.terms, tm.xo, tm.ko = tm.buf.terms, tm.buf.xo, tm.buf.ko
+	}
+	type worker struct {
+		cf     *convFit[T]
+		terms  []float64
+		xo, ko []int32
+	}
+	work := make([]*worker, parallel.Workers(d.rows))
+	clear(d.dst)
+	parallel.ForWorker(d.rows, func(w, r int) {
 		if work[w] == nil {
-			work[w] = newConvFit(x, k, lx, lk)
-			work[w].dx, work[w].dk = dx, dk
+			work[w] = &worker{cf: newConvFit(x, k, lx, lk)}
+			if !store {
+				work[w].terms, work[w].xo, work[w].ko = make([]float64, nv*ts), make([]int32, nv), make([]int32, nv)
+			}
 		}
-		cf := work[w]
-		for i := range inner {
-			m := mix(r, i)
-			if sel != nil {
-				cf.replay(m, sel.perm[m*cf.nv:(m+1)*cf.nv], sel.sel[m*n:m*n+int(sel.nsel[m])])
-			} else {
-				cf.selectNodes(m, n)
+		wk := work[w]
+		cf := wk.cf
+		for i := range nm / d.rows {
+			m := d.mix(r, i)
+			terms, xo, ko := wk.terms, wk.xo, wk.ko
+			if store {
+				terms, xo, ko = tm.terms[m*nv*ts:(m+1)*nv*ts], tm.xo[m*nv:(m+1)*nv], tm.ko[m*nv:(m+1)*nv]
+			}
+			cf.replay(m, sel.perm[m*nv:(m+1)*nv], sel.sel[m*n:m*n+int(sel.nsel[m])])
+			for j, v := range cf.perm {
+				xo[j], ko[j] = cf.xo[v], cf.ko[v]
 			}
 			gm := mixture.Mixture(g, ly, m)
 			for j, sp := range cf.sel {
 				var mm convFitMoments
 				cf.match(&mm, sp)
-				cf.backward(&mm, sp, gm[j*s:(j+1)*s])
+				cf.backward(terms, &mm, sp, gm[j*s:(j+1)*s])
 			}
+			tm.add(d, gm, m, terms, xo, ko)
 		}
 	})
+	return tm
+}
+
+// reduce writes the destination d from the stored terms, in parallel over
+// its rows.
+func (tm *convFitTerms[T]) reduce(d *convFitDest[T], g []T) {
+	lx, lk, n := tm.sel.lx, tm.sel.lk, tm.sel.n
+	ly := device.ConvFitLayout(lx, lk, n)
+	nm, nv, ts := ly.Mixtures(), lx.C*lx.N*lk.N, 2+lx.D
+	clear(d.dst)
+	parallel.For(d.rows, func(r int) {
+		for i := range nm / d.rows {
+			m := d.mix(r, i)
+			tm.add(d, mixture.Mixture(g, ly, m), m, tm.terms[m*nv*ts:(m+1)*nv*ts], tm.xo[m*nv:(m+1)*nv], tm.ko[m*nv:(m+1)*nv])
+		}
+	})
+}
+
+// add adds to d the gradients of the factors of output mixture m, whose
+// incoming gradient is gm, from its terms and its factors' offsets xo, ko
+// in key order, node by node in selection order.
+func (tm *convFitTerms[T]) add(d *convFitDest[T], gm []T, m int, terms []float64, xo, ko []int32) {
+	lx, n := tm.sel.lx, tm.sel.n
+	dim, s, ts := lx.D, lx.Stride(), 2+lx.D
+	at, from := xo, ko
+	if !d.data {
+		at, from = ko, xo
+	}
+	for j, sp := range tm.sel.sel[m*n : m*n+int(tm.sel.nsel[m])] {
+		var gcov [9]float64
+		for e := range dim * dim {
+			gcov[e] = float64(gm[j*s+1+dim+e])
+		}
+		for c := int(sp.first); c <= int(sp.last); c++ {
+			t := terms[c*ts : (c+1)*ts]
+			o := d.dst[at[c] : int(at[c])+s]
+			o[0] += T(t[0] * float64(d.other[from[c]]))
+			for a := range dim {
+				o[1+a] += T(t[2+a])
+			}
+			for e := range dim * dim {
+				o[1+dim+e] += T(t[1] * gcov[e])
+			}
+		}
+	}
 }
 
 // convFit is one worker's state for the fused convolution-fitting: the
@@ -161,9 +338,6 @@ type convFit[T Float] struct {
 	prefix []float64
 	// sel holds the selected nodes as ranges of sorted components.
 	sel []span
-	// dx and dk receive the gradients (nil when not computed); the worker
-	// owns the rows it writes.
-	dx, dk []T
 }
 
 // span is a node of the radix tree over the sorted keys: the sorted
@@ -395,18 +569,16 @@ func writeMoments[T Float](out []T, mm *convFitMoments, d int) {
 	}
 }
 
-// backward adds the gradient of the moment match of node, given the
-// gradient g of its packed output slot, to the worker's dx and dk. With
-// d_v = μ_v − μ, the moment match has
+// backward writes the terms (see convFitTerms) of the sorted components of
+// node sp into terms, one output mixture's, given the gradient g of the
+// node's packed output slot. With d_v = μ_v − μ, the moment match has
 //
 //	∂μ/∂a_v = d_v/A,  ∂Σ/∂a_v = (Σ_v + d_v d_vᵀ − Σ)/A,
 //	∂μ/∂μ_v = a_v/A,  ∂Σ/∂μ_v: a_v/A (e_p d_vᵀ + d_v e_pᵀ),  ∂Σ/∂Σ_v = a_v/A,
 //
 // (μ's own dependence on μ_v drops out of Σ because Σ_v a_v d_v = 0), and
-// ∂w/∂w_v = 1, ∂a_v/∂w_v = sign(w_v) (0 for equal weights). The component's
-// gradient then flows to its factors as in ConvBackwardData and
-// ConvBackwardKernels.
-func (cf *convFit[T]) backward(mm *convFitMoments, sp span, g []T) {
+// ∂w/∂w_v = 1, ∂a_v/∂w_v = sign(w_v) (0 for equal weights).
+func (cf *convFit[T]) backward(terms []float64, mm *convFitMoments, sp span, g []T) {
 	d, s := cf.lx.D, cf.lx.Stride()
 	gw := float64(g[0])
 	var gmu [3]float64
@@ -446,31 +618,14 @@ func (cf *convFit[T]) backward(mm *convFitMoments, sp span, g []T) {
 			gv += ga / mm.a
 		}
 		share := mm.weight(w) / mm.a
-		var gp [3]float64
+		t := terms[int(j)*(2+d) : int(j+1)*(2+d)]
+		t[0], t[1] = gv, share
 		for r := range d {
-			gp[r] = gmu[r]
+			gp := gmu[r]
 			for c := range d {
-				gp[r] += gsym[r*d+c] * dv[c]
+				gp += gsym[r*d+c] * dv[c]
 			}
-			gp[r] *= share
-		}
-		xo, ko := int(cf.xo[cf.perm[j]]), int(cf.ko[cf.perm[j]])
-		for _, f := range [2]struct {
-			dst   []T
-			at    int
-			other T
-		}{{cf.dx, xo, cf.k[ko]}, {cf.dk, ko, cf.x[xo]}} {
-			if f.dst == nil {
-				continue
-			}
-			dst := f.dst[f.at : f.at+s]
-			dst[0] += T(gv * float64(f.other))
-			for a := range d {
-				dst[1+a] += T(gp[a])
-			}
-			for e := range d * d {
-				dst[1+d+e] += T(share * gcov[e])
-			}
+			t[2+r] = gp * share
 		}
 	}
 }

@@ -362,3 +362,46 @@ func checkConvFitSaved[T Float](t *testing.T, x, k, g []T, lx, lk mixture.Layout
 	}()
 	ConvFitBackwardSaved(dxs, dks, make([]T, device.ConvFitLayout(lx, lk, n+1).Len()), x, k, lx, lk, n+1, sel)
 }
+
+// TestConvFitBackwardKept checks the virtual components' gradients that a
+// one-destination backward leaves in the selection: the next call takes
+// them only for bitwise the same incoming gradient, and then releases them.
+func TestConvFitBackwardKept(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		lx := mixture.Layout{B: 2, C: 3, N: 4, D: d}
+		lk := mixture.Layout{B: 3, C: 3, N: 2, D: d}
+		rng := rand.New(rand.NewPCG(11, uint64(d)))
+		x, k := relufitRandom(rng, lx, 0.1, 2), relufitRandom(rng, lk, 0.1, 1)
+		const n = 7
+		ly := device.ConvFitLayout(lx, lk, n)
+		g1, g2 := relufitRandom(rng, ly, 0, 1), relufitRandom(rng, ly, 0, 1)
+		want := func(g []float64) (dx, dk []float64) {
+			dx, dk = make([]float64, len(x)), make([]float64, len(k))
+			ConvFitBackward(dx, dk, g, x, k, lx, lk, n)
+			return dx, dk
+		}
+		dx1, dk1 := want(g1)
+		_, dk2 := want(g2)
+		sel := ConvFitSaving(make([]float64, ly.Len()), x, k, lx, lk, n)
+		dx, dk := make([]float64, len(x)), make([]float64, len(k))
+		ConvFitBackwardSaved(dx, nil, g1, x, k, lx, lk, n, sel)
+		if !slices.Equal(dx, dx1) || sel.kept == nil {
+			t.Fatalf("%dD: ∂L/∂x alone differs from the two-destination pass, or kept nothing", d)
+		}
+		ConvFitBackwardSaved(nil, dk, g2, x, k, lx, lk, n, sel) // another g: computed anew
+		if !slices.Equal(dk, dk2) {
+			t.Errorf("%dD: ∂L/∂k for another incoming gradient used the kept terms", d)
+		}
+		ConvFitBackwardSaved(nil, dk, g1, x, k, lx, lk, n, sel)
+		if !slices.Equal(dk, dk1) {
+			t.Errorf("%dD: ∂L/∂k after ∂L/∂x for the same incoming gradient differs", d)
+		}
+		ConvFitBackwardSaved(dx, nil, g1, x, k, lx, lk, n, sel)
+		if !slices.Equal(dx, dx1) {
+			t.Errorf("%dD: ∂L/∂x from kept terms differs", d)
+		}
+		if sel.kept != nil {
+			t.Errorf("%dD: the kept terms were not released after their use", d)
+		}
+	}
+}
