@@ -336,8 +336,10 @@ type convFit[T Float] struct {
 	// prefix[j] is the signed weight sum of the first j sorted components,
 	// so a node covering [f, l] has mass prefix[l+1] − prefix[f].
 	prefix []float64
-	// sel holds the selected nodes as ranges of sorted components.
-	sel []span
+	// sel holds the selected nodes as ranges of sorted components, and heap
+	// those that choose may split next.
+	sel  []span
+	heap splitHeap
 }
 
 // span is a node of the radix tree over the sorted keys: the sorted
@@ -438,26 +440,26 @@ func (cf *convFit[T]) gather() {
 }
 
 // choose selects n nodes greedily, starting from the root and splitting
-// the heaviest selected node until there are n or only leaves.
+// the heaviest selected node (the first one on ties) until there are n or
+// only leaves.
 func (cf *convFit[T]) choose(n int) {
 	cf.sel = append(cf.sel[:0], span{0, int32(cf.nv - 1)})
-	for len(cf.sel) < n {
-		best, bestMass := -1, -1.0
-		for i, sp := range cf.sel {
-			if sp.first == sp.last {
-				continue // a leaf cannot be split
-			}
-			if mass := math.Abs(cf.prefix[sp.last+1] - cf.prefix[sp.first]); mass > bestMass {
-				best, bestMass = i, mass
-			}
+	h := &cf.heap
+	h.reset(n)
+	consider := func(slot int) {
+		if sp := cf.sel[slot]; sp.first < sp.last { // a leaf cannot be split
+			h.push(int32(slot), math.Abs(cf.prefix[sp.last+1]-cf.prefix[sp.first]))
 		}
-		if best < 0 {
-			break
-		}
+	}
+	consider(0)
+	for len(cf.sel) < n && len(h.slots) > 0 {
+		best := int(h.pop())
 		sp := cf.sel[best]
 		split := int32(karrasSplit(cf.keys, int(sp.first), int(sp.last)))
 		cf.sel[best] = span{sp.first, split}
 		cf.sel = append(cf.sel, span{split + 1, sp.last})
+		consider(best)
+		consider(len(cf.sel) - 1)
 	}
 }
 

@@ -73,8 +73,15 @@ func newMortonBox(d int, lower, upper [3]float64) mortonBox {
 func (b *mortonBox) code(p [3]float64) uint32 {
 	var q [3]uint32
 	for j := range b.d {
-		v := (p[j] - b.lower[j]) * b.scale[j]
-		q[j] = uint32(min(max(v*(1<<mortonBits), 0), (1<<mortonBits)-1))
+		// Clamped to [0, 2¹⁰ − 1] and truncated, by branches: Go's float min
+		// and max, which order ±0 and propagate NaN, and the conversion to
+		// an unsigned integer cost several times more. Positions are finite.
+		switch v := (p[j] - b.lower[j]) * b.scale[j] * (1 << mortonBits); {
+		case v >= (1<<mortonBits)-1:
+			q[j] = (1 << mortonBits) - 1
+		case v > 0:
+			q[j] = uint32(int32(v))
+		}
 	}
 	return expandBits(q[0])<<2 | expandBits(q[1])<<1 | expandBits(q[2])
 }
