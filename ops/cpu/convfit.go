@@ -38,8 +38,9 @@ func ConvFit[T Float](y, x, k []T, lx, lk mixture.Layout, n int) {
 
 // ConvFitSelection holds the discrete decisions of one ConvFit call, which
 // ConvFitBackward needs: per output mixture the order of the virtual
-// components under the sort keys and the selected nodes. Its size is
-// B·Fo·(4·Nv + 8·n) bytes, plus B·Fo·Nv·(24 + 8·D) bytes between the two
+// components under the sort keys and the selected nodes, and the moments
+// of those nodes, which the backward pass needs again. Its size is
+// B·Fo·(4·Nv + 128·n) bytes, plus B·Fo·Nv·(24 + 8·D) bytes between the two
 // calls of a backward pass that computes ∂L/∂x and ∂L/∂k one at a time.
 type ConvFitSelection struct {
 	lx, lk mixture.Layout
@@ -47,6 +48,7 @@ type ConvFitSelection struct {
 	perm   []int32 // [B·Fo][Nv]
 	sel    []span  // [B·Fo][n], the first nsel[m] used
 	nsel   []int32
+	mom    []convFitMoments // [B·Fo][n]: the moment match of each selected node
 
 	mu   sync.Mutex
 	kept any // *convFitTerms[T] for one later ConvFitBackwardSaved, or nil
@@ -55,7 +57,7 @@ type ConvFitSelection struct {
 func newConvFitSelection(lx, lk mixture.Layout, n int) *ConvFitSelection {
 	nm, nv := lx.B*lk.B, lx.C*lx.N*lk.N
 	return &ConvFitSelection{lx: lx, lk: lk, n: n,
-		perm: make([]int32, nm*nv), sel: make([]span, nm*n), nsel: make([]int32, nm)}
+		perm: make([]int32, nm*nv), sel: make([]span, nm*n), nsel: make([]int32, nm), mom: make([]convFitMoments, nm*n)}
 }
 
 // ConvFitSaving is ConvFit that also returns its selection, so that
@@ -78,13 +80,18 @@ func convFitInto[T Float](y, x, k []T, lx, lk mixture.Layout, n int, save *ConvF
 		}
 		cf := work[w]
 		cf.selectNodes(m, n)
+		var mom []convFitMoments
 		if save != nil {
 			copy(save.perm[m*cf.nv:], cf.perm)
 			copy(save.sel[m*n:], cf.sel)
 			save.nsel[m] = int32(len(cf.sel))
+			mom = cf.moments(save.mom[m*n : m*n+n : m*n+n])
+		} else {
+			mom = cf.moments(cf.mom)
+			cf.mom = mom
 		}
 		if y != nil {
-			cf.write(mixture.Mixture(y, ly, m))
+			writeNodes(mixture.Mixture(y, ly, m), mom, lx.D)
 		}
 	})
 }
@@ -263,9 +270,7 @@ func newConvFitTerms[T Float](g, x, k []T, sel *ConvFitSelection, d *convFitDest
 			}
 			gm := mixture.Mixture(g, ly, m)
 			for j, sp := range cf.sel {
-				var mm convFitMoments
-				cf.match(&mm, sp)
-				cf.backward(terms, &mm, sp, gm[j*s:(j+1)*s])
+				cf.backward(terms, &sel.mom[m*n+j], sp, gm[j*s:(j+1)*s])
 			}
 			tm.add(d, gm, m, terms, xo, ko)
 		}
@@ -337,9 +342,10 @@ type convFit[T Float] struct {
 	// so a node covering [f, l] has mass prefix[l+1] − prefix[f].
 	prefix []float64
 	// sel holds the selected nodes as ranges of sorted components, and heap
-	// those that choose may split next.
+	// those that choose may split next; mom is scratch for their moments.
 	sel  []span
 	heap splitHeap
+	mom  []convFitMoments
 }
 
 // span is a node of the radix tree over the sorted keys: the sorted
@@ -540,16 +546,24 @@ func (cf *convFit[T]) match(mm *convFitMoments, sp span) {
 	}
 }
 
-// write writes the moment match of every selected node into its slot of
-// out, one output mixture, and pads the slots after them with {0, 0, I}.
-func (cf *convFit[T]) write(out []T) {
-	d, s := cf.lx.D, cf.lx.Stride()
+// moments returns the moment match of every selected node, in mom's
+// storage if it suffices.
+func (cf *convFit[T]) moments(mom []convFitMoments) []convFitMoments {
+	mom = slices.Grow(mom[:0], len(cf.sel))[:len(cf.sel)]
 	for i, sp := range cf.sel {
-		var mm convFitMoments
-		cf.match(&mm, sp)
-		writeMoments(out[i*s:(i+1)*s], &mm, d)
+		cf.match(&mom[i], sp)
 	}
-	padIdentity(d, out[len(cf.sel)*s:])
+	return mom
+}
+
+// writeNodes writes the Gaussians of the moments mom into the slots of out,
+// one output mixture, and pads the slots after them with {0, 0, I}.
+func writeNodes[T Float](out []T, mom []convFitMoments, d int) {
+	s := 1 + d + d*d
+	for i := range mom {
+		writeMoments(out[i*s:(i+1)*s], &mom[i], d)
+	}
+	padIdentity(d, out[len(mom)*s:])
 }
 
 // weight returns a_v for a component of weight w.

@@ -65,7 +65,7 @@ func convFitFrozen(x, k, x0, k0 []float64, lx, lk mixture.Layout, n int) []float
 	for m := range ly.Mixtures() {
 		ref.selectNodes(m, n)
 		at.replay(m, ref.perm, ref.sel)
-		at.write(mixture.Mixture(y, ly, m))
+		writeNodes(mixture.Mixture(y, ly, m), at.moments(nil), lx.D)
 	}
 	return y
 }
