@@ -47,8 +47,9 @@ test-plain: ## run all tests with the portable (scalar) kernels
 test-simd: ## run the kernel tests with GOEXPERIMENT=simd (AVX-512 or AVX2 kernels, as the CPU has)
 	GOEXPERIMENT=simd $(GO) test -count=1 ./ops/...
 
-race: ## the tests of the parallel kernels, training loop (data-parallel ranks included), communicators and data code under the race detector
+race: ## the tests of the parallel kernels, training loop (data-parallel ranks included), communicators and data code under the race detector; the ops again with the SIMD kernels
 	$(GO) test -race -count=1 ./ops/... ./dataset/... ./train/... ./shapes ./models ./gmnode ./dist
+	GOEXPERIMENT=simd $(GO) test -race -count=1 ./ops/... ./gmnode
 
 vet: ## go vet, plain and SIMD builds, and the SIMD build for arm64 (the amd64-only files' tags)
 	$(GO) vet $(PKGS)

@@ -41,7 +41,7 @@ func mixSums2x8(c *evalComp, xt, g []float32) mixSums {
 		t0 := archsimd.LoadFloat32x8Slice(xt[0:w]).Sub(p.mu[0])
 		t1 := archsimd.LoadFloat32x8Slice(xt[w : 2*w]).Sub(p.mu[1])
 		x := p.q[2].Mul(t1).MulAdd(t1, p.q[0].MulAdd(t0, p.q[1].Mul(t1)).Mul(t0))
-		e := ex.exp(x).Mul(archsimd.LoadFloat32x8SlicePart(g[i:]))
+		e := ex.exp(x).Mul(loadPart8(g[i:]))
 		se = se.Add(e)
 		e0, e1 := e.Mul(t0), e.Mul(t1)
 		s0, s1 = s0.Add(e0), s1.Add(e1)
@@ -68,7 +68,7 @@ func mixSums3x8(c *evalComp, xt, g []float32) mixSums {
 		t2 := archsimd.LoadFloat32x8Slice(xt[2*w : 3*w]).Sub(p.mu[2])
 		a := p.q[0].MulAdd(t0, p.q[1].MulAdd(t1, p.q[2].Mul(t2)))
 		x := p.q[5].Mul(t2).MulAdd(t2, p.q[3].MulAdd(t1, p.q[4].Mul(t2)).MulAdd(t1, a.Mul(t0)))
-		e := ex.exp(x).Mul(archsimd.LoadFloat32x8SlicePart(g[i:]))
+		e := ex.exp(x).Mul(loadPart8(g[i:]))
 		se = se.Add(e)
 		e0, e1, e2 := e.Mul(t0), e.Mul(t1), e.Mul(t2)
 		s0, s1, s2 = s0.Add(e0), s1.Add(e1), s2.Add(e2)
@@ -104,7 +104,7 @@ func pointGrads2x8(cs []evalComp, xt, g, acc []float32) {
 			f := ex.exp(t0.MulAdd(v0, t1.Mul(v1))).Mul(bc(c.coef))
 			s0, s1 = f.MulAdd(v0, s0), f.MulAdd(v1, s1)
 		}
-		gi := archsimd.LoadFloat32x8SlicePart(g[i:])
+		gi := loadPart8(g[i:])
 		a := acc[0 : d*w]
 		gi.MulAdd(s0, archsimd.LoadFloat32x8Slice(a[0:w])).StoreSlice(a[0:w])
 		gi.MulAdd(s1, archsimd.LoadFloat32x8Slice(a[w:2*w])).StoreSlice(a[w : 2*w])
@@ -129,7 +129,7 @@ func pointGrads3x8(cs []evalComp, xt, g, acc []float32) {
 			f := ex.exp(t0.MulAdd(v0, t1.MulAdd(v1, t2.Mul(v2)))).Mul(bc(c.coef))
 			s0, s1, s2 = f.MulAdd(v0, s0), f.MulAdd(v1, s1), f.MulAdd(v2, s2)
 		}
-		gi := archsimd.LoadFloat32x8SlicePart(g[i:])
+		gi := loadPart8(g[i:])
 		a := acc[0 : d*w]
 		gi.MulAdd(s0, archsimd.LoadFloat32x8Slice(a[0:w])).StoreSlice(a[0:w])
 		gi.MulAdd(s1, archsimd.LoadFloat32x8Slice(a[w:2*w])).StoreSlice(a[w : 2*w])

@@ -52,6 +52,41 @@ func hsum8(v archsimd.Float32x8) float32 {
 	return h.AddPairs(h).GetElem(0)
 }
 
+// loadPart8 is archsimd.LoadFloat32x8SlicePart: the first eight values of
+// s, lanes beyond len(s) 0. It copies a short s into an array first: the
+// library's masked load converts the short slice to an array pointer,
+// which the pointer checks of race-detector builds (checkptr) reject.
+func loadPart8(s []float32) archsimd.Float32x8 {
+	if len(s) >= 8 {
+		return archsimd.LoadFloat32x8Slice(s)
+	}
+	var a [8]float32
+	copy(a[:], s)
+	return archsimd.LoadFloat32x8(&a)
+}
+
+// loadPart16 is loadPart8 on sixteen lanes.
+func loadPart16(s []float32) archsimd.Float32x16 {
+	if len(s) >= 16 {
+		return archsimd.LoadFloat32x16Slice(s)
+	}
+	var a [16]float32
+	copy(a[:], s)
+	return archsimd.LoadFloat32x16(&a)
+}
+
+// storePart8 is Float32x8.StoreSlicePart, through an array for the reason
+// loadPart8 gives: it stores the first min(8, len(s)) lanes of x into s.
+func storePart8(x archsimd.Float32x8, s []float32) {
+	if len(s) >= 8 {
+		x.StoreSlice(s)
+		return
+	}
+	var a [8]float32
+	x.Store(&a)
+	copy(s, a[:])
+}
+
 // laneSums8 returns the vector whose lane i is hsum8(v[i]), bitwise: the
 // same additions in the same order, for eight vectors at once, which costs
 // about what two hsum8 calls do. A kernel with a per-Gaussian sum stages

@@ -2,8 +2,6 @@
 
 package cpu
 
-import "simd/archsimd"
-
 // hemExpVec holds the constants of expVec8 for hemExpFast, made only where
 // the CPU runs them.
 var hemExpVec = func() (c expVec8) {
@@ -25,8 +23,8 @@ func hemExpFast[T Float](v []T) bool {
 		// expVec8 clamps a NaN into range; it stays NaN as in expSlice32, so
 		// that a fit gone non-finite stays so and its entries are dropped by
 		// the parent's |w| filter instead of passing on as finite garbage.
-		x := archsimd.LoadFloat32x8SlicePart(f)
-		x.Merge(hemExpVec.exp(x), x.IsNaN()).StoreSlicePart(f)
+		x := loadPart8(f)
+		storePart8(x.Merge(hemExpVec.exp(x), x.IsNaN()), f)
 	}
 	return true
 }
