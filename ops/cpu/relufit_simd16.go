@@ -97,6 +97,10 @@ func reluConsts16(s *reluWork[float32], n int) [][16]float32 {
 func reluFlush16(stage [][16]float32, j0, n int, dst ...[]float32) {
 	var r [16]float32
 	for q, d := range dst {
+		if n == 16 {
+			laneSums16(stage[q*16:]).Store((*[16]float32)(d[j0 : j0+16]))
+			continue
+		}
 		laneSums16(stage[q*16:]).Store(&r)
 		copy(d[j0:j0+n], r[:n])
 	}

@@ -94,6 +94,10 @@ func reluConsts8(s *reluWork[float32], n int) [][8]float32 {
 func reluFlush8(stage [][8]float32, j0, n int, dst ...[]float32) {
 	var r [8]float32
 	for q, d := range dst {
+		if n == 8 {
+			laneSums8(stage[q*8:]).Store((*[8]float32)(d[j0 : j0+8]))
+			continue
+		}
 		laneSums8(stage[q*8:]).Store(&r)
 		copy(d[j0:j0+n], r[:n])
 	}

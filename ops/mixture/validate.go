@@ -30,8 +30,18 @@ func Validate[T Float](data []T, l Layout) error {
 // component with its error, or (-1, nil).
 func ValidateComponents[T Float](mx []T, d int) (int, error) {
 	s := PackedLen(d)
+	// One branch-free pass settles finiteness for the common, valid case;
+	// only a mixture that fails it is searched Gaussian by Gaussian.
+	finite := CheckFinite(mx) == nil
 	for n := 0; n*s < len(mx); n++ {
-		if err := validateGaussian(mx[n*s:(n+1)*s], d); err != nil {
+		g := mx[n*s : (n+1)*s]
+		var err error
+		if finite {
+			err = validateCovariance(g, d)
+		} else {
+			err = validateGaussian(g, d)
+		}
+		if err != nil {
 			return n, err
 		}
 	}
@@ -44,6 +54,12 @@ func validateGaussian[T Float](g []T, d int) error {
 			return errors.Errorf("non-finite value %v at packed index %d", v, j)
 		}
 	}
+	return validateCovariance(g, d)
+}
+
+// validateCovariance checks the covariance of the finite packed Gaussian g
+// like validateGaussian.
+func validateCovariance[T Float](g []T, d int) error {
 	cov := g[1+d:]
 	for r := 0; r < d; r++ {
 		for c := r + 1; c < d; c++ {

@@ -106,3 +106,28 @@ func checkFinite[T Float](t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkValidate checks a float32 batch of the paper model's convolution
+// outputs, [8, 16, 1280] valid Gaussians, in 2D and 3D.
+func BenchmarkValidate(b *testing.B) {
+	for _, d := range []int{2, 3} {
+		l := Layout{B: 8, C: 16, N: 1280, D: d}
+		b.Run(fmt.Sprintf("%dD_B%d_C%d_N%d", d, l.B, l.C, l.N), func(b *testing.B) {
+			x := make([]float32, l.Len())
+			s := l.Stride()
+			for i := 0; i < len(x); i += s {
+				x[i], x[i+1] = float32(i%7)-3, float32(i%5)
+				for r := range d {
+					x[i+1+d+r*d+r] = 1 + float32(r)
+				}
+				x[i+1+d+1] = 0.25 // Σ01
+				x[i+1+d+d] = 0.25 // Σ10
+			}
+			for b.Loop() {
+				if err := Validate(x, l); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
