@@ -49,6 +49,7 @@ type ConvFitSelection struct {
 	sel    []span  // [B·Fo][n], the first nsel[m] used
 	nsel   []int32
 	mom    []convFitMoments // [B·Fo][n]: the moment match of each selected node
+	at     convFitOffsets
 
 	mu   sync.Mutex
 	kept any // *convFitTerms[T] for one later ConvFitBackwardSaved, or nil
@@ -57,7 +58,35 @@ type ConvFitSelection struct {
 func newConvFitSelection(lx, lk mixture.Layout, n int) *ConvFitSelection {
 	nm, nv := lx.B*lk.B, lx.C*lx.N*lk.N
 	return &ConvFitSelection{lx: lx, lk: lk, n: n,
-		perm: make([]int32, nm*nv), sel: make([]span, nm*n), nsel: make([]int32, nm), mom: make([]convFitMoments, nm*n)}
+		perm: make([]int32, nm*nv), sel: make([]span, nm*n), nsel: make([]int32, nm), mom: make([]convFitMoments, nm*n),
+		at: newConvFitOffsets(lx, lk)}
+}
+
+// convFitOffsets locates the factors of the virtual components: component v
+// of output mixture (b, o) is the convolution of the data Gaussian at
+// x[lx.Offset(b, 0, 0) + x[v]] with the kernel Gaussian at
+// k[lk.Offset(o, 0, 0) + k[v]].
+type convFitOffsets struct{ x, k []int32 }
+
+func newConvFitOffsets(lx, lk mixture.Layout) convFitOffsets {
+	fi, ni, nk, s := lx.C, lx.N, lk.N, lx.Stride()
+	at := convFitOffsets{x: make([]int32, fi*ni*nk), k: make([]int32, fi*ni*nk)}
+	v := 0
+	for j := range nk {
+		for c := range fi {
+			for i := range ni {
+				at.x[v], at.k[v] = int32((c*ni+i)*s), int32((c*nk+j)*s)
+				v++
+			}
+		}
+	}
+	return at
+}
+
+// bases returns where the factors of output mixture m's components start in
+// x and in k.
+func (at *convFitOffsets) bases(lx, lk mixture.Layout, m int) (xb, kb int32) {
+	return int32(lx.Offset(m/lk.B, 0, 0)), int32(lk.Offset(m%lk.B, 0, 0))
 }
 
 // ConvFitSaving is ConvFit that also returns its selection, so that
@@ -178,39 +207,30 @@ type convFitDest[T Float] struct {
 // convFitTerms holds, for one incoming gradient g, the gradient of every
 // virtual component of every output mixture m, in key order: at
 // (m·Nv + j)·(2 + D) the weight's gradient g_w, the share a_v/A of the node's
-// position and covariance gradients, and the position's gradient g_μ; and
-// where the component's data and kernel factors sit in x and k. A factor's
-// gradient is then g_w times the other factor's weight, g_μ, and share times
-// the node's covariance gradient, as in ConvBackwardData and
+// position and covariance gradients, and the position's gradient g_μ. A
+// factor's gradient is then g_w times the other factor's weight, g_μ, and
+// share times the node's covariance gradient, as in ConvBackwardData and
 // ConvBackwardKernels.
 type convFitTerms[T Float] struct {
-	sel    *ConvFitSelection
-	g      []T // the incoming gradient the terms are for, while kept in sel
-	terms  []float64
-	xo, ko []int32
-	buf    *convFitBuf // where terms, xo and ko live, if stored
+	sel   *ConvFitSelection
+	g     []T // the incoming gradient the terms are for, while kept in sel
+	terms []float64
+	buf   *[]float64 // where terms live, if stored
 }
 
-// convFitBuf is the storage of stored terms. The buffers, as large as
-// Conv's output, are recycled (convFitBufs) once their terms are used:
-// making them new for every backward pass took a tenth of its time in
-// clearing and first touching the memory.
-type convFitBuf struct {
-	terms  []float64
-	xo, ko []int32
-}
+// convFitBufs recycles the storage of stored terms, as large as Conv's
+// output, once the terms are used: making it new for every backward pass
+// took a tenth of its time in clearing and first touching the memory.
+var convFitBufs sync.Pool // *[]float64
 
-var convFitBufs sync.Pool // *convFitBuf
-
-// getConvFitBuf returns a buffer for the terms of nc components with ts
-// values each, recycled if one large enough is free. Its contents are
-// undefined.
-func getConvFitBuf(nc, ts int) *convFitBuf {
-	b, _ := convFitBufs.Get().(*convFitBuf)
-	if b == nil || cap(b.terms) < nc*ts || cap(b.xo) < nc {
-		b = &convFitBuf{terms: make([]float64, nc*ts), xo: make([]int32, nc), ko: make([]int32, nc)}
+// getConvFitBuf returns storage for n values, recycled if one large enough
+// is free. Its contents are undefined.
+func getConvFitBuf(n int) *[]float64 {
+	b, _ := convFitBufs.Get().(*[]float64)
+	if b == nil || cap(*b) < n {
+		b = new(make([]float64, n))
 	}
-	b.terms, b.xo, b.ko = b.terms[:nc*ts], b.xo[:nc], b.ko[:nc]
+	*b = (*b)[:n]
 	return b
 }
 
@@ -218,7 +238,7 @@ func getConvFitBuf(nc, ts int) *convFitBuf {
 func (tm *convFitTerms[T]) release() {
 	if tm.buf != nil {
 		convFitBufs.Put(tm.buf)
-		tm.buf, tm.terms, tm.xo, tm.ko = nil, nil, nil, nil
+		tm.buf, tm.terms = nil, nil
 	}
 }
 
@@ -239,13 +259,12 @@ func newConvFitTerms[T Float](g, x, k []T, sel *ConvFitSelection, d *convFitDest
 	s, nm, nv, ts := ly.Stride(), ly.Mixtures(), lx.C*lx.N*lk.N, 2+lx.D
 	tm := &convFitTerms[T]{sel: sel}
 	if store {
-		tm.buf = getConvFitBuf(nm*nv, ts)
-		tm.terms, tm.xo, tm.ko = tm.buf.terms, tm.buf.xo, tm.buf.ko
+		tm.buf = getConvFitBuf(nm * nv * ts)
+		tm.terms = *tm.buf
 	}
 	type worker struct {
-		cf     *convFit[T]
-		terms  []float64
-		xo, ko []int32
+		cf    *convFit[T]
+		terms []float64
 	}
 	work := make([]*worker, parallel.Workers(d.rows))
 	clear(d.dst)
@@ -253,26 +272,23 @@ func newConvFitTerms[T Float](g, x, k []T, sel *ConvFitSelection, d *convFitDest
 		if work[w] == nil {
 			work[w] = &worker{cf: newConvFit(x, k, lx, lk)}
 			if !store {
-				work[w].terms, work[w].xo, work[w].ko = make([]float64, nv*ts), make([]int32, nv), make([]int32, nv)
+				work[w].terms = make([]float64, nv*ts)
 			}
 		}
 		wk := work[w]
 		cf := wk.cf
 		for i := range nm / d.rows {
 			m := d.mix(r, i)
-			terms, xo, ko := wk.terms, wk.xo, wk.ko
+			terms := wk.terms
 			if store {
-				terms, xo, ko = tm.terms[m*nv*ts:(m+1)*nv*ts], tm.xo[m*nv:(m+1)*nv], tm.ko[m*nv:(m+1)*nv]
+				terms = tm.terms[m*nv*ts : (m+1)*nv*ts]
 			}
 			cf.replay(m, sel.perm[m*nv:(m+1)*nv], sel.sel[m*n:m*n+int(sel.nsel[m])])
-			for j, v := range cf.perm {
-				xo[j], ko[j] = cf.xo[v], cf.ko[v]
-			}
 			gm := mixture.Mixture(g, ly, m)
 			for j, sp := range cf.sel {
 				cf.backward(terms, &sel.mom[m*n+j], sp, gm[j*s:(j+1)*s])
 			}
-			tm.add(d, gm, m, terms, xo, ko)
+			tm.add(d, gm, m, terms)
 		}
 	})
 	return tm
@@ -288,35 +304,56 @@ func (tm *convFitTerms[T]) reduce(d *convFitDest[T], g []T) {
 	parallel.For(d.rows, func(r int) {
 		for i := range nm / d.rows {
 			m := d.mix(r, i)
-			tm.add(d, mixture.Mixture(g, ly, m), m, tm.terms[m*nv*ts:(m+1)*nv*ts], tm.xo[m*nv:(m+1)*nv], tm.ko[m*nv:(m+1)*nv])
+			tm.add(d, mixture.Mixture(g, ly, m), m, tm.terms[m*nv*ts:(m+1)*nv*ts])
 		}
 	})
 }
 
 // add adds to d the gradients of the factors of output mixture m, whose
-// incoming gradient is gm, from its terms and its factors' offsets xo, ko
-// in key order, node by node in selection order.
-func (tm *convFitTerms[T]) add(d *convFitDest[T], gm []T, m int, terms []float64, xo, ko []int32) {
-	lx, n := tm.sel.lx, tm.sel.n
-	dim, s, ts := lx.D, lx.Stride(), 2+lx.D
-	at, from := xo, ko
+// incoming gradient is gm, from its terms in key order, node by node in
+// selection order.
+func (tm *convFitTerms[T]) add(d *convFitDest[T], gm []T, m int, terms []float64) {
+	lx, lk, n := tm.sel.lx, tm.sel.lk, tm.sel.n
+	dim, s, ts, nv := lx.D, lx.Stride(), 2+lx.D, lx.C*lx.N*lk.N
+	perm := tm.sel.perm[m*nv : (m+1)*nv]
+	xb, kb := tm.sel.at.bases(lx, lk, m)
+	at, from, atb, fromb := tm.sel.at.x, tm.sel.at.k, xb, kb
 	if !d.data {
-		at, from = ko, xo
+		at, from, atb, fromb = tm.sel.at.k, tm.sel.at.x, kb, xb
 	}
 	for j, sp := range tm.sel.sel[m*n : m*n+int(tm.sel.nsel[m])] {
 		var gcov [9]float64
 		for e := range dim * dim {
 			gcov[e] = float64(gm[j*s+1+dim+e])
 		}
-		for c := int(sp.first); c <= int(sp.last); c++ {
-			t := terms[c*ts : (c+1)*ts]
-			o := d.dst[at[c] : int(at[c])+s]
-			o[0] += T(t[0] * float64(d.other[from[c]]))
-			for a := range dim {
-				o[1+a] += T(t[2+a])
+		// Written out per dimension, with the covariance gradient in
+		// scalars, as in backward.
+		if dim == 2 {
+			g0, g1, g2, g3 := gcov[0], gcov[1], gcov[2], gcov[3]
+			for c := int(sp.first); c <= int(sp.last); c++ {
+				t := terms[c*ts : (c+1)*ts : (c+1)*ts]
+				v := perm[c]
+				o := d.dst[atb+at[v]:][:7:7]
+				o[0] += T(t[0] * float64(d.other[fromb+from[v]]))
+				o[1] += T(t[2])
+				o[2] += T(t[3])
+				o[3] += T(t[1] * g0)
+				o[4] += T(t[1] * g1)
+				o[5] += T(t[1] * g2)
+				o[6] += T(t[1] * g3)
 			}
-			for e := range dim * dim {
-				o[1+dim+e] += T(t[1] * gcov[e])
+			continue
+		}
+		for c := int(sp.first); c <= int(sp.last); c++ {
+			t := terms[c*ts : (c+1)*ts : (c+1)*ts]
+			v := perm[c]
+			o := d.dst[atb+at[v]:][:13:13]
+			o[0] += T(t[0] * float64(d.other[fromb+from[v]]))
+			o[1] += T(t[2])
+			o[2] += T(t[3])
+			o[3] += T(t[4])
+			for e, ge := range gcov {
+				o[4+e] += T(t[1] * ge)
 			}
 		}
 	}
@@ -330,14 +367,16 @@ type convFit[T Float] struct {
 	lx, lk mixture.Layout
 	nv     int
 	b, o   int
+	at     convFitOffsets
+	// xbox and kbox are the position bounds of every data and kernel
+	// mixture (mixtureBounds), made by the first selectNodes.
+	xbox, kbox [][2][3]float64
 
 	keys, buf []uint64
-	// vg holds the virtual components {w, μ, Σ} in float64, packed, in
-	// index order, and sg the same in key order; perm[j] is the index of
-	// the j-th sorted component, whose factors sit at xo[perm[j]] in x and
-	// ko[perm[j]] in k.
-	vg, sg       []float64
-	perm, xo, ko []int32
+	// sg holds the virtual components {w, μ, Σ} in float64, packed, in key
+	// order; perm[j] is the index of the j-th sorted component.
+	sg   []float64
+	perm []int32
 	// prefix[j] is the signed weight sum of the first j sorted components,
 	// so a node covering [f, l] has mass prefix[l+1] − prefix[f].
 	prefix []float64
@@ -355,10 +394,9 @@ type span struct{ first, last int32 }
 func newConvFit[T Float](x, k []T, lx, lk mixture.Layout) *convFit[T] {
 	nv, s := lx.C*lx.N*lk.N, lx.Stride()
 	return &convFit[T]{
-		x: x, k: k, lx: lx, lk: lk, nv: nv,
+		x: x, k: k, lx: lx, lk: lk, nv: nv, at: newConvFitOffsets(lx, lk),
 		keys: make([]uint64, nv), buf: make([]uint64, nv),
-		vg: make([]float64, nv*s), sg: make([]float64, nv*s),
-		perm: make([]int32, nv), xo: make([]int32, nv), ko: make([]int32, nv),
+		sg: make([]float64, nv*s), perm: make([]int32, nv),
 		prefix: make([]float64, nv+1),
 	}
 }
@@ -372,18 +410,21 @@ func newConvFit[T Float](x, k []T, lx, lk mixture.Layout) *convFit[T] {
 // walks the same tree in O(n log Nv) instead of building its Nv − 1 nodes.
 func (cf *convFit[T]) selectNodes(m, n int) {
 	cf.b, cf.o = m/cf.lk.B, m%cf.lk.B
+	if cf.xbox == nil {
+		cf.xbox, cf.kbox = mixtureBounds(cf.x, cf.lx), mixtureBounds(cf.k, cf.lk)
+	}
 	box := cf.bounds()
-	cf.virtual(&box)
+	sign := cf.makeKeys(&box)
 	// The keys were made in index order, so the stable radix sort over the
 	// sign and Morton bits leaves equal codes in index order.
-	sortKeyBits(cf.keys, cf.buf, 32, 63)
+	sortKeyBits(cf.keys, cf.buf, 32, sign+1)
 	for j, key := range cf.keys {
 		cf.perm[j] = int32(uint32(key))
 		// The sorted position replaces the index in the low bits: keys stay
 		// unique, and runs of equal codes split in the middle.
 		cf.keys[j] = key&^0xFFFFFFFF | uint64(j)
 	}
-	cf.gather()
+	cf.gather(m)
 	cf.choose(n)
 }
 
@@ -391,17 +432,19 @@ func (cf *convFit[T]) selectNodes(m, n int) {
 // by an earlier selectNodes of output mixture m.
 func (cf *convFit[T]) replay(m int, perm []int32, sel []span) {
 	cf.b, cf.o = m/cf.lk.B, m%cf.lk.B
-	cf.virtual(nil)
 	copy(cf.perm, perm)
-	cf.gather()
+	cf.gather(m)
 	cf.sel = append(cf.sel[:0], sel...)
 }
 
-// virtual makes the virtual components of output mixture (cf.b, cf.o) in
-// index order, and their sort keys under box unless box is nil.
-func (cf *convFit[T]) virtual(box *mortonBox) {
+// makeKeys writes the sort keys of the virtual components of output mixture
+// (cf.b, cf.o) under box into keys, in index order, and returns the bit that
+// holds the sign: key = sign·2^bit + Morton·2³² + index, with the compact
+// Morton code of 10·D bits below the sign bit.
+func (cf *convFit[T]) makeKeys(box *mortonBox) (bit uint) {
 	fi, ni, nk, d := cf.lx.C, cf.lx.N, cf.lk.N, cf.lx.D
 	s := cf.lx.Stride()
+	bit = 32 + mortonBits*uint(d)
 	v := 0
 	for j := range nk {
 		for c := range fi {
@@ -410,38 +453,38 @@ func (cf *convFit[T]) virtual(box *mortonBox) {
 			xo := cf.lx.Offset(cf.b, c, 0)
 			for i := range ni {
 				xg := cf.x[xo+i*s : xo+(i+1)*s]
-				g := cf.vg[v*s : (v+1)*s]
-				g[0] = float64(xg[0]) * float64(kg[0])
-				var p [3]float64
-				for a := range d {
-					p[a] = float64(xg[1+a]) + float64(kg[1+a])
-					g[1+a] = p[a]
+				px, py := float64(xg[1])+float64(kg[1]), float64(xg[2])+float64(kg[2])
+				var pz float64
+				if d == 3 {
+					pz = float64(xg[3]) + float64(kg[3])
 				}
-				for e := 1 + d; e < s; e++ {
-					g[e] = float64(xg[e]) + float64(kg[e])
+				// The sign of the product, exactly: no underflow to 0.
+				var sign uint64
+				if (xg[0] > 0 && kg[0] > 0) || (xg[0] < 0 && kg[0] < 0) {
+					sign = 1
 				}
-				if box != nil {
-					// The sign of the product, exactly: no underflow to 0.
-					var sign uint64
-					if (xg[0] > 0 && kg[0] > 0) || (xg[0] < 0 && kg[0] < 0) {
-						sign = 1
-					}
-					cf.keys[v] = sign<<62 | uint64(box.code(p))<<32 | uint64(v)
-				}
-				cf.xo[v], cf.ko[v] = int32(xo+i*s), int32(ko)
+				cf.keys[v] = sign<<bit | uint64(box.compactCode(px, py, pz))<<32 | uint64(v)
 				v++
 			}
 		}
 	}
+	return bit
 }
 
-// gather puts the virtual components into key order (sg) and sums their
-// weights (prefix).
-func (cf *convFit[T]) gather() {
+// gather makes the virtual components of output mixture m in key order (sg)
+// and sums their weights (prefix).
+func (cf *convFit[T]) gather(m int) {
 	s := cf.lx.Stride()
+	xb, kb := cf.at.bases(cf.lx, cf.lk, m)
 	for j, v := range cf.perm {
-		copy(cf.sg[j*s:(j+1)*s], cf.vg[int(v)*s:int(v+1)*s])
-		cf.prefix[j+1] = cf.prefix[j] + cf.sg[j*s]
+		xg := cf.x[xb+cf.at.x[v]:][:s]
+		kg := cf.k[kb+cf.at.k[v]:][:s]
+		g := cf.sg[j*s : (j+1)*s]
+		g[0] = float64(xg[0]) * float64(kg[0])
+		for e := 1; e < s; e++ {
+			g[e] = float64(xg[e]) + float64(kg[e])
+		}
+		cf.prefix[j+1] = cf.prefix[j] + g[0]
 	}
 }
 
@@ -469,9 +512,19 @@ func (cf *convFit[T]) choose(n int) {
 	}
 }
 
+// mixtureBounds returns the per-axis extremes of the positions of every
+// mixture of the packed a (layout l).
+func mixtureBounds[T Float](a []T, l mixture.Layout) [][2][3]float64 {
+	box := make([][2][3]float64, l.Mixtures())
+	for m := range box {
+		box[m][0], box[m][1] = positionBounds(mixture.Mixture(a, l, m), l.D)
+	}
+	return box
+}
+
 // bounds returns the Morton map of the exact bounding box of the virtual
 // positions μ_x + μ_k: per input channel the extremes of the sums are the
-// sums of the extremes, so the box costs Fi·(Ni + Nk) instead of Nv.
+// sums of the extremes, so the box costs Fi·D instead of Nv.
 func (cf *convFit[T]) bounds() mortonBox {
 	d := cf.lx.D
 	var lower, upper [3]float64
@@ -479,11 +532,10 @@ func (cf *convFit[T]) bounds() mortonBox {
 		lower[a], upper[a] = math.Inf(1), math.Inf(-1)
 	}
 	for c := range cf.lx.C {
-		xl, xu := positionBounds(mixture.Mixture(cf.x, cf.lx, cf.b*cf.lx.C+c), d)
-		kl, ku := positionBounds(mixture.Mixture(cf.k, cf.lk, cf.o*cf.lk.C+c), d)
+		xb, kb := &cf.xbox[cf.b*cf.lx.C+c], &cf.kbox[cf.o*cf.lk.C+c]
 		for a := range d {
-			lower[a] = math.Min(lower[a], xl[a]+kl[a])
-			upper[a] = math.Max(upper[a], xu[a]+ku[a])
+			lower[a] = math.Min(lower[a], xb[0][a]+kb[0][a])
+			upper[a] = math.Max(upper[a], xb[1][a]+kb[1][a])
 		}
 	}
 	return newMortonBox(d, lower, upper)
@@ -505,18 +557,16 @@ type convFitMoments struct {
 	cov     [9]float64
 }
 
-// match computes the moments of the sorted components of sp.
+// match computes the moments of the sorted components of sp. Its two
+// passes are written out per dimension, as backward's loop is.
 func (cf *convFit[T]) match(mm *convFitMoments, sp span) {
 	d, s := cf.lx.D, cf.lx.Stride()
 	g := cf.sg[int(sp.first)*s : int(sp.last+1)*s]
 	*mm = convFitMoments{}
-	for v := 0; v < len(g); v += s {
-		w := g[v]
-		mm.w += w
-		mm.a += math.Abs(w)
-		for a := range d {
-			mm.mu[a] += math.Abs(w) * g[v+1+a]
-		}
+	if d == 2 {
+		matchSums2(mm, g)
+	} else {
+		matchSums3(mm, g)
 	}
 	if mm.a == 0 {
 		mm.uniform, mm.a = true, float64(sp.last-sp.first+1)
@@ -529,21 +579,82 @@ func (cf *convFit[T]) match(mm *convFitMoments, sp span) {
 	for a := range d {
 		mm.mu[a] /= mm.a
 	}
-	for v := 0; v < len(g); v += s {
-		av := mm.weight(g[v])
-		var dv [3]float64
-		for a := range d {
-			dv[a] = g[v+1+a] - mm.mu[a]
-		}
-		for r := range d {
-			for c := range d {
-				mm.cov[r*d+c] += av * (g[v+1+d+r*d+c] + dv[r]*dv[c])
-			}
-		}
+	if d == 2 {
+		matchCov2(mm, g)
+	} else {
+		matchCov3(mm, g)
 	}
 	for e := range d * d {
 		mm.cov[e] /= mm.a
 	}
+}
+
+// matchSums2 sums the weights w_v, a_v = |w_v| and a_v μ_v of the packed 2D
+// components g into mm.
+func matchSums2(mm *convFitMoments, g []float64) {
+	var w, a, m0, m1 float64
+	for ; len(g) >= 7; g = g[7:] {
+		v := g[:7:7]
+		w += v[0]
+		av := math.Abs(v[0])
+		a += av
+		m0 += av * v[1]
+		m1 += av * v[2]
+	}
+	mm.w, mm.a, mm.mu[0], mm.mu[1] = w, a, m0, m1
+}
+
+// matchSums3 is matchSums2 in 3D.
+func matchSums3(mm *convFitMoments, g []float64) {
+	var w, a, m0, m1, m2 float64
+	for ; len(g) >= 13; g = g[13:] {
+		v := g[:13:13]
+		w += v[0]
+		av := math.Abs(v[0])
+		a += av
+		m0 += av * v[1]
+		m1 += av * v[2]
+		m2 += av * v[3]
+	}
+	mm.w, mm.a, mm.mu[0], mm.mu[1], mm.mu[2] = w, a, m0, m1, m2
+}
+
+// matchCov2 sums a_v (Σ_v + d_v d_vᵀ) of the packed 2D components g into
+// mm.cov, with d_v = μ_v − mm.mu.
+func matchCov2(mm *convFitMoments, g []float64) {
+	mu0, mu1 := mm.mu[0], mm.mu[1]
+	var c00, c01, c10, c11 float64
+	for ; len(g) >= 7; g = g[7:] {
+		v := g[:7:7]
+		av := mm.weight(v[0])
+		d0, d1 := v[1]-mu0, v[2]-mu1
+		c00 += av * (v[3] + d0*d0)
+		c01 += av * (v[4] + d0*d1)
+		c10 += av * (v[5] + d1*d0)
+		c11 += av * (v[6] + d1*d1)
+	}
+	mm.cov[0], mm.cov[1], mm.cov[2], mm.cov[3] = c00, c01, c10, c11
+}
+
+// matchCov3 is matchCov2 in 3D.
+func matchCov3(mm *convFitMoments, g []float64) {
+	mu0, mu1, mu2 := mm.mu[0], mm.mu[1], mm.mu[2]
+	var c [9]float64
+	for ; len(g) >= 13; g = g[13:] {
+		v := g[:13:13]
+		av := mm.weight(v[0])
+		d0, d1, d2 := v[1]-mu0, v[2]-mu1, v[3]-mu2
+		c[0] += av * (v[4] + d0*d0)
+		c[1] += av * (v[5] + d0*d1)
+		c[2] += av * (v[6] + d0*d2)
+		c[3] += av * (v[7] + d1*d0)
+		c[4] += av * (v[8] + d1*d1)
+		c[5] += av * (v[9] + d1*d2)
+		c[6] += av * (v[10] + d2*d0)
+		c[7] += av * (v[11] + d2*d1)
+		c[8] += av * (v[12] + d2*d2)
+	}
+	mm.cov = c
 }
 
 // moments returns the moment match of every selected node, in mom's
@@ -594,54 +705,104 @@ func writeMoments[T Float](out []T, mm *convFitMoments, d int) {
 //
 // (μ's own dependence on μ_v drops out of Σ because Σ_v a_v d_v = 0), and
 // ∂w/∂w_v = 1, ∂a_v/∂w_v = sign(w_v) (0 for equal weights).
+//
+// The component loops are written out for 2D and 3D with the operands in
+// scalars: loops over a run-time dimension kept d_v and the sums in memory,
+// and the loop control cost more than the arithmetic. Both do the
+// arithmetic of the formulas above in the same order.
 func (cf *convFit[T]) backward(terms []float64, mm *convFitMoments, sp span, g []T) {
 	d, s := cf.lx.D, cf.lx.Stride()
-	gw := float64(g[0])
-	var gmu [3]float64
-	var gcov, gsym [9]float64
-	for a := range d {
-		gmu[a] = float64(g[1+a])
+	sg := cf.sg[int(sp.first)*s : int(sp.last+1)*s]
+	t := terms[int(sp.first)*(2+d) : int(sp.last+1)*(2+d)]
+	if d == 2 {
+		convFitBackward2(t, sg, mm, g)
+	} else {
+		convFitBackward3(t, sg, mm, g)
 	}
-	for e := range d * d {
-		gcov[e] = float64(g[1+d+e])
-	}
-	for r := range d {
-		for c := range d {
-			gsym[r*d+c] = gcov[r*d+c] + gcov[c*d+r]
-		}
-	}
-	for j := sp.first; j <= sp.last; j++ {
-		v := cf.sg[int(j)*s : int(j+1)*s]
+}
+
+// convFitBackward2 writes the terms t of the 2D components sg of one node
+// with moments mm and output gradient g (see backward).
+func convFitBackward2[T Float](t, sg []float64, mm *convFitMoments, g []T) {
+	gw, gm0, gm1 := float64(g[0]), float64(g[1]), float64(g[2])
+	g00, g01, g10, g11 := float64(g[3]), float64(g[4]), float64(g[5]), float64(g[6])
+	s00, s01, s10, s11 := g00+g00, g01+g10, g10+g01, g11+g11
+	mu0, mu1 := mm.mu[0], mm.mu[1]
+	c00, c01, c10, c11 := mm.cov[0], mm.cov[1], mm.cov[2], mm.cov[3]
+	a, signed := mm.a, !mm.uniform
+	for len(sg) >= 7 && len(t) >= 4 {
+		v, tt := sg[:7:7], t[:4:4]
 		w := v[0]
-		var dv [3]float64
-		for a := range d {
-			dv[a] = v[1+a] - mm.mu[a]
-		}
+		d0, d1 := v[1]-mu0, v[2]-mu1
 		gv := gw
-		if !mm.uniform && w != 0 {
+		if signed && w != 0 {
 			var ga float64
-			for a := range d {
-				ga += gmu[a] * dv[a]
-			}
-			for r := range d {
-				for c := range d {
-					ga += gcov[r*d+c] * (v[1+d+r*d+c] + dv[r]*dv[c] - mm.cov[r*d+c])
-				}
-			}
+			ga += gm0 * d0
+			ga += gm1 * d1
+			ga += g00 * (v[3] + d0*d0 - c00)
+			ga += g01 * (v[4] + d0*d1 - c01)
+			ga += g10 * (v[5] + d1*d0 - c10)
+			ga += g11 * (v[6] + d1*d1 - c11)
 			if w < 0 {
 				ga = -ga
 			}
-			gv += ga / mm.a
+			gv += ga / a
 		}
-		share := mm.weight(w) / mm.a
-		t := terms[int(j)*(2+d) : int(j+1)*(2+d)]
-		t[0], t[1] = gv, share
-		for r := range d {
-			gp := gmu[r]
-			for c := range d {
-				gp += gsym[r*d+c] * dv[c]
+		share := 1 / a
+		if signed {
+			share = math.Abs(w) / a
+		}
+		tt[0], tt[1] = gv, share
+		tt[2] = (gm0 + s00*d0 + s01*d1) * share
+		tt[3] = (gm1 + s10*d0 + s11*d1) * share
+		sg, t = sg[7:], t[4:]
+	}
+}
+
+// convFitBackward3 is convFitBackward2 in 3D.
+func convFitBackward3[T Float](t, sg []float64, mm *convFitMoments, g []T) {
+	gw, gm0, gm1, gm2 := float64(g[0]), float64(g[1]), float64(g[2]), float64(g[3])
+	g00, g01, g02 := float64(g[4]), float64(g[5]), float64(g[6])
+	g10, g11, g12 := float64(g[7]), float64(g[8]), float64(g[9])
+	g20, g21, g22 := float64(g[10]), float64(g[11]), float64(g[12])
+	s00, s01, s02 := g00+g00, g01+g10, g02+g20
+	s10, s11, s12 := g10+g01, g11+g11, g12+g21
+	s20, s21, s22 := g20+g02, g21+g12, g22+g22
+	mu0, mu1, mu2 := mm.mu[0], mm.mu[1], mm.mu[2]
+	c := &mm.cov
+	a, signed := mm.a, !mm.uniform
+	for len(sg) >= 13 && len(t) >= 5 {
+		v, tt := sg[:13:13], t[:5:5]
+		w := v[0]
+		d0, d1, d2 := v[1]-mu0, v[2]-mu1, v[3]-mu2
+		gv := gw
+		if signed && w != 0 {
+			var ga float64
+			ga += gm0 * d0
+			ga += gm1 * d1
+			ga += gm2 * d2
+			ga += g00 * (v[4] + d0*d0 - c[0])
+			ga += g01 * (v[5] + d0*d1 - c[1])
+			ga += g02 * (v[6] + d0*d2 - c[2])
+			ga += g10 * (v[7] + d1*d0 - c[3])
+			ga += g11 * (v[8] + d1*d1 - c[4])
+			ga += g12 * (v[9] + d1*d2 - c[5])
+			ga += g20 * (v[10] + d2*d0 - c[6])
+			ga += g21 * (v[11] + d2*d1 - c[7])
+			ga += g22 * (v[12] + d2*d2 - c[8])
+			if w < 0 {
+				ga = -ga
 			}
-			t[2+r] = gp * share
+			gv += ga / a
 		}
+		share := 1 / a
+		if signed {
+			share = math.Abs(w) / a
+		}
+		tt[0], tt[1] = gv, share
+		tt[2] = (gm0 + s00*d0 + s01*d1 + s02*d2) * share
+		tt[3] = (gm1 + s10*d0 + s11*d1 + s12*d2) * share
+		tt[4] = (gm2 + s20*d0 + s21*d1 + s22*d2) * share
+		sg, t = sg[13:], t[5:]
 	}
 }

@@ -71,19 +71,53 @@ func newMortonBox(d int, lower, upper [3]float64) mortonBox {
 // box, quantised to 10 bits and interleaved, x most significant; axes from
 // d on are 0.
 func (b *mortonBox) code(p [3]float64) uint32 {
-	var q [3]uint32
+	var c uint32
 	for j := range b.d {
-		// Clamped to [0, 2¹⁰ − 1] and truncated, by branches: Go's float min
-		// and max, which order ±0 and propagate NaN, and the conversion to
-		// an unsigned integer cost several times more. Positions are finite.
-		switch v := (p[j] - b.lower[j]) * b.scale[j] * (1 << mortonBits); {
-		case v >= (1<<mortonBits)-1:
-			q[j] = (1 << mortonBits) - 1
-		case v > 0:
-			q[j] = uint32(int32(v))
+		c |= spread3[b.quantise(j, p[j])] << (2 - j)
+	}
+	return c
+}
+
+// compactCode returns the code of the position (x, y) in 2D or (x, y, z) in
+// 3D without the bits of the axes from d on, which code leaves 0: 10·d bits
+// in the same order, so compact codes compare as the full ones do and
+// differ first at the same axis and level. It takes the axes as scalars,
+// which the caller has in registers: an array argument cost a stalled
+// store-to-load forwarding per call.
+func (b *mortonBox) compactCode(x, y, z float64) uint32 {
+	if b.d == 2 {
+		return spread2[b.quantise(0, x)]<<1 | spread2[b.quantise(1, y)]
+	}
+	return spread3[b.quantise(0, x)]<<2 | spread3[b.quantise(1, y)]<<1 | spread3[b.quantise(2, z)]
+}
+
+// quantise returns coordinate p of axis a normalised to the box and
+// quantised to [0, 2¹⁰ − 1].
+func (b *mortonBox) quantise(a int, p float64) uint32 {
+	// Clamped and truncated by branches: Go's float min and max, which
+	// order ±0 and propagate NaN, and the conversion to an unsigned integer
+	// cost several times more. Positions are finite.
+	switch v := (p - b.lower[a]) * b.scale[a] * (1 << mortonBits); {
+	case v >= (1<<mortonBits)-1:
+		return (1 << mortonBits) - 1
+	case v > 0:
+		return uint32(int32(v)) & (1<<mortonBits - 1)
+	}
+	return 0
+}
+
+// spread3[v] and spread2[v] are v's 10 bits spread so that two zero bits
+// (spread3) or one (spread2) follow each: a table lookup costs less than
+// the shifts and masks per axis.
+var spread3, spread2 [1 << mortonBits]uint32
+
+func init() {
+	for v := range uint32(1 << mortonBits) {
+		spread3[v] = expandBits(v)
+		for i := range mortonBits {
+			spread2[v] |= (v >> i & 1) << (2 * i)
 		}
 	}
-	return expandBits(q[0])<<2 | expandBits(q[1])<<1 | expandBits(q[2])
 }
 
 // expandBits spreads the low 10 bits of v so that two zero bits follow each
@@ -100,8 +134,9 @@ func expandBits(v uint32) uint32 {
 // already in ascending order for equal higher bits and the bits from hi up
 // are zero: a stable LSD radix sort over [lo, hi) through buf (len(keys)),
 // or an insertion sort of the whole keys for at most 64 of them. Digits are
-// 8 bits below 4096 keys, where clearing and summing 4096 counters per pass
-// would cost more than the keys, and 12 bits above.
+// at most 8 bits below 4096 keys, where clearing and summing 4096 counters
+// per pass would cost more than the keys, and at most 12 bits above; a pass
+// whose digit is the same for every key is skipped.
 func sortKeyBits(keys, buf []uint64, lo, hi uint) {
 	if len(keys) <= 64 {
 		for i := 1; i < len(keys); i++ {
@@ -115,6 +150,10 @@ func sortKeyBits(keys, buf []uint64, lo, hi uint) {
 	if len(keys) < 1<<12 {
 		digit = 8
 	}
+	// As few passes as the widest digit allows, their digits as even as
+	// can be: 21 bits in three passes of 7 rather than 8, 8 and 5.
+	passes := (hi - lo + digit - 1) / digit
+	digit = (hi - lo + passes - 1) / passes
 	mask := uint64(1)<<digit - 1
 	src, dst := keys, buf
 	var count [1 << 12]int
@@ -122,6 +161,9 @@ func sortKeyBits(keys, buf []uint64, lo, hi uint) {
 		clear(count[:mask+1])
 		for _, k := range src {
 			count[(k>>shift)&mask]++
+		}
+		if count[(src[0]>>shift)&mask] == len(src) {
+			continue // one digit for all: the pass would copy the keys
 		}
 		sum := 0
 		for i, c := range count[:mask+1] {
