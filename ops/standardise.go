@@ -46,19 +46,27 @@ func (standardiseKernel[T]) gradKernel(i int) gradComputation[T] {
 	return standardiseGradKernel[T]{wrt: i}
 }
 
-func (standardiseKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
+func (k standardiseKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
+	_, err := k.doSaving(dev, out, in)
+	return err
+}
+
+// doSaving is do, saving the standard deviations ([]float64), which cost
+// more than the rest of the op and its gradient together (a grid of
+// evaluations per mixture), for the gain's gradient.
+func (standardiseKernel[T]) doSaving(dev device.Kernels[T], out operand[T], in []operand[T]) (device.Saved, error) {
 	l, err := checkedMixture(in[0], "mixture")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := checkedFinite(in[1], "gain"); err != nil {
-		return err
+		return nil, err
 	}
 	sd := make([]float64, l.Mixtures())
 	if err := dev.StandardiseScale(sd, in[0].data, l); err != nil {
-		return err
+		return nil, err
 	}
-	return dev.Standardise(out.data, in[0].data, sd, in[1].data[0], l)
+	return sd, dev.Standardise(out.data, in[0].data, sd, in[1].data[0], l)
 }
 
 // standardiseGradKernel computes ∂L/∂mixture (wrt 0) or ∂L/∂gain (wrt 1)
@@ -73,13 +81,22 @@ func (standardiseGradKernel[T]) computations() []string {
 	return []string{"StandardiseScale", "StandardiseBackward"}
 }
 
-// do computes both gradients in one pass and keeps the one asked for; the
-// gain's needs the mixture's, so ∂L/∂gain pays for a scratch ∂L/∂mixture.
 func (k standardiseGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
+	return k.doSaved(dev, out, in, nil)
+}
+
+// doSaved computes both gradients in one pass and keeps the one asked for;
+// the gain's needs the mixture's, so ∂L/∂gain pays for a scratch
+// ∂L/∂mixture. The standard deviations are the forward's (saved) or made
+// again.
+func (k standardiseGradKernel[T]) doSaved(dev device.Kernels[T], out operand[T], in []operand[T], saved device.Saved) error {
 	l, _ := mixture.LayoutOf(in[0].shape)
-	sd := make([]float64, l.Mixtures())
-	if err := dev.StandardiseScale(sd, in[0].data, l); err != nil {
-		return err
+	sd, ok := saved.([]float64)
+	if !ok || len(sd) != l.Mixtures() {
+		sd = make([]float64, l.Mixtures())
+		if err := dev.StandardiseScale(sd, in[0].data, l); err != nil {
+			return err
+		}
 	}
 	dx := out.data
 	if k.wrt == 1 {

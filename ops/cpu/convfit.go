@@ -262,31 +262,24 @@ func newConvFitTerms[T Float](g, x, k []T, sel *ConvFitSelection, d *convFitDest
 		tm.buf = getConvFitBuf(nm * nv * ts)
 		tm.terms = *tm.buf
 	}
-	type worker struct {
-		cf    *convFit[T]
-		terms []float64
-	}
-	work := make([]*worker, parallel.Workers(d.rows))
+	work := make([][]float64, parallel.Workers(d.rows))
 	clear(d.dst)
 	parallel.ForWorker(d.rows, func(w, r int) {
-		if work[w] == nil {
-			work[w] = &worker{cf: newConvFit(x, k, lx, lk)}
-			if !store {
-				work[w].terms = make([]float64, nv*ts)
-			}
+		if work[w] == nil && !store {
+			work[w] = make([]float64, nv*ts)
 		}
-		wk := work[w]
-		cf := wk.cf
 		for i := range nm / d.rows {
 			m := d.mix(r, i)
-			terms := wk.terms
+			terms := work[w]
 			if store {
 				terms = tm.terms[m*nv*ts : (m+1)*nv*ts]
 			}
-			cf.replay(m, sel.perm[m*nv:(m+1)*nv], sel.sel[m*n:m*n+int(sel.nsel[m])])
+			xb, kb := sel.at.bases(lx, lk, m)
+			f := convFitFactors[T]{x: x[xb:], k: k[kb:], xo: sel.at.x, ko: sel.at.k}
+			perm := sel.perm[m*nv : (m+1)*nv]
 			gm := mixture.Mixture(g, ly, m)
-			for j, sp := range cf.sel {
-				cf.backward(terms, &sel.mom[m*n+j], sp, gm[j*s:(j+1)*s])
+			for j, sp := range sel.sel[m*n : m*n+int(sel.nsel[m])] {
+				convFitNodeTerms(terms, f, perm, &sel.mom[m*n+j], sp, gm[j*s:(j+1)*s])
 			}
 			tm.add(d, gm, m, terms)
 		}
@@ -327,7 +320,7 @@ func (tm *convFitTerms[T]) add(d *convFitDest[T], gm []T, m int, terms []float64
 			gcov[e] = float64(gm[j*s+1+dim+e])
 		}
 		// Written out per dimension, with the covariance gradient in
-		// scalars, as in backward.
+		// scalars, as in convFitNodeTerms.
 		if dim == 2 {
 			g0, g1, g2, g3 := gcov[0], gcov[1], gcov[2], gcov[3]
 			for c := int(sp.first); c <= int(sp.last); c++ {
@@ -426,15 +419,6 @@ func (cf *convFit[T]) selectNodes(m, n int) {
 	}
 	cf.gather(m)
 	cf.choose(n)
-}
-
-// replay is selectNodes with the order perm and the selection sel recorded
-// by an earlier selectNodes of output mixture m.
-func (cf *convFit[T]) replay(m int, perm []int32, sel []span) {
-	cf.b, cf.o = m/cf.lk.B, m%cf.lk.B
-	copy(cf.perm, perm)
-	cf.gather(m)
-	cf.sel = append(cf.sel[:0], sel...)
 }
 
 // makeKeys writes the sort keys of the virtual components of output mixture
@@ -558,7 +542,7 @@ type convFitMoments struct {
 }
 
 // match computes the moments of the sorted components of sp. Its two
-// passes are written out per dimension, as backward's loop is.
+// passes are written out per dimension, as convFitNodeTerms' loop is.
 func (cf *convFit[T]) match(mm *convFitMoments, sp span) {
 	d, s := cf.lx.D, cf.lx.Stride()
 	g := cf.sg[int(sp.first)*s : int(sp.last+1)*s]
@@ -696,9 +680,11 @@ func writeMoments[T Float](out []T, mm *convFitMoments, d int) {
 	}
 }
 
-// backward writes the terms (see convFitTerms) of the sorted components of
-// node sp into terms, one output mixture's, given the gradient g of the
-// node's packed output slot. With d_v = μ_v − μ, the moment match has
+// convFitNodeTerms writes the terms (see convFitTerms) of the sorted
+// components of node sp of one output mixture, whose factors are f and
+// order perm, into that mixture's terms, given the gradient g of the node's
+// packed output slot. With d_v = μ_v − μ, the
+// moment match has
 //
 //	∂μ/∂a_v = d_v/A,  ∂Σ/∂a_v = (Σ_v + d_v d_vᵀ − Σ)/A,
 //	∂μ/∂μ_v = a_v/A,  ∂Σ/∂μ_v: a_v/A (e_p d_vᵀ + d_v e_pᵀ),  ∂Σ/∂Σ_v = a_v/A,
@@ -706,43 +692,56 @@ func writeMoments[T Float](out []T, mm *convFitMoments, d int) {
 // (μ's own dependence on μ_v drops out of Σ because Σ_v a_v d_v = 0), and
 // ∂w/∂w_v = 1, ∂a_v/∂w_v = sign(w_v) (0 for equal weights).
 //
-// The component loops are written out for 2D and 3D with the operands in
-// scalars: loops over a run-time dimension kept d_v and the sums in memory,
-// and the loop control cost more than the arithmetic. Both do the
-// arithmetic of the formulas above in the same order.
-func (cf *convFit[T]) backward(terms []float64, mm *convFitMoments, sp span, g []T) {
-	d, s := cf.lx.D, cf.lx.Stride()
-	sg := cf.sg[int(sp.first)*s : int(sp.last+1)*s]
+// The components are made from their factors as gather makes them, in the
+// loop that uses them: storing them first cost as much as the terms. The
+// loops are written out for 2D and 3D with the operands in scalars: loops
+// over a run-time dimension kept d_v and the sums in memory, and the loop
+// control cost more than the arithmetic. Both do the arithmetic of the
+// formulas above in the same order.
+func convFitNodeTerms[T Float](terms []float64, f convFitFactors[T], perm []int32, mm *convFitMoments, sp span, g []T) {
+	d := 2
+	if len(g) != 1+2+4 {
+		d = 3
+	}
+	perm = perm[sp.first : sp.last+1]
 	t := terms[int(sp.first)*(2+d) : int(sp.last+1)*(2+d)]
 	if d == 2 {
-		convFitBackward2(t, sg, mm, g)
+		convFitBackward2(t, perm, f, mm, g)
 	} else {
-		convFitBackward3(t, sg, mm, g)
+		convFitBackward3(t, perm, f, mm, g)
 	}
 }
 
-// convFitBackward2 writes the terms t of the 2D components sg of one node
-// with moments mm and output gradient g (see backward).
-func convFitBackward2[T Float](t, sg []float64, mm *convFitMoments, g []T) {
+// convFitFactors locates the factors of one output mixture's virtual
+// components: component v is made from x[xo[v]:] and k[ko[v]:].
+type convFitFactors[T Float] struct {
+	x, k   []T
+	xo, ko []int32
+}
+
+// convFitBackward2 writes the terms t of the 2D components perm of one node
+// with moments mm and output gradient g (see convFitNodeTerms).
+func convFitBackward2[T Float](t []float64, perm []int32, f convFitFactors[T], mm *convFitMoments, g []T) {
 	gw, gm0, gm1 := float64(g[0]), float64(g[1]), float64(g[2])
 	g00, g01, g10, g11 := float64(g[3]), float64(g[4]), float64(g[5]), float64(g[6])
 	s00, s01, s10, s11 := g00+g00, g01+g10, g10+g01, g11+g11
 	mu0, mu1 := mm.mu[0], mm.mu[1]
 	c00, c01, c10, c11 := mm.cov[0], mm.cov[1], mm.cov[2], mm.cov[3]
 	a, signed := mm.a, !mm.uniform
-	for len(sg) >= 7 && len(t) >= 4 {
-		v, tt := sg[:7:7], t[:4:4]
-		w := v[0]
-		d0, d1 := v[1]-mu0, v[2]-mu1
+	for j, v := range perm {
+		xg, kg, tt := f.x[f.xo[v]:][:7:7], f.k[f.ko[v]:][:7:7], t[j*4:][:4:4]
+		w := float64(xg[0]) * float64(kg[0])
+		d0 := float64(xg[1]) + float64(kg[1]) - mu0
+		d1 := float64(xg[2]) + float64(kg[2]) - mu1
 		gv := gw
 		if signed && w != 0 {
 			var ga float64
 			ga += gm0 * d0
 			ga += gm1 * d1
-			ga += g00 * (v[3] + d0*d0 - c00)
-			ga += g01 * (v[4] + d0*d1 - c01)
-			ga += g10 * (v[5] + d1*d0 - c10)
-			ga += g11 * (v[6] + d1*d1 - c11)
+			ga += g00 * (float64(xg[3]) + float64(kg[3]) + d0*d0 - c00)
+			ga += g01 * (float64(xg[4]) + float64(kg[4]) + d0*d1 - c01)
+			ga += g10 * (float64(xg[5]) + float64(kg[5]) + d1*d0 - c10)
+			ga += g11 * (float64(xg[6]) + float64(kg[6]) + d1*d1 - c11)
 			if w < 0 {
 				ga = -ga
 			}
@@ -755,12 +754,11 @@ func convFitBackward2[T Float](t, sg []float64, mm *convFitMoments, g []T) {
 		tt[0], tt[1] = gv, share
 		tt[2] = (gm0 + s00*d0 + s01*d1) * share
 		tt[3] = (gm1 + s10*d0 + s11*d1) * share
-		sg, t = sg[7:], t[4:]
 	}
 }
 
 // convFitBackward3 is convFitBackward2 in 3D.
-func convFitBackward3[T Float](t, sg []float64, mm *convFitMoments, g []T) {
+func convFitBackward3[T Float](t []float64, perm []int32, f convFitFactors[T], mm *convFitMoments, g []T) {
 	gw, gm0, gm1, gm2 := float64(g[0]), float64(g[1]), float64(g[2]), float64(g[3])
 	g00, g01, g02 := float64(g[4]), float64(g[5]), float64(g[6])
 	g10, g11, g12 := float64(g[7]), float64(g[8]), float64(g[9])
@@ -771,25 +769,28 @@ func convFitBackward3[T Float](t, sg []float64, mm *convFitMoments, g []T) {
 	mu0, mu1, mu2 := mm.mu[0], mm.mu[1], mm.mu[2]
 	c := &mm.cov
 	a, signed := mm.a, !mm.uniform
-	for len(sg) >= 13 && len(t) >= 5 {
-		v, tt := sg[:13:13], t[:5:5]
-		w := v[0]
-		d0, d1, d2 := v[1]-mu0, v[2]-mu1, v[3]-mu2
+	for j, v := range perm {
+		xg, kg, tt := f.x[f.xo[v]:][:13:13], f.k[f.ko[v]:][:13:13], t[j*5:][:5:5]
+		w := float64(xg[0]) * float64(kg[0])
+		d0 := float64(xg[1]) + float64(kg[1]) - mu0
+		d1 := float64(xg[2]) + float64(kg[2]) - mu1
+		d2 := float64(xg[3]) + float64(kg[3]) - mu2
+		cv := func(e int) float64 { return float64(xg[4+e]) + float64(kg[4+e]) }
 		gv := gw
 		if signed && w != 0 {
 			var ga float64
 			ga += gm0 * d0
 			ga += gm1 * d1
 			ga += gm2 * d2
-			ga += g00 * (v[4] + d0*d0 - c[0])
-			ga += g01 * (v[5] + d0*d1 - c[1])
-			ga += g02 * (v[6] + d0*d2 - c[2])
-			ga += g10 * (v[7] + d1*d0 - c[3])
-			ga += g11 * (v[8] + d1*d1 - c[4])
-			ga += g12 * (v[9] + d1*d2 - c[5])
-			ga += g20 * (v[10] + d2*d0 - c[6])
-			ga += g21 * (v[11] + d2*d1 - c[7])
-			ga += g22 * (v[12] + d2*d2 - c[8])
+			ga += g00 * (cv(0) + d0*d0 - c[0])
+			ga += g01 * (cv(1) + d0*d1 - c[1])
+			ga += g02 * (cv(2) + d0*d2 - c[2])
+			ga += g10 * (cv(3) + d1*d0 - c[3])
+			ga += g11 * (cv(4) + d1*d1 - c[4])
+			ga += g12 * (cv(5) + d1*d2 - c[5])
+			ga += g20 * (cv(6) + d2*d0 - c[6])
+			ga += g21 * (cv(7) + d2*d1 - c[7])
+			ga += g22 * (cv(8) + d2*d2 - c[8])
 			if w < 0 {
 				ga = -ga
 			}
@@ -803,6 +804,5 @@ func convFitBackward3[T Float](t, sg []float64, mm *convFitMoments, g []T) {
 		tt[2] = (gm0 + s00*d0 + s01*d1 + s02*d2) * share
 		tt[3] = (gm1 + s10*d0 + s11*d1 + s12*d2) * share
 		tt[4] = (gm2 + s20*d0 + s21*d1 + s22*d2) * share
-		sg, t = sg[13:], t[5:]
 	}
 }

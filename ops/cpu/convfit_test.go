@@ -64,7 +64,9 @@ func convFitFrozen(x, k, x0, k0 []float64, lx, lk mixture.Layout, n int) []float
 	at, ref := newConvFit(x, k, lx, lk), newConvFit(x0, k0, lx, lk)
 	for m := range ly.Mixtures() {
 		ref.selectNodes(m, n)
-		at.replay(m, ref.perm, ref.sel)
+		at.b, at.o, at.sel = m/lk.B, m%lk.B, ref.sel
+		copy(at.perm, ref.perm)
+		at.gather(m)
 		writeNodes(mixture.Mixture(y, ly, m), at.moments(nil), lx.D)
 	}
 	return y
