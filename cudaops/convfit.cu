@@ -102,10 +102,16 @@ __device__ CfScratch cf_scratch(ll shared, ull *keys, int *perm, double *prefix,
 	return sc;
 }
 
+// cf_priority is the priority of a node of mass w in the greedy split:
+// w if positive, else neg·|w| (choose in ops/cpu/convfit.go).
+__device__ double cf_priority(double w, double neg) { return w > 0 ? w : -w * neg; }
+
 // cf_select makes the sorted keys, perm and prefix of output mixture m and
-// selects at most n nodes into sc.sel; it returns how many, in every thread.
+// selects at most n nodes, splitting the node of highest cf_priority first,
+// into sc.sel; it returns how many, in every thread.
 template <typename T, int D>
-__device__ int cf_select(const T *x, const T *k, const CfShape<D> &sh, ll m, ll n, ll P, const CfScratch &sc) {
+__device__ int cf_select(const T *x, const T *k, const CfShape<D> &sh, ll m, ll n, double neg, ll P,
+                         const CfScratch &sc) {
 	int *cnt = sc.cnt;
 	const ll tid = threadIdx.x, bd = blockDim.x;
 	const ll d = sh.d, s = sh.s, nv = sh.nv;
@@ -191,7 +197,7 @@ __device__ int cf_select(const T *x, const T *k, const CfShape<D> &sh, ll m, ll 
 	if (tid < 32) {
 		if (tid == 0) {
 			sc.sel[0] = 0, sc.sel[1] = (int)(nv - 1);
-			sc.mass[0] = fabs(sc.prefix[nv] - sc.prefix[0]);
+			sc.mass[0] = cf_priority(sc.prefix[nv] - sc.prefix[0], neg);
 		}
 		int c = 1;
 		__syncwarp();
@@ -210,9 +216,9 @@ __device__ int cf_select(const T *x, const T *k, const CfShape<D> &sh, ll m, ll 
 				ll f = sc.sel[2 * at], l = sc.sel[2 * at + 1];
 				ll split = cf_split(sc.keys, f, l);
 				sc.sel[2 * at + 1] = (int)split;
-				sc.mass[at] = fabs(sc.prefix[split + 1] - sc.prefix[f]);
+				sc.mass[at] = cf_priority(sc.prefix[split + 1] - sc.prefix[f], neg);
 				sc.sel[2 * c] = (int)(split + 1), sc.sel[2 * c + 1] = (int)l;
-				sc.mass[c] = fabs(sc.prefix[l + 1] - sc.prefix[split + 1]);
+				sc.mass[c] = cf_priority(sc.prefix[l + 1] - sc.prefix[split + 1], neg);
 			}
 			c++;
 			__syncwarp();
@@ -282,13 +288,13 @@ __device__ void cf_match(const T *x, const T *k, const CfShape<D> &sh, ll m, con
 // gm_convfit writes y [B·Fo, n, S]: the moment match of every selected node
 // in selection order, then {0, 0, I} padding.
 template <typename T, int D>
-__device__ void gm_convfit_d(T *y, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll n, ll shared, ull *keys,
-                             ll P, int *perm, double *prefix, int *sel, double *mass) {
+__device__ void gm_convfit_d(T *y, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll n, double neg,
+                             ll shared, ull *keys, ll P, int *perm, double *prefix, int *sel, double *mass) {
 	const CfShape<D> sh{fi, ni, nk, fo, fi * ni * nk};
 	const ll d = D;
 	const CfScratch sc = cf_scratch(shared, keys, perm, prefix, sel, mass, blockIdx.x, P, sh.nv, n);
 	for (ll m = blockIdx.x; m < B * fo; m += gridDim.x) {
-		int nsel = cf_select(x, k, sh, m, n, P, sc);
+		int nsel = cf_select(x, k, sh, m, n, neg, P, sc);
 		for (ll i = threadIdx.x; i < n; i += blockDim.x) {
 			T *out = y + (m * n + i) * sh.s;
 			if (i >= nsel) {
@@ -306,31 +312,33 @@ __device__ void gm_convfit_d(T *y, const T *x, const T *k, ll B, ll fi, ll ni, l
 	}
 }
 template <typename T>
-__device__ void gm_convfit(T *y, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, ll shared, ull *keys,
-                           ll P, int *perm, double *prefix, int *sel, double *mass) {
-	GM_BY_DIM(d, gm_convfit_d, y, x, k, B, fi, ni, fo, nk, n, shared, keys, P, perm, prefix, sel, mass);
+__device__ void gm_convfit(T *y, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, double neg,
+                           ll shared, ull *keys, ll P, int *perm, double *prefix, int *sel, double *mass) {
+	GM_BY_DIM(d, gm_convfit_d, y, x, k, B, fi, ni, fo, nk, n, neg, shared, keys, P, perm, prefix, sel, mass);
 }
 #define GM_CONVFIT_PARAMS(T)                                                                                          \
-	(T * y, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, ll shared, ull *keys, ll P,         \
-	 int *perm, double *prefix, int *sel, double *mass)
-GM_EXPORT(gm_convfit, GM_CONVFIT_PARAMS, (y, x, k, B, fi, ni, fo, nk, d, n, shared, keys, P, perm, prefix, sel, mass))
+	(T * y, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, double neg, ll shared, ull *keys,  \
+	 ll P, int *perm, double *prefix, int *sel, double *mass)
+GM_EXPORT(gm_convfit, GM_CONVFIT_PARAMS,
+          (y, x, k, B, fi, ni, fo, nk, d, n, neg, shared, keys, P, perm, prefix, sel, mass))
 
 // gm_convfit_backward writes gv [B·Fo, Nv, S], the gradient of every virtual
 // component (in Conv's order) given g = ∂L/∂y, with the selection ConvFit
 // makes: the gradient Conv's output would receive, from which
 // gm_conv_backward_data and gm_conv_backward_kernels make ∂L/∂x and ∂L/∂k.
-// The formulas are those of convFit.backward in ops/cpu/convfit.go. The
+// The formulas are those of convFitNodeTerms in ops/cpu/convfit.go. The
 // selected nodes partition the sorted components, so every value of gv is
 // written once.
 template <typename T, int D>
 __device__ void gm_convfit_backward_d(T *gv, const T *g, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll n,
-                                      ll shared, ull *keys, ll P, int *perm, double *prefix, int *sel, double *mass) {
+                                      double neg, ll shared, ull *keys, ll P, int *perm, double *prefix, int *sel,
+                                      double *mass) {
 	const CfShape<D> sh{fi, ni, nk, fo, fi * ni * nk};
 	const ll d = D;
 	const ll s = sh.s;
 	const CfScratch sc = cf_scratch(shared, keys, perm, prefix, sel, mass, blockIdx.x, P, sh.nv, n);
 	for (ll m = blockIdx.x; m < B * fo; m += gridDim.x) {
-		int nsel = cf_select(x, k, sh, m, n, P, sc);
+		int nsel = cf_select(x, k, sh, m, n, neg, P, sc);
 		for (ll i = threadIdx.x; i < nsel; i += blockDim.x) {
 			ll first = sc.sel[2 * i], last = sc.sel[2 * i + 1];
 			CfMoments mm;
@@ -371,12 +379,13 @@ __device__ void gm_convfit_backward_d(T *gv, const T *g, const T *x, const T *k,
 }
 template <typename T>
 __device__ void gm_convfit_backward(T *gv, const T *g, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d,
-                                    ll n, ll shared, ull *keys, ll P, int *perm, double *prefix, int *sel,
+                                    ll n, double neg, ll shared, ull *keys, ll P, int *perm, double *prefix, int *sel,
                                     double *mass) {
-	GM_BY_DIM(d, gm_convfit_backward_d, gv, g, x, k, B, fi, ni, fo, nk, n, shared, keys, P, perm, prefix, sel, mass);
+	GM_BY_DIM(d, gm_convfit_backward_d, gv, g, x, k, B, fi, ni, fo, nk, n, neg, shared, keys, P, perm, prefix, sel,
+	          mass);
 }
 #define GM_CONVFIT_BW_PARAMS(T)                                                                                       \
-	(T * gv, const T *g, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, ll shared, ull *keys,  \
-	 ll P, int *perm, double *prefix, int *sel, double *mass)
+	(T * gv, const T *g, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, double neg, ll shared, \
+	 ull *keys, ll P, int *perm, double *prefix, int *sel, double *mass)
 GM_EXPORT(gm_convfit_backward, GM_CONVFIT_BW_PARAMS,
-          (gv, g, x, k, B, fi, ni, fo, nk, d, n, shared, keys, P, perm, prefix, sel, mass))
+          (gv, g, x, k, B, fi, ni, fo, nk, d, n, neg, shared, keys, P, perm, prefix, sel, mass))

@@ -25,13 +25,13 @@ const (
 var convFitGrid = 512
 
 // convFitSaved is what ConvFitSaving keeps on the GPU: nothing but the
-// call's shapes. The backward makes the same selection again on the
+// call's shapes and selection rule. The backward makes the same selection again on the
 // device, which costs less than moving the Nv-long sorted order across the
 // bus and back; a non-nil saved state tells the op that the inputs are the
 // forward's, already checked.
 type convFitSaved struct {
 	lx, lk mixture.Layout
-	n      int
+	sel    device.ConvFitSelect
 }
 
 // maxShared is the dynamic shared memory a block gets without opting in on
@@ -42,7 +42,8 @@ const maxShared = 48 << 10
 // and returns the grid, the shared-memory bytes and the kernel arguments
 // that follow the destination (and, in the backward, the incoming
 // gradient).
-func convFitArgs[T Float](s *seq, x, k []T, lx, lk mixture.Layout, n int) (grid, smem int, args []any) {
+func convFitArgs[T Float](s *seq, x, k []T, lx, lk mixture.Layout, sel device.ConvFitSelect) (grid, smem int, args []any) {
+	n := sel.N
 	nm, nv := lx.B*lk.B, lx.C*lx.N*lk.N
 	p := 1 << bits.Len(uint(nv-1)) // the sort's padded length, ≥ nv
 	grid = min(nm, convFitGrid)
@@ -53,7 +54,7 @@ func convFitArgs[T Float](s *seq, x, k []T, lx, lk mixture.Layout, n int) (grid,
 	local := 8*max(p, 6*convFitBlock) + 8*(nv+1) + 8*n + 4*nv + 8*n + 8
 	if local <= maxShared {
 		var none devPtr // the kernel reads no global scratch
-		return grid, local, []any{px, pk, lx.B, lx.C, lx.N, lk.B, lk.N, lx.D, n, 1, none, p, none, none, none, none}
+		return grid, local, []any{px, pk, lx.B, lx.C, lx.N, lk.B, lk.N, lx.D, n, sel.Negative, 1, none, p, none, none, none, none}
 	}
 	// Per block in global memory: p keys, nv + 1 prefix sums and n masses
 	// (8 bytes each), nv sorted indices and 2n node bounds (4 bytes each),
@@ -70,17 +71,17 @@ func convFitArgs[T Float](s *seq, x, k []T, lx, lk mixture.Layout, n int) (grid,
 	prefix := keys + devPtr(8*grid*p)
 	mass := prefix + devPtr(8*grid*(nv+1))
 	perm := mass + devPtr(8*grid*n)
-	sel := perm + devPtr(4*grid*nv)
+	nodes := perm + devPtr(4*grid*nv)
 	return grid, (6*convFitBlock + 1) * 8,
-		[]any{px, pk, lx.B, lx.C, lx.N, lk.B, lk.N, lx.D, n, 0, keys, p, perm, prefix, sel, mass}
+		[]any{px, pk, lx.B, lx.C, lx.N, lk.B, lk.N, lx.D, n, sel.Negative, 0, keys, p, perm, prefix, nodes, mass}
 }
 
 // ConvFit is device.Kernels.ConvFit on the GPU: one block per output
 // mixture makes the keys, sorts them, selects the nodes and writes their
 // moment matches (convfit.cu).
-func (c Kernels[T]) ConvFit(y, x, k []T, lx, lk mixture.Layout, n int) error {
+func (c Kernels[T]) ConvFit(y, x, k []T, lx, lk mixture.Layout, sel device.ConvFitSelect) error {
 	return c.d.run(func(s *seq) {
-		grid, smem, args := convFitArgs(s, x, k, lx, lk, n)
+		grid, smem, args := convFitArgs(s, x, k, lx, lk, sel)
 		py := out[T](s, slotOut, len(y))
 		s.launch("gm_convfit"+suffix[T](), [2]int{grid, 1}, convFitBlock, smem, append([]any{py}, args...)...)
 		get(s, y, py)
@@ -89,11 +90,11 @@ func (c Kernels[T]) ConvFit(y, x, k []T, lx, lk mixture.Layout, n int) error {
 
 // ConvFitSaving is ConvFit; its saved state holds only the shapes (see
 // convFitSaved).
-func (c Kernels[T]) ConvFitSaving(y, x, k []T, lx, lk mixture.Layout, n int) (device.Saved, error) {
-	if err := c.ConvFit(y, x, k, lx, lk, n); err != nil {
+func (c Kernels[T]) ConvFitSaving(y, x, k []T, lx, lk mixture.Layout, sel device.ConvFitSelect) (device.Saved, error) {
+	if err := c.ConvFit(y, x, k, lx, lk, sel); err != nil {
 		return nil, err
 	}
-	return convFitSaved{lx, lk, n}, nil
+	return convFitSaved{lx, lk, sel}, nil
 }
 
 // ConvFitBackward is device.Kernels.ConvFitBackward on the GPU: a first
@@ -101,19 +102,19 @@ func (c Kernels[T]) ConvFitSaving(y, x, k []T, lx, lk mixture.Layout, n int) (de
 // component, in Conv's output layout, into device scratch that never leaves
 // the GPU; the convolution's backward kernels then reduce it to ∂L/∂x and
 // ∂L/∂k, each only when asked for.
-func (c Kernels[T]) ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, n int, saved device.Saved) error {
+func (c Kernels[T]) ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, sel device.ConvFitSelect, saved device.Saved) error {
 	if saved != nil {
 		sv, ok := saved.(convFitSaved)
 		if !ok {
 			return errors.Errorf("ConvFitBackward: saved state %T is not the GPU's %T", saved, sv)
 		}
-		if sv.lx != lx || sv.lk != lk || sv.n != n {
-			return errors.Errorf("ConvFitBackward: saved state made for %v ⊛ %v → %d, used for %v ⊛ %v → %d", sv.lx.Shape(), sv.lk.Shape(), sv.n, lx.Shape(), lk.Shape(), n)
+		if sv.lx != lx || sv.lk != lk || sv.sel != sel {
+			return errors.Errorf("ConvFitBackward: saved state made for %v ⊛ %v (%v), used for %v ⊛ %v (%v)", sv.lx.Shape(), sv.lk.Shape(), sv.sel, lx.Shape(), lk.Shape(), sel)
 		}
 	}
 	lv := device.ConvLayout(lx, lk)
 	return c.d.run(func(s *seq) {
-		grid, smem, args := convFitArgs(s, x, k, lx, lk, n)
+		grid, smem, args := convFitArgs(s, x, k, lx, lk, sel)
 		pg := in(s, slotIn2, g)
 		pv := out[T](s, slotWork, lv.Len())
 		s.launch("gm_convfit_backward"+suffix[T](), [2]int{grid, 1}, convFitBlock, smem, append([]any{pv, pg}, args...)...)

@@ -255,9 +255,11 @@ func testConvFit[T Float](t *testing.T) {
 						x[i] = 0
 					}
 				}
-				for _, n := range slices.Compact([]int{1, 7, max(nv/3, 1), nv + 3}) {
-					what := fmt.Sprintf("Nk%d %s n%d", nk, data, n)
-					testConvFitCase(t, rng, what, x, k, lx, lk, n)
+				// Both selection rules, alternating over the sizes: each
+				// makes other decisions, run twice the emulator is slow.
+				for i, n := range slices.Compact([]int{1, 7, max(nv/3, 1), nv + 3}) {
+					sel := device.ConvFitSelect{N: n, Negative: []float64{1, device.DefaultConvFitNegative}[i%2]}
+					testConvFitCase(t, rng, fmt.Sprintf("Nk%d %s %v", nk, data, sel), x, k, lx, lk, sel)
 				}
 			}
 		}
@@ -275,13 +277,14 @@ func TestConvFitLooping(t *testing.T) {
 	lk := mixture.Layout{B: 3, C: 2, N: 5, D: 2}
 	x, k := randomMixtures[float64](rng, lx), randomMixtures[float64](rng, lk)
 	for _, n := range []int{9, 1303} { // Nv = 1300; 1303 needs more than 48 KiB of scratch
-		testConvFitCase(t, rng, fmt.Sprintf("grid 2 n%d", n), x, k, lx, lk, n)
+		sel := device.ConvFitSelect{N: n, Negative: device.DefaultConvFitNegative}
+		testConvFitCase(t, rng, fmt.Sprintf("grid 2 %v", sel), x, k, lx, lk, sel)
 	}
 }
 
-func testConvFitCase[T Float](t *testing.T, rng *rand.Rand, what string, x, k []T, lx, lk mixture.Layout, n int) {
+func testConvFitCase[T Float](t *testing.T, rng *rand.Rand, what string, x, k []T, lx, lk mixture.Layout, n device.ConvFitSelect) {
 	t.Helper()
-	ly := device.ConvFitLayout(lx, lk, n)
+	ly := device.ConvFitLayout(lx, lk, n.N)
 	y, want := make([]T, ly.Len()), make([]T, ly.Len())
 	saved, err := gpu[T]().ConvFitSaving(y, x, k, lx, lk, n)
 	must(t, err)
@@ -509,8 +512,8 @@ func BenchmarkConv(b *testing.B) {
 func BenchmarkConvFit(b *testing.B) {
 	lx := mixture.Layout{B: 32, C: 8, N: 32, D: 2}
 	lk := mixture.Layout{B: 16, C: 8, N: 5, D: 2}
-	const n = 256
-	ly := device.ConvFitLayout(lx, lk, n)
+	n := device.ConvFitSelect{N: 256, Negative: device.DefaultConvFitNegative}
+	ly := device.ConvFitLayout(lx, lk, n.N)
 	rng := rand.New(rand.NewPCG(5, 6))
 	x, k := randomMixtures[float32](rng, lx), randomMixtures[float32](rng, lk)
 	y, g := make([]float32, ly.Len()), gmtest.Uniform[float32](rng, ly.Len(), -1, 1)

@@ -106,8 +106,8 @@ func TestSchedulesAgree(t *testing.T) {
 		add(ly.Len(), func(y []float64) error { return k.Conv(y, x, kr, l, lk) })
 		add(l.Len(), func(y []float64) error { return k.ConvBackwardData(y, gy, kr, l, lk) })
 		add(lk.Len(), func(y []float64) error { return k.ConvBackwardKernels(y, gy, x, l, lk) })
-		const nf = 40
-		lf := device.ConvFitLayout(l, lk, nf)
+		nf := device.ConvFitSelect{N: 40, Negative: device.DefaultConvFitNegative}
+		lf := device.ConvFitLayout(l, lk, nf.N)
 		gf := gmtest.Uniform[float64](rng, lf.Len(), -1, 1)
 		add(lf.Len(), func(y []float64) error { return k.ConvFit(y, x, kr, l, lk, nf) })
 		add(l.Len(), func(y []float64) error { return k.ConvFitBackward(y, nil, gf, x, kr, l, lk, nf, nil) })

@@ -53,13 +53,28 @@ func ScaleWeights(x *G.Node, s float64) (*G.Node, error) {
 	return G.ApplyOp(ops.NewScaleWeights(on(x), s), x)
 }
 
+// ConvFitOption adjusts how ConvFit selects its groups.
+type ConvFitOption func(*ops.ConvFitSelect)
+
+// ConvFitNegative sets the priority factor of groups of negative weights
+// (ops.ConvFitSelect.Negative): 1 splits groups of either sign by their
+// mass alone; the default, ops.DefaultConvFitNegative, counts a negative
+// group's mass half (docs/fused.md).
+func ConvFitNegative(f float64) ConvFitOption {
+	return func(s *ops.ConvFitSelect) { s.Negative = f }
+}
+
 // ConvFit returns the fused convolution-fitting of the data x [B, Fi, Ni, ·]
 // with kernels [Fo, Fi, Nk, ·] as a [B, Fo, n, ·] node: every output channel
 // is Conv's mixture of Fi·Ni·Nk components fitted to n Gaussians while it is
 // computed, without storing it (see ops.NewConvFit). With n ≥ Fi·Ni·Nk the
 // result is Conv's, reordered and padded.
-func ConvFit(x, kernels *G.Node, n int) (*G.Node, error) {
-	return G.ApplyOp(ops.NewConvFit(on(x), n), x, kernels)
+func ConvFit(x, kernels *G.Node, n int, opts ...ConvFitOption) (*G.Node, error) {
+	s := ops.ConvFitSelect{N: n, Negative: ops.DefaultConvFitNegative}
+	for _, o := range opts {
+		o(&s)
+	}
+	return G.ApplyOp(ops.NewConvFit(on(x), s), x, kernels)
 }
 
 // ConvAt returns the values of Conv(x, kernels) at the points
@@ -77,15 +92,15 @@ func ConvAt(x, kernels, points *G.Node) (*G.Node, error) {
 	return y, errors.Wrap(err, "gm.ConvAt")
 }
 
-// ConvFitTargets is ConvFit(x, kernels, n) with its weights scaled by
+// ConvFitTargets is ConvFit(x, kernels, n, opts...) with its weights scaled by
 // scale (the model's 1/Fi), together with the targets of a ReLU fit of the
 // exact convolution: scale·Conv(x, kernels) at the centroids of the fitted
 // mixtures, [B, Fo, n] (ConvAt). Passed to ReLUFitTargets (or
 // ReLUFitReduce with WithTargets) they make the fit see the convolution
 // itself where the coarse mixture has its centres (docs/fused.md).
 // Gradients flow to x and kernels through both results.
-func ConvFitTargets(x, kernels *G.Node, n int, scale float64) (fit, targets *G.Node, err error) {
-	if fit, err = ConvFit(x, kernels, n); err != nil {
+func ConvFitTargets(x, kernels *G.Node, n int, scale float64, opts ...ConvFitOption) (fit, targets *G.Node, err error) {
+	if fit, err = ConvFit(x, kernels, n, opts...); err != nil {
 		return nil, nil, err
 	}
 	if fit, err = ScaleWeights(fit, scale); err != nil {

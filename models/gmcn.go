@@ -49,6 +49,10 @@ type Config struct {
 	// of on the coarse mixture itself; it has no effect without Fused or
 	// where n is the whole convolution.
 	FusedExact bool
+	// FusedNegative is the fused selection's priority factor of groups of
+	// negative weights (ops.ConvFitSelect.Negative); 0 means
+	// ops.DefaultConvFitNegative. Runs saved before it existed used 1.
+	FusedNegative float64
 	// Bias selects learnable biases in the mixtures' constants before every
 	// ReLU fit (see BiasType); the zero value BiasNone is the reference's
 	// default model, without constants.
@@ -149,10 +153,10 @@ func Build(cfg Config) (*Model, error) {
 		n, nv := cfg.FusedGaussians(b, fi, x.Shape()[2]), fi*x.Shape()[2]*cfg.KernelGaussians
 		switch {
 		case cfg.Fused > 0 && cfg.FusedExact && n < nv:
-			x, targets, err = gmnode.ConvFitTargets(x, k.Node(), n, 1/float64(fi))
+			x, targets, err = gmnode.ConvFitTargets(x, k.Node(), n, 1/float64(fi), gmnode.ConvFitNegative(cfg.fusedNegative()))
 			stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi, exact targets)", n)
 		case cfg.Fused > 0:
-			x, err = gmnode.ConvFit(x, k.Node(), n)
+			x, err = gmnode.ConvFit(x, k.Node(), n, gmnode.ConvFitNegative(cfg.fusedNegative()))
 			stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi)", n)
 		default:
 			x, err = gmnode.Conv(x, k.Node())
@@ -245,6 +249,8 @@ func (cfg *Config) normalise() error {
 		return errors.Errorf("model: dense head size must be ≥ 0, got %d", cfg.DenseHead)
 	case cfg.Fused < 0:
 		return errors.Errorf("model: the fused factor must be ≥ 0 (0: unfused), got %d", cfg.Fused)
+	case cfg.FusedNegative < 0 || math.IsNaN(cfg.FusedNegative) || math.IsInf(cfg.FusedNegative, 1):
+		return errors.Errorf("model: the fused priority factor of negative groups must be a finite number > 0 (0: the default %g), got %g", ops.DefaultConvFitNegative, cfg.FusedNegative)
 	case cfg.Bias < BiasNone || cfg.Bias > BiasNegativeSoftplus:
 		return errors.Errorf("model: unknown bias type %v", cfg.Bias)
 	}
@@ -275,6 +281,14 @@ func (cfg Config) Check() error {
 		fi = b.Channels
 	}
 	return nil
+}
+
+// fusedNegative returns FusedNegative, or the default for 0.
+func (cfg Config) fusedNegative() float64 {
+	if cfg.FusedNegative == 0 {
+		return ops.DefaultConvFitNegative
+	}
+	return cfg.FusedNegative
 }
 
 // FusedGaussians returns the component count n of block b's fused
@@ -420,6 +434,9 @@ func (m *Model) Table() string {
 		fused = fmt.Sprintf("fused ×%d", m.Config.Fused)
 		if m.Config.FusedExact {
 			fused += " (exact targets)"
+		}
+		if f := m.Config.fusedNegative(); f != ops.DefaultConvFitNegative {
+			fused += fmt.Sprintf(" (negative groups ×%g)", f)
 		}
 	}
 	bias := ""

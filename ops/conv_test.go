@@ -24,7 +24,7 @@ func TestConvFloat32(t *testing.T) {
 		seed uint64
 	}{
 		{"Conv", on(NewConv), 5 * 3 * 4, 23},
-		{"ConvFit", func() G.Op { return NewConvFit(testDev, 9) }, 9, 42},
+		{"ConvFit", func() G.Op { return NewConvFit(testDev, fitN(9)) }, 9, 42},
 	}
 	for _, c := range cases {
 		for _, d := range []int{2, 3} {

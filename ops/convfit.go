@@ -12,32 +12,42 @@ import (
 	"gorgonia.org/tensor"
 )
 
+// ConvFitSelect says how ConvFit chooses its groups: how many, and how much
+// a group of negative weights counts against one of positive weights
+// (device.ConvFitSelect).
+type ConvFitSelect = device.ConvFitSelect
+
+// DefaultConvFitNegative is the models' ConvFitSelect.Negative
+// (device.DefaultConvFitNegative).
+const DefaultConvFitNegative = device.DefaultConvFitNegative
+
 // NewConvFit returns the fused convolution-fitting op: data
 // [B, Fi, Ni, 1+D+D·D] convolved with kernels [Fo, Fi, Nk, 1+D+D·D] and
-// fitted to n Gaussians per output channel, [B, Fo, n, 1+D+D·D], without
-// forming Conv's Fi·Ni·Nk components per channel (see cpu.ConvFit). Output
-// Gaussian i of a channel is the moment match of a group of Conv's
-// components chosen by a tree over their signs and positions; with
-// n ≥ Fi·Ni·Nk the output is Conv's (in another order) padded with
-// {0, 0, I}. Both inputs are differentiable, with the groups held fixed. An
-// n below 1 is reported when the op is applied.
-func NewConvFit(dev *device.Device, n int) G.Op {
-	s := convFitSpec{n: n}
-	return newOp(dev, convFitKernel[float32]{s}, convFitKernel[float64]{s})
+// fitted to n = s.N Gaussians per output channel, [B, Fo, n, 1+D+D·D],
+// without forming Conv's Fi·Ni·Nk components per channel (see
+// cpu.ConvFit). Output Gaussian i of a channel is the moment match of a
+// group of Conv's components chosen by a tree over their signs and
+// positions, split where s says; with n ≥ Fi·Ni·Nk the output is Conv's (in
+// another order) padded with {0, 0, I}. Both inputs are differentiable, with
+// the groups held fixed. A selection that fails s.Check is reported when the
+// op is applied.
+func NewConvFit(dev *device.Device, s ConvFitSelect) G.Op {
+	spec := convFitSpec{s}
+	return newOp(dev, convFitKernel[float32]{spec}, convFitKernel[float64]{spec})
 }
 
-type convFitSpec struct{ n int }
+type convFitSpec struct{ s ConvFitSelect }
 
 func (convFitSpec) name() string              { return "gm.ConvFit" }
 func (convFitSpec) inputNames() []string      { return []string{"data", "kernels"} }
 func (convFitSpec) ranks() []int              { return []int{4, 4, 4} }
-func (s convFitSpec) writeParams(w io.Writer) { fmt.Fprintf(w, "n=%d", s.n) }
+func (s convFitSpec) writeParams(w io.Writer) { fmt.Fprint(w, s.s) }
 func (convFitSpec) diffWRT() []bool           { return []bool{true, true} }
 func (convFitSpec) computations() []string    { return []string{"ConvFit", "ConvFitSaving"} }
 
 func (s convFitSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
-	if s.n < 1 {
-		return nil, errors.Errorf("the number of output Gaussians n must be ≥ 1, got %d", s.n)
+	if err := s.s.Check(); err != nil {
+		return nil, err
 	}
 	lx, lk, err := convLayouts(in[0], in[1])
 	if err != nil {
@@ -47,7 +57,7 @@ func (s convFitSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	if nv := lx.C * lx.N * lk.N; nv > math.MaxInt32 {
 		return nil, errors.Errorf("Fi·Ni·Nk = %d convolved Gaussians per channel exceed the limit 2³¹ − 1", nv)
 	}
-	return tensor.Shape(device.ConvFitLayout(lx, lk, s.n).Shape()), nil
+	return tensor.Shape(device.ConvFitLayout(lx, lk, s.s.N).Shape()), nil
 }
 
 type convFitKernel[T Float] struct{ convFitSpec }
@@ -61,7 +71,7 @@ func (k convFitKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand
 	if err != nil {
 		return err
 	}
-	return dev.ConvFit(out.data, in[0].data, in[1].data, lx, lk, k.n)
+	return dev.ConvFit(out.data, in[0].data, in[1].data, lx, lk, k.s)
 }
 
 func (k convFitKernel[T]) doSaving(dev device.Kernels[T], out operand[T], in []operand[T]) (device.Saved, error) {
@@ -69,7 +79,7 @@ func (k convFitKernel[T]) doSaving(dev device.Kernels[T], out operand[T], in []o
 	if err != nil {
 		return nil, err
 	}
-	return dev.ConvFitSaving(out.data, in[0].data, in[1].data, lx, lk, k.n)
+	return dev.ConvFitSaving(out.data, in[0].data, in[1].data, lx, lk, k.s)
 }
 
 // convFitGradKernel computes ∂L/∂data (wrt = 0) or ∂L/∂kernels (wrt = 1)
@@ -84,7 +94,7 @@ func (g convFitGradKernel[T]) name() string {
 	return [...]string{"gm.ConvFitGradData", "gm.ConvFitGradKernels"}[g.wrt]
 }
 
-func (g convFitGradKernel[T]) writeParams(w io.Writer) { fmt.Fprintf(w, "n=%d wrt=%d", g.n, g.wrt) }
+func (g convFitGradKernel[T]) writeParams(w io.Writer) { fmt.Fprintf(w, "%v wrt=%d", g.s, g.wrt) }
 
 func (convFitGradKernel[T]) computations() []string { return []string{"ConvFitBackward"} }
 
@@ -101,7 +111,7 @@ func (g convFitGradKernel[T]) doSaved(dev device.Kernels[T], out operand[T], in 
 	if g.wrt == 1 {
 		dx, dk = nil, out.data
 	}
-	return dev.ConvFitBackward(dx, dk, in[3].data, in[0].data, in[1].data, lx, lk, g.n, saved)
+	return dev.ConvFitBackward(dx, dk, in[3].data, in[0].data, in[1].data, lx, lk, g.s, saved)
 }
 
 // resumedConvInputs is checkedConvInputs for a resuming computation: it

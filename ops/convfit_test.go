@@ -1,13 +1,21 @@
 package ops
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
 	"github.com/gmcn-go/gmcn/internal/gmtest"
+	"github.com/gmcn-go/gmcn/ops/device"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
+
+// fitN returns the selection of n groups with the models' priority of
+// negative groups.
+func fitN(n int) ConvFitSelect {
+	return ConvFitSelect{N: n, Negative: device.DefaultConvFitNegative}
+}
 
 // TestConvFitBadInput feeds gm.ConvFit and its grad ops invalid inputs and
 // parameters and checks that each returns an error naming the op, the input
@@ -19,8 +27,8 @@ func TestConvFitBadInput(t *testing.T) {
 		data, kernels *tensor.Dense
 		contains      []string
 	}{
-		{"n = 0", 0, convTensor(1, 2, 3, 4, 7), convTensor(2, 2, 3, 3, 7), []string{"n must be ≥ 1", "got 0"}},
-		{"n < 0", -4, convTensor(1, 2, 3, 4, 7), convTensor(2, 2, 3, 3, 7), []string{"n must be ≥ 1", "got -4"}},
+		{"n = 0", 0, convTensor(1, 2, 3, 4, 7), convTensor(2, 2, 3, 3, 7), []string{"n = 0 Gaussians", "want n ≥ 1"}},
+		{"n < 0", -4, convTensor(1, 2, 3, 4, 7), convTensor(2, 2, 3, 3, 7), []string{"n = -4 Gaussians", "want n ≥ 1"}},
 		{"data rank 3", 4, convTensor(1, 2, 3, 7), convTensor(2, 2, 3, 3, 7), []string{`"data"`, "rank 4", "rank 3"}},
 		{"kernels rank 5", 4, convTensor(1, 2, 3, 4, 7), convTensor(2, 1, 2, 3, 3, 7), []string{`"kernels"`, "rank 4", "rank 5"}},
 		{"mismatched Fi", 4, convTensor(1, 2, 3, 4, 7), convTensor(2, 2, 5, 3, 7), []string{`"kernels"`, "Fi = 5", "C = 3"}},
@@ -33,30 +41,36 @@ func TestConvFitBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := NewConvFit(testDev, c.n).Do(c.data, c.kernels)
+			_, err := NewConvFit(testDev, fitN(c.n)).Do(c.data, c.kernels)
 			gmtest.WantErr(t, err, append([]string{"gm.ConvFit"}, c.contains...)...)
+		})
+	}
+	for _, neg := range []float64{0, -0.5, math.NaN(), math.Inf(1)} {
+		t.Run(fmt.Sprintf("negative %g", neg), func(t *testing.T) {
+			_, err := NewConvFit(testDev, ConvFitSelect{N: 4, Negative: neg}).Do(convTensor(1, 2, 3, 4, 7), convTensor(2, 2, 3, 3, 7))
+			gmtest.WantErr(t, err, "gm.ConvFit", "negative nodes' priority factor", fmt.Sprint(neg), "finite number > 0")
 		})
 	}
 	t.Run("n = 0 in a graph", func(t *testing.T) {
 		g := G.NewGraph()
 		x := G.NewTensor(g, tensor.Float64, 4, G.WithShape(2, 3, 4, 7), G.WithName("x"))
 		k := G.NewTensor(g, tensor.Float64, 4, G.WithShape(2, 3, 3, 7), G.WithName("k"))
-		_, err := G.ApplyOp(NewConvFit(testDev, 0), x, k)
-		gmtest.WantErr(t, err, "gm.ConvFit", "n must be ≥ 1")
+		_, err := G.ApplyOp(NewConvFit(testDev, fitN(0)), x, k)
+		gmtest.WantErr(t, err, "gm.ConvFit", "want n ≥ 1")
 	})
 	for wrt, name := range []string{"gm.ConvFitGradData", "gm.ConvFitGradKernels"} {
 		t.Run(name+" bad inputs", func(t *testing.T) {
 			x, k := convTensor(13, 2, 3, 4, 7), convTensor(14, 2, 3, 3, 7)
-			y, err := NewConvFit(testDev, 6).Do(x, k)
+			y, err := NewConvFit(testDev, fitN(6)).Do(x, k)
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = gradOf(NewConvFit(testDev, 6), wrt).Do(x, k, y, convTensor(15, 2, 2, 5, 7))
+			_, err = gradOf(NewConvFit(testDev, fitN(6)), wrt).Do(x, k, y, convTensor(15, 2, 2, 5, 7))
 			gmtest.WantErr(t, err, name, `"grad"`, "(2, 2, 6, 7)", "(2, 2, 5, 7)")
 			g := convTensor(16, 2, 2, 6, 7)
-			_, err = gradOf(NewConvFit(testDev, 6), wrt).Do(x, k, y, convWith(g, 3, math.NaN()))
+			_, err = gradOf(NewConvFit(testDev, fitN(6)), wrt).Do(x, k, y, convWith(g, 3, math.NaN()))
 			gmtest.WantErr(t, err, name, `"grad"`, "NaN")
-			_, err = gradOf(NewConvFit(testDev, 6), wrt).Do(convWith(x.Clone().(*tensor.Dense), 1+2, -1), k, y, convTensor(16, 2, 2, 6, 7))
+			_, err = gradOf(NewConvFit(testDev, fitN(6)), wrt).Do(convWith(x.Clone().(*tensor.Dense), 1+2, -1), k, y, convTensor(16, 2, 2, 6, 7))
 			gmtest.WantErr(t, err, name, `"data"`, "not positive definite")
 		})
 	}

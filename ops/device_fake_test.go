@@ -82,19 +82,19 @@ func (r recorder[T]) ConvBackwardKernels(dk, g, x []T, lx, lk mixture.Layout) er
 	return r.k.ConvBackwardKernels(dk, g, x, lx, lk)
 }
 
-func (r recorder[T]) ConvFit(y, x, k []T, lx, lk mixture.Layout, n int) error {
+func (r recorder[T]) ConvFit(y, x, k []T, lx, lk mixture.Layout, s device.ConvFitSelect) error {
 	r.log.add("ConvFit")
-	return r.k.ConvFit(y, x, k, lx, lk, n)
+	return r.k.ConvFit(y, x, k, lx, lk, s)
 }
 
-func (r recorder[T]) ConvFitSaving(y, x, k []T, lx, lk mixture.Layout, n int) (device.Saved, error) {
+func (r recorder[T]) ConvFitSaving(y, x, k []T, lx, lk mixture.Layout, s device.ConvFitSelect) (device.Saved, error) {
 	r.log.add("ConvFitSaving")
-	return r.k.ConvFitSaving(y, x, k, lx, lk, n)
+	return r.k.ConvFitSaving(y, x, k, lx, lk, s)
 }
 
-func (r recorder[T]) ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, n int, saved device.Saved) error {
+func (r recorder[T]) ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, s device.ConvFitSelect, saved device.Saved) error {
 	r.log.add(savedName("ConvFitBackward", saved))
-	return r.k.ConvFitBackward(dx, dk, g, x, k, lx, lk, n, saved)
+	return r.k.ConvFitBackward(dx, dk, g, x, k, lx, lk, s, saved)
 }
 
 func (r recorder[T]) KeepLargest(y, x []T, l mixture.Layout, np int) error {

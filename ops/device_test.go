@@ -60,7 +60,7 @@ var deviceCases = []deviceCase{
 	{"Conv", opOnly(NewConv), func(rng *rand.Rand, d int) []*tensor.Dense {
 		return []*tensor.Dense{randomMixture(rng, 2, 3, 4, d), randomMixture(rng, 2, 3, 2, d)}
 	}},
-	{"ConvFit", opOnly(func(testDev *device.Device) G.Op { return NewConvFit(testDev, 5) }), func(rng *rand.Rand, d int) []*tensor.Dense {
+	{"ConvFit", opOnly(func(testDev *device.Device) G.Op { return NewConvFit(testDev, fitN(5)) }), func(rng *rand.Rand, d int) []*tensor.Dense {
 		return []*tensor.Dense{randomMixture(rng, 2, 3, 4, d), randomMixture(rng, 2, 3, 2, d)}
 	}},
 	{"ReLUFitTargets", opOnly(func(testDev *device.Device) G.Op { return NewReLUFitTargets(testDev, ReLUFitOptions{}, false) }), func(rng *rand.Rand, d int) []*tensor.Dense {

@@ -39,7 +39,7 @@ func TestGraphGrads(t *testing.T) {
 		}
 	}
 	convFitScaled := func(n int) func(in []*G.Node) (*G.Node, error) {
-		return scaled(func() G.Op { return NewConvFit(testDev, n) })
+		return scaled(func() G.Op { return NewConvFit(testDev, fitN(n)) })
 	}
 	cases := []struct {
 		name   string

@@ -39,8 +39,14 @@ type Config struct {
 	// "coarse" for the fitted mixture's own values at its centroids,
 	// "exact" for the exact convolution's (models.Config.FusedExact).
 	FusedTargets string `json:"fused_targets,omitempty"`
-	DenseHead    int    `json:"dense_head"`
-	Bias         string `json:"bias,omitempty"` // biases of the constants: "none" or "", "normal", "negative-softplus" (models.Config.Bias)
+	// FusedNegative is the fused selection's priority factor of groups of
+	// negative weights (models.Config.FusedNegative): 0 in a new
+	// configuration means the default, which Resolve writes in; a saved
+	// run.json of a fused run without it is from before it existed and
+	// loads as 1, the rule of those runs.
+	FusedNegative float64 `json:"fused_negative,omitempty"`
+	DenseHead     int     `json:"dense_head"`
+	Bias          string  `json:"bias,omitempty"` // biases of the constants: "none" or "", "normal", "negative-softplus" (models.Config.Bias)
 	// ReLUFit is the dense ReLU fit: "" or "heuristic" for the reference's,
 	// "refined" for the refined fit (ops.ReLUFitOptions.Refine).
 	ReLUFit string `json:"relu_fit,omitempty"`
@@ -150,7 +156,8 @@ func SaveConfig(dir string, c Config) error {
 	return atomicfile.Write(filepath.Join(dir, ConfigFile), buf.Bytes())
 }
 
-// LoadConfig reads dir/run.json.
+// LoadConfig reads dir/run.json. A fused run saved without fused_negative
+// gets 1, the selection it was trained with.
 func LoadConfig(dir string) (Config, error) {
 	path := filepath.Join(dir, ConfigFile)
 	data, err := os.ReadFile(path)
@@ -160,6 +167,9 @@ func LoadConfig(dir string) (Config, error) {
 	var c Config
 	if err := json.Unmarshal(data, &c); err != nil {
 		return Config{}, errors.Wrapf(err, "parsing %s", path)
+	}
+	if c.Fused > 0 && c.FusedNegative == 0 {
+		c.FusedNegative = 1
 	}
 	return c, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gmcn-go/gmcn/dataset"
 	"github.com/gmcn-go/gmcn/dataset/mnist"
 	"github.com/gmcn-go/gmcn/models"
+	"github.com/gmcn-go/gmcn/ops"
 	"github.com/gmcn-go/gmcn/shapes"
 	"github.com/gmcn-go/gmcn/train/report"
 )
@@ -143,8 +144,12 @@ func Resolve(c Config) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.Fused > 0 && c.FusedNegative == 0 {
+		s.Run.FusedNegative = ops.DefaultConvFitNegative // run.json records the rule
+	}
 	s.Model = models.Config{Layout: l, D: src.dim, Classes: src.classes, Batch: c.Batch, KernelGaussians: c.Kernel,
-		Reduction: red, ReLUFit: fit, DenseHead: c.DenseHead, Fused: c.Fused, FusedExact: exact, Bias: bias, Seed: c.Seed}
+		Reduction: red, ReLUFit: fit, DenseHead: c.DenseHead, Fused: c.Fused, FusedExact: exact, FusedNegative: s.Run.FusedNegative,
+		Bias: bias, Seed: c.Seed}
 	if err := s.Model.Check(); err != nil {
 		return nil, errors.Wrapf(err, "layers %q", c.Layers)
 	}
@@ -176,6 +181,7 @@ func checkNumbers(c Config) error {
 		{"fit_points", c.FitPoints >= 0, c.FitPoints, "≥ 0 (0: the default)"},
 		{"kernel_gaussians", c.Kernel >= 0, c.Kernel, "≥ 1 (0: the default)"},
 		{"fused", c.Fused >= 0, c.Fused, "≥ 0 (0: unfused)"},
+		{"fused_negative", c.FusedNegative >= 0 && !math.IsInf(c.FusedNegative, 1), c.FusedNegative, "a finite number > 0 (0: the default)"},
 		{"dense_head", c.DenseHead >= 0, c.DenseHead, "≥ 0 (0: none)"},
 		{"accumulate", c.Accumulate >= 0, c.Accumulate, "≥ 1 (0: 1)"},
 	} {

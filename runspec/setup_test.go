@@ -2,11 +2,14 @@ package runspec
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gmcn-go/gmcn/dataset"
 	"github.com/gmcn-go/gmcn/models"
+	"github.com/gmcn-go/gmcn/ops"
 )
 
 // TestResolvePresets checks that every preset resolves, with the model's
@@ -91,6 +94,45 @@ func TestResolveFusedTargets(t *testing.T) {
 	}
 }
 
+// TestFusedNegative checks the fused selection's priority factor of negative
+// groups: a new configuration without one gets the default, which Resolve
+// writes into the run, a given one reaches the model, and a saved fused run
+// without one (from before it existed) loads as 1, the rule it was trained
+// with, while an unfused one keeps 0.
+func TestFusedNegative(t *testing.T) {
+	for _, c := range []struct {
+		given, want float64
+	}{{0, ops.DefaultConvFitNegative}, {1, 1}, {0.25, 0.25}} {
+		rc := Presets["paper-fused"]
+		rc.FusedNegative = c.given
+		s, err := Resolve(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Run.FusedNegative != c.want || s.Model.FusedNegative != c.want {
+			t.Errorf("fused_negative %g: run %g, model %g; want %g", c.given, s.Run.FusedNegative, s.Model.FusedNegative, c.want)
+		}
+	}
+	for _, c := range []struct {
+		preset string
+		want   float64
+	}{{"paper-fused", 1}, {"paper", 0}} {
+		dir := t.TempDir()
+		rc := Presets[c.preset]
+		if err := SaveConfig(dir, rc); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+		if err != nil || strings.Contains(string(data), "fused_negative") {
+			t.Fatalf("%s: run.json %s, %v; want one without fused_negative", c.preset, data, err)
+		}
+		got, err := LoadConfig(dir)
+		if err != nil || got.FusedNegative != c.want {
+			t.Errorf("%s: a saved run without fused_negative loads %g, %v; want %g", c.preset, got.FusedNegative, err, c.want)
+		}
+	}
+}
+
 func TestResolveErrors(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -114,6 +156,9 @@ func TestResolveErrors(t *testing.T) {
 		{"reduction", func(c *Config) { c.Reduction = "median" }, `unknown reduction "median"`},
 		{"bias", func(c *Config) { c.Bias = "positive" }, `unknown bias type "positive" (want none, normal or negative-softplus)`},
 		{"fused targets", func(c *Config) { c.FusedTargets = "fine" }, `unknown fused targets "fine" (want coarse or exact)`},
+		{"fused negative", func(c *Config) { c.Fused, c.FusedNegative = 16, -0.5 }, "fused_negative is -0.5, want a finite number > 0"},
+		{"fused negative NaN", func(c *Config) { c.Fused, c.FusedNegative = 16, math.NaN() }, "fused_negative is NaN"},
+		{"fused negative Inf", func(c *Config) { c.Fused, c.FusedNegative = 16, math.Inf(1) }, "fused_negative is +Inf"},
 		{"fit init", func(c *Config) { c.FitInit = "fps" }, "method fps fits 3D data, the data is 2D"},
 		{"fit name", func(c *Config) { c.FitInit = "em" }, `fit method "em"`},
 	} {

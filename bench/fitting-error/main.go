@@ -89,12 +89,15 @@ func main() {
 // method is one layer pipeline under test: a reduction, after the full
 // convolution (fused = 0) or after the fused convolution-fitting to
 // fused·N_p Gaussians, whose ReLU fit takes its targets from the exact
-// convolution if exact is set (--fused-targets exact).
+// convolution if exact is set (--fused-targets exact). The fused
+// selection's priority factor of negative groups is negative, or 1 (the
+// rule before 2026-11-27) if that is 0.
 type method struct {
-	name   string
-	fused  int
-	reduce func(y, x []float64, l mixture.Layout, np int) error
-	exact  bool
+	name     string
+	fused    int
+	reduce   func(y, x []float64, l mixture.Layout, np int) error
+	exact    bool
+	negative float64
 }
 
 // kernels are the CPU device's float64 computations, reached through the
@@ -113,18 +116,20 @@ func keepLargest(y, x []float64, l mixture.Layout, np int) error {
 }
 
 var methods = []method{
-	{"MEM", 0, kernels.MEM, false},
-	{"TreeHEM T=2", 0, treeHEM(2), false},
-	{"TreeHEM T=4", 0, treeHEM(4), false},
-	{"fused ×2 + TreeHEM T=2", 2, treeHEM(2), false},
-	{"fused ×4 + TreeHEM T=2", 4, treeHEM(2), false},
-	{"fused ×8 + TreeHEM T=2", 8, treeHEM(2), false},
-	{"fused ×16 + TreeHEM T=2", 16, treeHEM(2), false},
-	{"fused ×4 exact targets + TreeHEM T=2", 4, treeHEM(2), true},
-	{"fused ×16 exact targets + TreeHEM T=2", 16, treeHEM(2), true},
-	{"fused ×2 + max", 2, keepLargest, false},
-	{"fused ×4 + max", 4, keepLargest, false},
-	{"fused ×8 + max", 8, keepLargest, false},
+	{"MEM", 0, kernels.MEM, false, 0},
+	{"TreeHEM T=2", 0, treeHEM(2), false, 0},
+	{"TreeHEM T=4", 0, treeHEM(4), false, 0},
+	{"fused ×2 + TreeHEM T=2", 2, treeHEM(2), false, 0},
+	{"fused ×4 + TreeHEM T=2", 4, treeHEM(2), false, 0},
+	{"fused ×8 + TreeHEM T=2", 8, treeHEM(2), false, 0},
+	{"fused ×16 + TreeHEM T=2", 16, treeHEM(2), false, 0},
+	{"fused ×4 exact targets + TreeHEM T=2", 4, treeHEM(2), true, 0},
+	{"fused ×16 exact targets + TreeHEM T=2", 16, treeHEM(2), true, 0},
+	{"fused ×4 negative ½ + TreeHEM T=2", 4, treeHEM(2), false, ops.DefaultConvFitNegative},
+	{"fused ×16 negative ½ + TreeHEM T=2", 16, treeHEM(2), false, ops.DefaultConvFitNegative},
+	{"fused ×2 + max", 2, keepLargest, false, 0},
+	{"fused ×4 + max", 4, keepLargest, false, 0},
+	{"fused ×8 + max", 8, keepLargest, false, 0},
 }
 
 func treeHEM(t int) func(y, x []float64, l mixture.Layout, np int) error {
@@ -197,7 +202,11 @@ func pipeline(m method, x []float64, lx mixture.Layout, layers []layer, samples 
 		if m.fused > 0 {
 			// The model's count: F·N_p, at most the convolution's Gaussians.
 			n := models.Config{Fused: m.fused, KernelGaussians: layer.lk.N}.FusedGaussians(models.Block{Gaussians: layer.np}, lin.C, lin.N)
-			conv, lc = convolveFused(in, layer.k, lin, layer.lk, n)
+			neg := m.negative
+			if neg == 0 {
+				neg = 1
+			}
+			conv, lc = convolveFused(in, layer.k, lin, layer.lk, ops.ConvFitSelect{N: n, Negative: neg})
 		} else {
 			conv, lc = convolve(in, layer.k, lin, layer.lk)
 		}
@@ -276,12 +285,12 @@ func exactTargets(full []float64, lf mixture.Layout, fused []float64, lc mixture
 	return t
 }
 
-// convolveFused applies the fused convolution-fitting to n Gaussians per channel and divides
-// the weights by F_i.
-func convolveFused(x, k []float64, lx, lk mixture.Layout, n int) ([]float64, mixture.Layout) {
-	ly := device.ConvFitLayout(lx, lk, n)
+// convolveFused applies the fused convolution-fitting to s.N Gaussians per
+// channel and divides the weights by F_i.
+func convolveFused(x, k []float64, lx, lk mixture.Layout, s ops.ConvFitSelect) ([]float64, mixture.Layout) {
+	ly := device.ConvFitLayout(lx, lk, s.N)
 	y := make([]float64, ly.Len())
-	must(kernels.ConvFit(y, x, k, lx, lk, n))
+	must(kernels.ConvFit(y, x, k, lx, lk, s))
 	for i := 0; i < len(y); i += ly.Stride() {
 		y[i] /= float64(lx.C)
 	}

@@ -145,6 +145,9 @@ func (presetsCmd) run(context.Context) error {
 			if p.FusedTargets != "" {
 				fmt.Printf(" (%s targets)", p.FusedTargets)
 			}
+			if p.FusedNegative != 0 {
+				fmt.Printf(" (negative groups ×%g)", p.FusedNegative)
+			}
 		}
 		if p.TrainLimit > 0 {
 			fmt.Printf(", first %d training images", p.TrainLimit)

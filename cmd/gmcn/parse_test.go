@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gmcn-go/gmcn/ops"
 	"github.com/gmcn-go/gmcn/runspec"
 )
 
@@ -26,7 +27,11 @@ func TestParseTrain(t *testing.T) {
 		{"--layers 1/8->4/4->10 --kernel-gaussians 3", func(c *runspec.Config) { c.Layers, c.Radii, c.Kernel = "1/8->4/4->10", nil, 3 }, "runs/demo", 10 * time.Minute},
 		{"--radii 1,2,3 --reduction mem --dense 4", func(c *runspec.Config) { c.Radii, c.Reduction, c.DenseHead = []float64{1, 2, 3}, "mem", 4 }, "runs/demo", 10 * time.Minute},
 		{"--root d --data d --cache c --out o --checkpoint-every 0", func(c *runspec.Config) { c.DataDir, c.CacheDir = "d", "c" }, "o", 0},
-		{"--preset paper --fused 2", func(c *runspec.Config) { *c = runspec.Presets["paper"]; c.Fused = 2 }, "runs/paper", 10 * time.Minute},
+		{"--preset paper --fused 2", func(c *runspec.Config) {
+			*c = runspec.Presets["paper"]
+			c.Fused, c.FusedNegative = 2, ops.DefaultConvFitNegative
+		}, "runs/paper", 10 * time.Minute},
+		{"--preset paper --fused 16 --fused-negative 1", func(c *runspec.Config) { *c = runspec.Presets["paper"]; c.Fused, c.FusedNegative = 16, 1 }, "runs/paper", 10 * time.Minute},
 		{"--bias normal --reduction mem", func(c *runspec.Config) { c.Bias, c.Reduction = "normal", "mem" }, "runs/demo", 10 * time.Minute},
 	} {
 		r, err := parse("train", strings.Fields(c.args))

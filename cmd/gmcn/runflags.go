@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gmcn-go/gmcn/ops"
 	"github.com/gmcn-go/gmcn/runspec"
 	"github.com/pkg/errors"
 )
@@ -81,6 +82,8 @@ func (r *runFlags) modelFlags(f *flagSet) {
 	r.stringField(f, "relu-fit", func(c *runspec.Config) *string { return &c.ReLUFit }, "`METHOD` of the dense ReLU fit: heuristic (the reference's) or refined (one EM step and weight\niterations after it: a lower fitting error, but no better training and up to 60× slower steps; see\ndocs/results.md)")
 	r.intField(f, "fused", func(c *runspec.Config) *int { return &c.Fused }, 0, 64, "fused convolution-fitting to `F` × N_p Gaussians per block (at most the block's F_i·N_i·N_k); 0 = the\nunfused path. The fused presets use 16: on the demo (five seeds) level with the unfused accuracy on\nMNIST, 1.4 behind on Fashion-MNIST (0.8 behind with --fused-targets exact, at 35 % of the\nspeed); 32 is within 0.5 on both at 69 % of the speed; 4 is fastest and loses 2.8–5 points\n(docs/fused.md)")
 	r.stringField(f, "fused-targets", func(c *runspec.Config) *string { return &c.FusedTargets }, "`TARGETS` of a fused block's ReLU fit: coarse (the fitted mixture's values at its centres) or\nexact (the exact convolution's there: level with the unfused accuracy on MNIST, about 0.8\npoints behind on Fashion-MNIST, but the paper model's step is 3.0× the unfused one instead of\n8.5×; docs/fused.md)")
+	floatVar(f, field(r, "fused-negative", func(c *runspec.Config) *float64 { return &c.FusedNegative }), "fused-negative", 0, 1e6, true,
+		"`FACTOR` of a negative group's mass when the fused convolution-fitting picks the group to split\nnext: 1 treats both signs alike (the rule of runs before 2026-11-27); below 1 spends more of the\nn Gaussians where the convolution is positive, which the ReLU keeps (default: "+strconv.FormatFloat(ops.DefaultConvFitNegative, 'g', -1, 64)+"; docs/fused.md)")
 	r.intField(f, "dense", func(c *runspec.Config) *int { return &c.DenseHead }, 0, 1e5, "`N` hidden units of a dense head after integration; 0 = none")
 	r.stringField(f, "bias", func(c *runspec.Config) *string { return &c.Bias }, "`TYPE` of learnable bias in the mixtures' constants before every ReLU fit: none, normal or\nnegative-softplus; normal's positive constants can give negative weights, which TreeHEM may fail\non (then use --reduction mem or max)")
 }

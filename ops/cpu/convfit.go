@@ -14,26 +14,28 @@ import (
 
 // ConvFit writes the fused convolution-fitting of the data x (layout lx
 // [B, Fi, Ni, ·]) with the kernels k (layout lk [Fo, Fi, Nk, ·]) into y
-// (layout device.ConvFitLayout(lx, lk, n)): output mixture (b, o) holds n
-// Gaussians that stand for the Nv = Fi·Ni·Nk components of Conv's output
-// mixture (b, o), which are never stored.
+// (layout device.ConvFitLayout(lx, lk, s.N)): output mixture (b, o) holds
+// n = s.N Gaussians that stand for the Nv = Fi·Ni·Nk components of Conv's
+// output mixture (b, o), which are never stored.
 //
 // Per output mixture, the Nv virtual components (Conv's component v, made on
 // the fly from one data and one kernel Gaussian) are the leaves of a binary
 // radix tree over keys that sort by the sign of the weight first and by the
 // Morton code of the position second, so the root separates negative from
 // positive weights and every other node is single-signed. Starting from the
-// root, the selected node with the largest |Σ w| (the first one on ties) is
-// replaced by its two children until n nodes are selected or all are leaves;
+// root, the selected node of highest priority (|Σ w|, times s.Negative for
+// a node of negative weights; the first one on ties) is replaced by its two
+// children until n nodes are selected or all are leaves;
 // each selected node, in selection order, becomes the moment match of the
 // components below it (see convFitMoments). Slots beyond Nv are
 // {0, 0, I}. docs/fused.md derives it and says what differs from the
 // reference's unevaluated version.
 //
-// The caller guarantees lx.C == lk.C, lx.D == lk.D, n ≥ 1, Nv < 2³¹ and the
-// slice lengths. Work is spread over the B·Fo output mixtures.
-func ConvFit[T Float](y, x, k []T, lx, lk mixture.Layout, n int) {
-	convFitInto(y, x, k, lx, lk, n, nil)
+// The caller guarantees lx.C == lk.C, lx.D == lk.D, s.Check() == nil,
+// Nv < 2³¹ and the slice lengths. Work is spread over the B·Fo output
+// mixtures.
+func ConvFit[T Float](y, x, k []T, lx, lk mixture.Layout, s device.ConvFitSelect) {
+	convFitInto(y, x, k, lx, lk, s, nil)
 }
 
 // ConvFitSelection holds the discrete decisions of one ConvFit call, which
@@ -44,7 +46,8 @@ func ConvFit[T Float](y, x, k []T, lx, lk mixture.Layout, n int) {
 // calls of a backward pass that computes ∂L/∂x and ∂L/∂k one at a time.
 type ConvFitSelection struct {
 	lx, lk mixture.Layout
-	n      int
+	s      device.ConvFitSelect
+	n      int     // s.N
 	perm   []int32 // [B·Fo][Nv]
 	sel    []span  // [B·Fo][n], the first nsel[m] used
 	nsel   []int32
@@ -55,9 +58,9 @@ type ConvFitSelection struct {
 	kept any // *convFitTerms[T] for one later ConvFitBackwardSaved, or nil
 }
 
-func newConvFitSelection(lx, lk mixture.Layout, n int) *ConvFitSelection {
-	nm, nv := lx.B*lk.B, lx.C*lx.N*lk.N
-	return &ConvFitSelection{lx: lx, lk: lk, n: n,
+func newConvFitSelection(lx, lk mixture.Layout, s device.ConvFitSelect) *ConvFitSelection {
+	nm, nv, n := lx.B*lk.B, lx.C*lx.N*lk.N, s.N
+	return &ConvFitSelection{lx: lx, lk: lk, s: s, n: n,
 		perm: make([]int32, nm*nv), sel: make([]span, nm*n), nsel: make([]int32, nm), mom: make([]convFitMoments, nm*n),
 		at: newConvFitOffsets(lx, lk)}
 }
@@ -92,15 +95,16 @@ func (at *convFitOffsets) bases(lx, lk mixture.Layout, m int) (xb, kb int32) {
 // ConvFitSaving is ConvFit that also returns its selection, so that
 // ConvFitBackwardSaved can skip making the sort keys, sorting them and
 // selecting the nodes again.
-func ConvFitSaving[T Float](y, x, k []T, lx, lk mixture.Layout, n int) *ConvFitSelection {
-	sel := newConvFitSelection(lx, lk, n)
-	convFitInto(y, x, k, lx, lk, n, sel)
+func ConvFitSaving[T Float](y, x, k []T, lx, lk mixture.Layout, s device.ConvFitSelect) *ConvFitSelection {
+	sel := newConvFitSelection(lx, lk, s)
+	convFitInto(y, x, k, lx, lk, s, sel)
 	return sel
 }
 
 // convFitInto is ConvFit, recording its selection into save unless it is
 // nil, and writing no output if y is nil.
-func convFitInto[T Float](y, x, k []T, lx, lk mixture.Layout, n int, save *ConvFitSelection) {
+func convFitInto[T Float](y, x, k []T, lx, lk mixture.Layout, s device.ConvFitSelect, save *ConvFitSelection) {
+	n := s.N
 	ly := device.ConvFitLayout(lx, lk, n)
 	work := make([]*convFit[T], parallel.Workers(ly.Mixtures()))
 	parallel.ForWorker(ly.Mixtures(), func(w, m int) {
@@ -108,7 +112,7 @@ func convFitInto[T Float](y, x, k []T, lx, lk mixture.Layout, n int, save *ConvF
 			work[w] = newConvFit(x, k, lx, lk)
 		}
 		cf := work[w]
-		cf.selectNodes(m, n)
+		cf.selectNodes(m, s)
 		var mom []convFitMoments
 		if save != nil {
 			copy(save.perm[m*cf.nv:], cf.perm)
@@ -126,7 +130,7 @@ func convFitInto[T Float](y, x, k []T, lx, lk mixture.Layout, n int, save *ConvF
 }
 
 // ConvFitBackward writes ∂L/∂x into dx and ∂L/∂k into dk for ConvFit from
-// the incoming gradient g (layout device.ConvFitLayout(lx, lk, n)), with the
+// the incoming gradient g (layout device.ConvFitLayout(lx, lk, s.N)), with the
 // tree and the selection that ConvFit takes for x and k held fixed; a nil
 // destination is not computed. Padding slots carry no gradient.
 //
@@ -135,14 +139,14 @@ func convFitInto[T Float](y, x, k []T, lx, lk mixture.Layout, n int, save *ConvF
 // output channels. The gradient of every virtual component is computed
 // once (see convFitTerms); then each destination row has one owner that sums
 // its terms in a fixed order, which keeps the result deterministic.
-func ConvFitBackward[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, n int) {
-	ConvFitBackwardSaved(dx, dk, g, x, k, lx, lk, n, nil)
+func ConvFitBackward[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, s device.ConvFitSelect) {
+	ConvFitBackwardSaved(dx, dk, g, x, k, lx, lk, s, nil)
 }
 
 // ConvFitBackwardSaved is ConvFitBackward with the selection that
-// ConvFitSaving returned for the same x, k and n instead of a recomputed
+// ConvFitSaving returned for the same x, k and s instead of a recomputed
 // one; with sel nil it recomputes. It panics if sel was made for other
-// layouts or another n (a caller's bug: the ops pass a selection only to the
+// layouts or another s (a caller's bug: the ops pass a selection only to the
 // computation it was made for).
 //
 // A call for one destination leaves the virtual components' gradients in
@@ -150,9 +154,9 @@ func ConvFitBackward[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, n int)
 // computing them again: the graph's two grad ops, one per destination,
 // share that work. The caller guarantees that g does not change while a
 // call runs.
-func ConvFitBackwardSaved[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, n int, sel *ConvFitSelection) {
-	if sel != nil && (sel.lx != lx || sel.lk != lk || sel.n != n) {
-		panic(fmt.Sprintf("cpu: ConvFit selection made for %v ⊛ %v → %d, used for %v ⊛ %v → %d", sel.lx.Shape(), sel.lk.Shape(), sel.n, lx.Shape(), lk.Shape(), n))
+func ConvFitBackwardSaved[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, s device.ConvFitSelect, sel *ConvFitSelection) {
+	if sel != nil && (sel.lx != lx || sel.lk != lk || sel.s != s) {
+		panic(fmt.Sprintf("cpu: ConvFit selection made for %v ⊛ %v (%v), used for %v ⊛ %v (%v)", sel.lx.Shape(), sel.lk.Shape(), sel.s, lx.Shape(), lk.Shape(), s))
 	}
 	fo := lk.B
 	var dests []convFitDest[T]
@@ -167,8 +171,8 @@ func ConvFitBackwardSaved[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, n
 	}
 	fresh := sel == nil
 	if fresh {
-		sel = newConvFitSelection(lx, lk, n)
-		convFitInto(nil, x, k, lx, lk, n, sel)
+		sel = newConvFitSelection(lx, lk, s)
+		convFitInto(nil, x, k, lx, lk, s, sel)
 	}
 	sel.mu.Lock()
 	defer sel.mu.Unlock()
@@ -401,7 +405,7 @@ func newConvFit[T Float](x, k []T, lx, lk mixture.Layout) *convFit[T] {
 // [f, l] splits where its keys' common prefix ends (karrasSplit), which is
 // the split of Karras' construction, so splitting only the selected nodes
 // walks the same tree in O(n log Nv) instead of building its Nv − 1 nodes.
-func (cf *convFit[T]) selectNodes(m, n int) {
+func (cf *convFit[T]) selectNodes(m int, s device.ConvFitSelect) {
 	cf.b, cf.o = m/cf.lk.B, m%cf.lk.B
 	if cf.xbox == nil {
 		cf.xbox, cf.kbox = mixtureBounds(cf.x, cf.lx), mixtureBounds(cf.k, cf.lk)
@@ -418,7 +422,7 @@ func (cf *convFit[T]) selectNodes(m, n int) {
 		cf.keys[j] = key&^0xFFFFFFFF | uint64(j)
 	}
 	cf.gather(m)
-	cf.choose(n)
+	cf.choose(s)
 }
 
 // makeKeys writes the sort keys of the virtual components of output mixture
@@ -472,16 +476,23 @@ func (cf *convFit[T]) gather(m int) {
 	}
 }
 
-// choose selects n nodes greedily, starting from the root and splitting
-// the heaviest selected node (the first one on ties) until there are n or
-// only leaves.
-func (cf *convFit[T]) choose(n int) {
+// choose selects s.N nodes greedily, starting from the root and splitting
+// the selected node of highest priority (the first one on ties) until there
+// are s.N or only leaves. A node's priority is its mass, times −s.Negative
+// if that is not positive; for the root, the only node when it is chosen,
+// it does not matter.
+func (cf *convFit[T]) choose(s device.ConvFitSelect) {
+	n := s.N
 	cf.sel = append(cf.sel[:0], span{0, int32(cf.nv - 1)})
 	h := &cf.heap
 	h.reset(n)
 	consider := func(slot int) {
 		if sp := cf.sel[slot]; sp.first < sp.last { // a leaf cannot be split
-			h.push(int32(slot), math.Abs(cf.prefix[sp.last+1]-cf.prefix[sp.first]))
+			mass := cf.prefix[sp.last+1] - cf.prefix[sp.first]
+			if !(mass > 0) {
+				mass *= -s.Negative
+			}
+			h.push(int32(slot), mass)
 		}
 	}
 	consider(0)

@@ -20,7 +20,7 @@ var convFitBenchSizes = []struct{ d, b, fi, ni, fo, nk, n int }{
 
 // convFitBench runs f on float32 operands of each size: the inputs, the
 // selection of one ConvFitSaving and an incoming gradient.
-func convFitBench(b *testing.B, f func(o *convOperands, n int, sel *ConvFitSelection)) {
+func convFitBench(b *testing.B, f func(o *convOperands, s device.ConvFitSelect, sel *ConvFitSelection)) {
 	for _, s := range convFitBenchSizes {
 		name := fmt.Sprintf("%dD_B%d_Fi%d_Ni%d_Fo%d_Nk%d_n%d", s.d, s.b, s.fi, s.ni, s.fo, s.nk, s.n)
 		b.Run(name, func(b *testing.B) {
@@ -35,23 +35,25 @@ func convFitBench(b *testing.B, f func(o *convOperands, n int, sel *ConvFitSelec
 				o.g[i] = float32(rng.NormFloat64())
 			}
 			o.dx, o.dk = make([]float32, len(o.x)), make([]float32, len(o.k))
-			sel := ConvFitSaving(o.y, o.x, o.k, o.lx, o.lk, s.n)
+			sel := ConvFitSaving(o.y, o.x, o.k, o.lx, o.lk, device.ConvFitSelect{N: s.n, Negative: device.DefaultConvFitNegative})
 			for b.Loop() {
-				f(&o, s.n, sel)
+				f(&o, sel.s, sel)
 			}
 		})
 	}
 }
 
 func BenchmarkConvFitForward(b *testing.B) {
-	convFitBench(b, func(o *convOperands, n int, _ *ConvFitSelection) { ConvFitSaving(o.y, o.x, o.k, o.lx, o.lk, n) })
+	convFitBench(b, func(o *convOperands, s device.ConvFitSelect, _ *ConvFitSelection) {
+		ConvFitSaving(o.y, o.x, o.k, o.lx, o.lk, s)
+	})
 }
 
 // BenchmarkConvFitBackward computes ∂L/∂x and then ∂L/∂k with the saved
 // selection, one call each, as the graph's two grad ops do.
 func BenchmarkConvFitBackward(b *testing.B) {
-	convFitBench(b, func(o *convOperands, n int, sel *ConvFitSelection) {
-		ConvFitBackwardSaved(o.dx, nil, o.g, o.x, o.k, o.lx, o.lk, n, sel)
-		ConvFitBackwardSaved(nil, o.dk, o.g, o.x, o.k, o.lx, o.lk, n, sel)
+	convFitBench(b, func(o *convOperands, s device.ConvFitSelect, sel *ConvFitSelection) {
+		ConvFitBackwardSaved(o.dx, nil, o.g, o.x, o.k, o.lx, o.lk, s, sel)
+		ConvFitBackwardSaved(nil, o.dk, o.g, o.x, o.k, o.lx, o.lk, s, sel)
 	})
 }

@@ -31,8 +31,18 @@ type convFitCase struct {
 	rng    *rand.Rand // drew the inputs; the test may draw more
 	lx, lk mixture.Layout
 	x, k   []float64
-	nv     int   // Fi·Ni·Nk, the components of each of Conv's output mixtures
-	n      []int // the fit sizes to test
+	nv     int                    // Fi·Ni·Nk, the components of each of Conv's output mixtures
+	sel    []device.ConvFitSelect // the fit sizes to test, each with both convFitNegatives
+}
+
+// convFitNegatives are the priority factors of negative nodes the tests
+// select with: both signs alike, and the models' default.
+var convFitNegatives = []float64{1, device.DefaultConvFitNegative}
+
+// fitSelect returns the selection of n nodes with the priority factor neg
+// of negative nodes.
+func fitSelect(n int, neg float64) device.ConvFitSelect {
+	return device.ConvFitSelect{N: n, Negative: neg}
 }
 
 // forConvFitCases calls f with every case of convFitCases in 2D and 3D,
@@ -42,28 +52,34 @@ func forConvFitCases(seed uint64, f func(c convFitCase)) {
 		for ci, tc := range convFitCases {
 			rng := rand.New(rand.NewPCG(seed, uint64(10*d+ci)))
 			lx, lk, x, k := convInputs(rng, d, tc.b, tc.fi, tc.ni, tc.fo, tc.nk)
-			f(convFitCase{fmt.Sprintf("%dD case %d", d, ci), rng, lx, lk, x, k, tc.fi * tc.ni * tc.nk, tc.n})
+			var sel []device.ConvFitSelect
+			for _, n := range tc.n {
+				for _, neg := range convFitNegatives {
+					sel = append(sel, fitSelect(n, neg))
+				}
+			}
+			f(convFitCase{fmt.Sprintf("%dD case %d", d, ci), rng, lx, lk, x, k, tc.fi * tc.ni * tc.nk, sel})
 		}
 	}
 }
 
 // convFitRun returns ConvFit's output for x and k and its layout.
-func convFitRun(x, k []float64, lx, lk mixture.Layout, n int) ([]float64, mixture.Layout) {
-	ly := device.ConvFitLayout(lx, lk, n)
+func convFitRun(x, k []float64, lx, lk mixture.Layout, s device.ConvFitSelect) ([]float64, mixture.Layout) {
+	ly := device.ConvFitLayout(lx, lk, s.N)
 	y := make([]float64, ly.Len())
-	ConvFit(y, x, k, lx, lk, n)
+	ConvFit(y, x, k, lx, lk, s)
 	return y, ly
 }
 
 // convFitFrozen is ConvFit of x and k with the order, tree and selection
 // that ConvFit takes for x0 and k0: the function whose derivative
 // ConvFitBackward computes, evaluated away from x0, k0 by the gradient check.
-func convFitFrozen(x, k, x0, k0 []float64, lx, lk mixture.Layout, n int) []float64 {
-	ly := device.ConvFitLayout(lx, lk, n)
+func convFitFrozen(x, k, x0, k0 []float64, lx, lk mixture.Layout, s device.ConvFitSelect) []float64 {
+	ly := device.ConvFitLayout(lx, lk, s.N)
 	y := make([]float64, ly.Len())
 	at, ref := newConvFit(x, k, lx, lk), newConvFit(x0, k0, lx, lk)
 	for m := range ly.Mixtures() {
-		ref.selectNodes(m, n)
+		ref.selectNodes(m, s)
 		at.b, at.o, at.sel = m/lk.B, m%lk.B, ref.sel
 		copy(at.perm, ref.perm)
 		at.gather(m)
@@ -79,18 +95,18 @@ func TestConvFitGradient(t *testing.T) {
 	forConvFitCases(31, func(c convFitCase) {
 		x, k, lx, lk := c.x, c.k, c.lx, c.lk
 		x0, k0 := slices.Clone(x), slices.Clone(k)
-		for _, n := range c.n {
-			r := gmtest.Normal(c.rng, device.ConvFitLayout(lx, lk, n).Len())
-			loss := func() float64 { return gmtest.Dot(convFitFrozen(x, k, x0, k0, lx, lk, n), r) }
+		for _, s := range c.sel {
+			r := gmtest.Normal(c.rng, device.ConvFitLayout(lx, lk, s.N).Len())
+			loss := func() float64 { return gmtest.Dot(convFitFrozen(x, k, x0, k0, lx, lk, s), r) }
 			dx, dk := make([]float64, len(x)), make([]float64, len(k))
-			ConvFitBackward(dx, dk, r, x, k, lx, lk, n)
-			gmtest.WantGrad(t, fmt.Sprintf("%s n=%d: data gradient", c.name, n), dx, x, loss)
-			gmtest.WantGrad(t, fmt.Sprintf("%s n=%d: kernel gradient", c.name, n), dk, k, loss)
+			ConvFitBackward(dx, dk, r, x, k, lx, lk, s)
+			gmtest.WantGrad(t, fmt.Sprintf("%s %v: data gradient", c.name, s), dx, x, loss)
+			gmtest.WantGrad(t, fmt.Sprintf("%s %v: kernel gradient", c.name, s), dk, k, loss)
 			// One destination alone gives the same values.
 			dx1 := make([]float64, len(x))
-			ConvFitBackward(dx1, nil, r, x, k, lx, lk, n)
+			ConvFitBackward(dx1, nil, r, x, k, lx, lk, s)
 			if !slices.Equal(dx1, dx) {
-				t.Errorf("%s n=%d: data gradient without the kernel gradient differs", c.name, n)
+				t.Errorf("%s %v: data gradient without the kernel gradient differs", c.name, s)
 			}
 		}
 	})
@@ -103,7 +119,7 @@ func TestConvFitAllLeaves(t *testing.T) {
 		nv := c.nv
 		conv, ly := convRun(c.x, c.k, c.lx, c.lk)
 		for _, n := range []int{nv, nv + 3} {
-			y, lf := convFitRun(c.x, c.k, c.lx, c.lk, n)
+			y, lf := convFitRun(c.x, c.k, c.lx, c.lk, fitSelect(n, device.DefaultConvFitNegative))
 			s := lf.Stride()
 			for m := range lf.Mixtures() {
 				got := mixture.Mixture(y, lf, m)
@@ -151,16 +167,16 @@ func gaussiansClose(a, b [][]float64, tol float64) bool {
 func TestConvFitSignIntegrals(t *testing.T) {
 	forConvFitCases(33, func(c convFitCase) {
 		conv, ly := convRun(c.x, c.k, c.lx, c.lk)
-		for _, n := range c.n {
-			if n < 2 {
+		for _, s := range c.sel {
+			if s.N < 2 {
 				continue
 			}
-			y, lf := convFitRun(c.x, c.k, c.lx, c.lk, n)
+			y, lf := convFitRun(c.x, c.k, c.lx, c.lk, s)
 			for m := range lf.Mixtures() {
 				wantPos, wantNeg := signSums(mixture.Mixture(conv, ly, m), ly.Stride())
 				gotPos, gotNeg := signSums(mixture.Mixture(y, lf, m), lf.Stride())
 				if math.Abs(gotPos-wantPos) > 1e-12*max(1, wantPos) || math.Abs(gotNeg-wantNeg) > 1e-12*max(1, -wantNeg) {
-					t.Errorf("%s n=%d mixture %d: sign integrals (%g, %g), want (%g, %g)", c.name, n, m, gotPos, gotNeg, wantPos, wantNeg)
+					t.Errorf("%s %v mixture %d: sign integrals (%g, %g), want (%g, %g)", c.name, s, m, gotPos, gotNeg, wantPos, wantNeg)
 				}
 			}
 		}
@@ -195,7 +211,7 @@ func TestConvFitSingleNode(t *testing.T) {
 				}
 			}
 			conv, ly := convRun(x, k, lx, lk)
-			y, lf := convFitRun(x, k, lx, lk, 1)
+			y, lf := convFitRun(x, k, lx, lk, fitSelect(1, device.DefaultConvFitNegative))
 			for m := range ly.Mixtures() {
 				want := momentMatch(mixture.Mixture(conv, ly, m), d, positive)
 				got := mixture.Mixture(y, lf, m)
@@ -252,62 +268,81 @@ func TestConvFitFloat32(t *testing.T) {
 		lx, lk, x, k := convInputs(rng, d, 3, 4, 5, 6, 3)
 		x32, k32 := gmtest.To32(x), gmtest.To32(k)
 		x, k = gmtest.To64(x32), gmtest.To64(k32)
-		for _, n := range []int{1, 7, 30} {
-			ly := device.ConvFitLayout(lx, lk, n)
+		for _, s := range []device.ConvFitSelect{fitSelect(1, 1), fitSelect(7, 1), fitSelect(7, 0.5), fitSelect(30, 0.5)} {
+			ly := device.ConvFitLayout(lx, lk, s.N)
 			g := gmtest.Normal(rng, ly.Len())
 			g32 := gmtest.To32(g)
 			g = gmtest.To64(g32)
 			y, y32 := make([]float64, ly.Len()), make([]float32, ly.Len())
-			ConvFit(y, x, k, lx, lk, n)
-			ConvFit(y32, x32, k32, lx, lk, n)
-			gmtest.WantClose(t, fmt.Sprintf("%dD n=%d forward", d, n), y32, y, 1e-5)
+			ConvFit(y, x, k, lx, lk, s)
+			ConvFit(y32, x32, k32, lx, lk, s)
+			gmtest.WantClose(t, fmt.Sprintf("%dD %v forward", d, s), y32, y, 1e-5)
 			dx, dk := make([]float64, len(x)), make([]float64, len(k))
 			dx32, dk32 := make([]float32, len(x)), make([]float32, len(k))
-			ConvFitBackward(dx, dk, g, x, k, lx, lk, n)
-			ConvFitBackward(dx32, dk32, g32, x32, k32, lx, lk, n)
-			gmtest.WantClose(t, fmt.Sprintf("%dD n=%d data gradient", d, n), dx32, dx, 1e-5)
-			gmtest.WantClose(t, fmt.Sprintf("%dD n=%d kernel gradient", d, n), dk32, dk, 1e-5)
+			ConvFitBackward(dx, dk, g, x, k, lx, lk, s)
+			ConvFitBackward(dx32, dk32, g32, x32, k32, lx, lk, s)
+			gmtest.WantClose(t, fmt.Sprintf("%dD %v data gradient", d, s), dx32, dx, 1e-5)
+			gmtest.WantClose(t, fmt.Sprintf("%dD %v kernel gradient", d, s), dk32, dk, 1e-5)
 		}
 	}
 }
 
 // TestConvFitSelection checks the greedy selection on a case small enough
-// to follow: the selected node masses never increase beyond those of
-// nodes left unsplit, and every output is single-signed for n ≥ 2.
+// to follow, for both priority factors of negative nodes: the selected
+// nodes partition the components, every one is single-signed for n ≥ 2,
+// and the selection of n+1 nodes splits the internal node of highest
+// priority of the selection of n.
 func TestConvFitSelection(t *testing.T) {
 	rng := rand.New(rand.NewPCG(36, 0))
 	lx, lk, x, k := convInputs(rng, 2, 1, 2, 6, 1, 5)
 	cf := newConvFit(x, k, lx, lk)
-	for n := 2; n <= cf.nv; n++ {
-		cf.selectNodes(0, n)
-		if len(cf.sel) != n {
-			t.Fatalf("n=%d: selected %d nodes", n, len(cf.sel))
-		}
-		// The leaves below the selected nodes partition the sorted
-		// components, and no node mixes signs.
-		covered := make([]int, cf.nv)
-		for _, sp := range cf.sel {
-			for j := sp.first; j <= sp.last; j++ {
-				covered[j]++
+	for _, neg := range convFitNegatives {
+		for n := 2; n <= cf.nv; n++ {
+			cf.selectNodes(0, fitSelect(n, neg))
+			if len(cf.sel) != n {
+				t.Fatalf("n=%d: selected %d nodes", n, len(cf.sel))
 			}
-			if cf.keys[sp.first]>>62 != cf.keys[sp.last]>>62 {
-				t.Errorf("n=%d: node %v covers both signs", n, sp)
+			// The leaves below the selected nodes partition the sorted
+			// components, and no node mixes signs.
+			covered := make([]int, cf.nv)
+			for _, sp := range cf.sel {
+				for j := sp.first; j <= sp.last; j++ {
+					covered[j]++
+				}
+				// Bit 52 of a 2D key is the sign; nothing is above it.
+				if cf.keys[sp.first]>>52 != cf.keys[sp.last]>>52 {
+					t.Errorf("n=%d: node %v covers both signs", n, sp)
+				}
+			}
+			if slices.ContainsFunc(covered, func(c int) bool { return c != 1 }) {
+				t.Fatalf("n=%d: selection does not partition the components: %v", n, covered)
 			}
 		}
-		if slices.ContainsFunc(covered, func(c int) bool { return c != 1 }) {
-			t.Fatalf("n=%d: selection does not partition the components: %v", n, covered)
+		priority := func(sp span) float64 {
+			m := cf.prefix[sp.last+1] - cf.prefix[sp.first]
+			if m > 0 {
+				return m
+			}
+			return -neg * m
+		}
+		for n := 2; n < 9; n++ {
+			cf.selectNodes(0, fitSelect(n, neg))
+			prev := slices.Clone(cf.sel)
+			cf.selectNodes(0, fitSelect(n+1, neg))
+			inner := slices.DeleteFunc(slices.Clone(prev), func(sp span) bool { return sp.first == sp.last })
+			first := slices.MaxFunc(inner, func(a, b span) int { return cmp.Compare(priority(a), priority(b)) })
+			if slices.Contains(cf.sel, first) {
+				t.Errorf("negative %g: the internal node %v of highest priority of the %d-node selection was not split for %d", neg, first, n, n+1)
+			}
 		}
 	}
-	// The selection at n+1 comes from splitting the heaviest internal node
-	// of the selection at n.
-	mass := func(sp span) float64 { return math.Abs(cf.prefix[sp.last+1] - cf.prefix[sp.first]) }
-	cf.selectNodes(0, 6)
-	prev := slices.Clone(cf.sel)
-	cf.selectNodes(0, 7)
-	inner := slices.DeleteFunc(slices.Clone(prev), func(sp span) bool { return sp.first == sp.last })
-	heaviest := slices.MaxFunc(inner, func(a, b span) int { return cmp.Compare(mass(a), mass(b)) })
-	if slices.Contains(cf.sel, heaviest) {
-		t.Errorf("the heaviest internal node %v of the 6-node selection was not split for 7", heaviest)
+	// Halving the negative nodes' priority changes the selection here: the
+	// check above then covers both rules.
+	cf.selectNodes(0, fitSelect(8, 1))
+	one := slices.Clone(cf.sel)
+	cf.selectNodes(0, fitSelect(8, 0.5))
+	if slices.Equal(one, cf.sel) {
+		t.Errorf("the selections of 8 nodes with negative factors 1 and 0.5 are the same")
 	}
 }
 
@@ -321,48 +356,51 @@ func TestConvFitSaved(t *testing.T) {
 		lk := mixture.Layout{B: 2, C: 3, N: 3, D: d}
 		rng := rand.New(rand.NewPCG(7, uint64(d)))
 		x, k := relufitRandom(rng, lx, 0.1, 2), relufitRandom(rng, lk, 0.1, 1)
-		for _, n := range []int{1, 5, 40} {
-			g := relufitRandom(rng, device.ConvFitLayout(lx, lk, n), 0, 1)
-			checkConvFitSaved(t, x, k, g, lx, lk, n)
-			checkConvFitSaved(t, gmtest.To32(x), gmtest.To32(k), gmtest.To32(g), lx, lk, n)
+		for _, s := range []device.ConvFitSelect{fitSelect(1, 1), fitSelect(5, 1), fitSelect(5, 0.5), fitSelect(40, 0.5)} {
+			g := relufitRandom(rng, device.ConvFitLayout(lx, lk, s.N), 0, 1)
+			checkConvFitSaved(t, x, k, g, lx, lk, s)
+			checkConvFitSaved(t, gmtest.To32(x), gmtest.To32(k), gmtest.To32(g), lx, lk, s)
 		}
 	}
 	// Through the device methods a mismatch is an error, not a panic.
 	lx := mixture.Layout{B: 1, C: 1, N: 2, D: 2}
 	x := relufitRandom(rand.New(rand.NewPCG(1, 9)), lx, 0.1, 1)
-	saved, err := Kernels[float64]{}.ConvFitSaving(make([]float64, device.ConvFitLayout(lx, lx, 2).Len()), x, x, lx, lx, 2)
+	saved, err := Kernels[float64]{}.ConvFitSaving(make([]float64, device.ConvFitLayout(lx, lx, 2).Len()), x, x, lx, lx, fitSelect(2, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := make([]float64, device.ConvFitLayout(lx, lx, 3).Len())
-	err = Kernels[float64]{}.ConvFitBackward(make([]float64, len(x)), nil, g, x, x, lx, lx, 3, saved)
-	if err == nil || !strings.Contains(err.Error(), "→ 2, used for") {
-		t.Errorf("selection for n=2 used for n=3: error %v, want one naming both", err)
+	for _, s := range []device.ConvFitSelect{fitSelect(3, 1), fitSelect(2, 0.5)} {
+		g := make([]float64, device.ConvFitLayout(lx, lx, s.N).Len())
+		err = Kernels[float64]{}.ConvFitBackward(make([]float64, len(x)), nil, g, x, x, lx, lx, s, saved)
+		if err == nil || !strings.Contains(err.Error(), "(n=2 negative=1), used for") || !strings.Contains(err.Error(), s.String()) {
+			t.Errorf("selection for n=2 negative=1 used for %v: error %v, want one naming both", s, err)
+		}
 	}
 }
 
-func checkConvFitSaved[T Float](t *testing.T, x, k, g []T, lx, lk mixture.Layout, n int) {
+func checkConvFitSaved[T Float](t *testing.T, x, k, g []T, lx, lk mixture.Layout, s device.ConvFitSelect) {
 	t.Helper()
-	ly := device.ConvFitLayout(lx, lk, n)
+	ly := device.ConvFitLayout(lx, lk, s.N)
 	y, want := make([]T, ly.Len()), make([]T, ly.Len())
-	ConvFit(want, x, k, lx, lk, n)
-	sel := ConvFitSaving(y, x, k, lx, lk, n)
+	ConvFit(want, x, k, lx, lk, s)
+	sel := ConvFitSaving(y, x, k, lx, lk, s)
 	if !slices.Equal(y, want) {
-		t.Errorf("%dD %T n=%d: ConvFitSaving's output differs from ConvFit's", lx.D, y[0], n)
+		t.Errorf("%dD %T %v: ConvFitSaving's output differs from ConvFit's", lx.D, y[0], s)
 	}
 	dx, dk := make([]T, len(x)), make([]T, len(k))
 	dxs, dks := make([]T, len(x)), make([]T, len(k))
-	ConvFitBackward(dx, dk, g, x, k, lx, lk, n)
-	ConvFitBackwardSaved(dxs, dks, g, x, k, lx, lk, n, sel)
+	ConvFitBackward(dx, dk, g, x, k, lx, lk, s)
+	ConvFitBackwardSaved(dxs, dks, g, x, k, lx, lk, s, sel)
 	if !slices.Equal(dx, dxs) || !slices.Equal(dk, dks) {
-		t.Errorf("%dD %T n=%d: the backward pass with the saved selection differs from the recomputing one", lx.D, y[0], n)
+		t.Errorf("%dD %T %v: the backward pass with the saved selection differs from the recomputing one", lx.D, y[0], s)
 	}
+	other := fitSelect(s.N+1, s.Negative)
 	defer func() {
 		if recover() == nil {
-			t.Errorf("%dD %T: a selection for n=%d used for n=%d did not panic", lx.D, y[0], n, n+1)
+			t.Errorf("%dD %T: a selection for %v used for %v did not panic", lx.D, y[0], s, other)
 		}
 	}()
-	ConvFitBackwardSaved(dxs, dks, make([]T, device.ConvFitLayout(lx, lk, n+1).Len()), x, k, lx, lk, n+1, sel)
+	ConvFitBackwardSaved(dxs, dks, make([]T, device.ConvFitLayout(lx, lk, other.N).Len()), x, k, lx, lk, other, sel)
 }
 
 // TestConvFitBackwardKept checks the virtual components' gradients that a
@@ -374,8 +412,8 @@ func TestConvFitBackwardKept(t *testing.T) {
 		lk := mixture.Layout{B: 3, C: 3, N: 2, D: d}
 		rng := rand.New(rand.NewPCG(11, uint64(d)))
 		x, k := relufitRandom(rng, lx, 0.1, 2), relufitRandom(rng, lk, 0.1, 1)
-		const n = 7
-		ly := device.ConvFitLayout(lx, lk, n)
+		n := fitSelect(7, device.DefaultConvFitNegative)
+		ly := device.ConvFitLayout(lx, lk, n.N)
 		g1, g2 := relufitRandom(rng, ly, 0, 1), relufitRandom(rng, ly, 0, 1)
 		want := func(g []float64) (dx, dk []float64) {
 			dx, dk = make([]float64, len(x)), make([]float64, len(k))

@@ -52,26 +52,26 @@ func (Kernels[T]) ConvBackwardKernels(dk, g, x []T, lx, lk mixture.Layout) error
 }
 
 // ConvFit is ConvFit.
-func (Kernels[T]) ConvFit(y, x, k []T, lx, lk mixture.Layout, n int) error {
-	ConvFit(y, x, k, lx, lk, n)
+func (Kernels[T]) ConvFit(y, x, k []T, lx, lk mixture.Layout, s device.ConvFitSelect) error {
+	ConvFit(y, x, k, lx, lk, s)
 	return nil
 }
 
 // ConvFitSaving is ConvFitSaving; the saved state is the *ConvFitSelection.
-func (Kernels[T]) ConvFitSaving(y, x, k []T, lx, lk mixture.Layout, n int) (device.Saved, error) {
-	return ConvFitSaving(y, x, k, lx, lk, n), nil
+func (Kernels[T]) ConvFitSaving(y, x, k []T, lx, lk mixture.Layout, s device.ConvFitSelect) (device.Saved, error) {
+	return ConvFitSaving(y, x, k, lx, lk, s), nil
 }
 
 // ConvFitBackward is ConvFitBackwardSaved.
-func (Kernels[T]) ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, n int, saved device.Saved) error {
+func (Kernels[T]) ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, s device.ConvFitSelect, saved device.Saved) error {
 	sel, err := savedAs[*ConvFitSelection](saved, "ConvFitBackward")
 	if err != nil {
 		return err
 	}
-	if sel != nil && (sel.lx != lx || sel.lk != lk || sel.n != n) {
-		return errors.Errorf("ConvFitBackward: selection made for %v ⊛ %v → %d, used for %v ⊛ %v → %d", sel.lx.Shape(), sel.lk.Shape(), sel.n, lx.Shape(), lk.Shape(), n)
+	if sel != nil && (sel.lx != lx || sel.lk != lk || sel.s != s) {
+		return errors.Errorf("ConvFitBackward: selection made for %v ⊛ %v (%v), used for %v ⊛ %v (%v)", sel.lx.Shape(), sel.lk.Shape(), sel.s, lx.Shape(), lk.Shape(), s)
 	}
-	ConvFitBackwardSaved(dx, dk, g, x, k, lx, lk, n, sel)
+	ConvFitBackwardSaved(dx, dk, g, x, k, lx, lk, s, sel)
 	return nil
 }
 

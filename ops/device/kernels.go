@@ -30,17 +30,18 @@ type Kernels[T Float] interface {
 	ConvBackwardKernels(dk, g, x []T, lx, lk mixture.Layout) error
 
 	// ConvFit writes the fused convolution-fitting of data x (layout lx)
-	// with kernels k (layout lk) into y (layout ConvFitLayout(lx, lk, n)):
-	// n Gaussians per output mixture standing for Conv's output mixture.
-	ConvFit(y, x, k []T, lx, lk mixture.Layout, n int) error
+	// with kernels k (layout lk) into y (layout ConvFitLayout(lx, lk, s.N)):
+	// s.N Gaussians per output mixture standing for Conv's output mixture,
+	// selected as s says.
+	ConvFit(y, x, k []T, lx, lk mixture.Layout, s ConvFitSelect) error
 	// ConvFitSaving is ConvFit that also returns what ConvFitBackward can
 	// reuse for the same x and k (see Saved).
-	ConvFitSaving(y, x, k []T, lx, lk mixture.Layout, n int) (Saved, error)
+	ConvFitSaving(y, x, k []T, lx, lk mixture.Layout, s ConvFitSelect) (Saved, error)
 	// ConvFitBackward writes ∂L/∂x and ∂L/∂k of ConvFit, taking the same
 	// discrete decisions (tree, selection) as ConvFit does for x and k; a
 	// nil destination is not computed. saved is nil or what ConvFitSaving
-	// returned for these x, k, layouts and n.
-	ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, n int, saved Saved) error
+	// returned for these x, k, layouts and s.
+	ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, s ConvFitSelect, saved Saved) error
 
 	// Evaluate writes y[b,c,i] = Σ_k w_k N(p_i; μ_k, Σ_k) of the mixtures x
 	// at the point sets pts [pb, pc, m, D] (pb ∈ {1, B}, pc ∈ {1, C}).
