@@ -744,28 +744,38 @@ func convFitBackward2[T Float](t []float64, perm []int32, f convFitFactors[T], m
 		w := float64(xg[0]) * float64(kg[0])
 		d0 := float64(xg[1]) + float64(kg[1]) - mu0
 		d1 := float64(xg[2]) + float64(kg[2]) - mu1
-		gv := gw
+		var ga float64
 		if signed && w != 0 {
-			var ga float64
 			ga += gm0 * d0
 			ga += gm1 * d1
 			ga += g00 * (float64(xg[3]) + float64(kg[3]) + d0*d0 - c00)
 			ga += g01 * (float64(xg[4]) + float64(kg[4]) + d0*d1 - c01)
 			ga += g10 * (float64(xg[5]) + float64(kg[5]) + d1*d0 - c10)
 			ga += g11 * (float64(xg[6]) + float64(kg[6]) + d1*d1 - c11)
+		}
+		gv, share := convFitWeightTerms(gw, ga, w, a, signed)
+		tt[0], tt[1] = gv, share
+		tt[2] = (gm0 + s00*d0 + s01*d1) * share
+		tt[3] = (gm1 + s10*d0 + s11*d1) * share
+	}
+}
+
+// convFitWeightTerms returns the weight gradient gv and the share a_v/A of
+// a component of weight w in a node of moments with A = a and weight
+// gradient gw: gv = gw + sign(w_v)·ga/A, where ga (0 unless signed and
+// w ≠ 0) is the sum of the moment terms of ∂/∂a_v.
+func convFitWeightTerms(gw, ga, w, a float64, signed bool) (gv, share float64) {
+	gv, share = gw, 1/a
+	if signed {
+		if w != 0 {
 			if w < 0 {
 				ga = -ga
 			}
 			gv += ga / a
 		}
-		share := 1 / a
-		if signed {
-			share = math.Abs(w) / a
-		}
-		tt[0], tt[1] = gv, share
-		tt[2] = (gm0 + s00*d0 + s01*d1) * share
-		tt[3] = (gm1 + s10*d0 + s11*d1) * share
+		share = math.Abs(w) / a
 	}
+	return gv, share
 }
 
 // convFitBackward3 is convFitBackward2 in 3D.
@@ -787,9 +797,8 @@ func convFitBackward3[T Float](t []float64, perm []int32, f convFitFactors[T], m
 		d1 := float64(xg[2]) + float64(kg[2]) - mu1
 		d2 := float64(xg[3]) + float64(kg[3]) - mu2
 		cv := func(e int) float64 { return float64(xg[4+e]) + float64(kg[4+e]) }
-		gv := gw
+		var ga float64
 		if signed && w != 0 {
-			var ga float64
 			ga += gm0 * d0
 			ga += gm1 * d1
 			ga += gm2 * d2
@@ -802,15 +811,8 @@ func convFitBackward3[T Float](t []float64, perm []int32, f convFitFactors[T], m
 			ga += g20 * (cv(6) + d2*d0 - c[6])
 			ga += g21 * (cv(7) + d2*d1 - c[7])
 			ga += g22 * (cv(8) + d2*d2 - c[8])
-			if w < 0 {
-				ga = -ga
-			}
-			gv += ga / a
 		}
-		share := 1 / a
-		if signed {
-			share = math.Abs(w) / a
-		}
+		gv, share := convFitWeightTerms(gw, ga, w, a, signed)
 		tt[0], tt[1] = gv, share
 		tt[2] = (gm0 + s00*d0 + s01*d1 + s02*d2) * share
 		tt[3] = (gm1 + s10*d0 + s11*d1 + s12*d2) * share
