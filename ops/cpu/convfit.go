@@ -47,7 +47,6 @@ func ConvFit[T Float](y, x, k []T, lx, lk mixture.Layout, s device.ConvFitSelect
 type ConvFitSelection struct {
 	lx, lk mixture.Layout
 	s      device.ConvFitSelect
-	n      int     // s.N
 	perm   []int32 // [B·Fo][Nv]
 	sel    []span  // [B·Fo][n], the first nsel[m] used
 	nsel   []int32
@@ -60,7 +59,7 @@ type ConvFitSelection struct {
 
 func newConvFitSelection(lx, lk mixture.Layout, s device.ConvFitSelect) *ConvFitSelection {
 	nm, nv, n := lx.B*lk.B, lx.C*lx.N*lk.N, s.N
-	return &ConvFitSelection{lx: lx, lk: lk, s: s, n: n,
+	return &ConvFitSelection{lx: lx, lk: lk, s: s,
 		perm: make([]int32, nm*nv), sel: make([]span, nm*n), nsel: make([]int32, nm), mom: make([]convFitMoments, nm*n),
 		at: newConvFitOffsets(lx, lk)}
 }
@@ -258,7 +257,7 @@ func sameBits[T Float](a, b []T) bool {
 // parallel over the rows of the destination d, which it writes; it keeps
 // them in the result only if store.
 func newConvFitTerms[T Float](g, x, k []T, sel *ConvFitSelection, d *convFitDest[T], store bool) *convFitTerms[T] {
-	lx, lk, n := sel.lx, sel.lk, sel.n
+	lx, lk, n := sel.lx, sel.lk, sel.s.N
 	ly := device.ConvFitLayout(lx, lk, n)
 	s, nm, nv, ts := ly.Stride(), ly.Mixtures(), lx.C*lx.N*lk.N, 2+lx.D
 	tm := &convFitTerms[T]{sel: sel}
@@ -294,7 +293,7 @@ func newConvFitTerms[T Float](g, x, k []T, sel *ConvFitSelection, d *convFitDest
 // reduce writes the destination d from the stored terms, in parallel over
 // its rows.
 func (tm *convFitTerms[T]) reduce(d *convFitDest[T], g []T) {
-	lx, lk, n := tm.sel.lx, tm.sel.lk, tm.sel.n
+	lx, lk, n := tm.sel.lx, tm.sel.lk, tm.sel.s.N
 	ly := device.ConvFitLayout(lx, lk, n)
 	nm, nv, ts := ly.Mixtures(), lx.C*lx.N*lk.N, 2+lx.D
 	clear(d.dst)
@@ -310,7 +309,7 @@ func (tm *convFitTerms[T]) reduce(d *convFitDest[T], g []T) {
 // incoming gradient is gm, from its terms in key order, node by node in
 // selection order.
 func (tm *convFitTerms[T]) add(d *convFitDest[T], gm []T, m int, terms []float64) {
-	lx, lk, n := tm.sel.lx, tm.sel.lk, tm.sel.n
+	lx, lk, n := tm.sel.lx, tm.sel.lk, tm.sel.s.N
 	dim, s, ts, nv := lx.D, lx.Stride(), 2+lx.D, lx.C*lx.N*lk.N
 	perm := tm.sel.perm[m*nv : (m+1)*nv]
 	xb, kb := tm.sel.at.bases(lx, lk, m)
