@@ -38,10 +38,10 @@ type Config struct {
 	DenseHead int
 	// Fused > 0 replaces each block's Conv, whose output has Fi·Ni·N_k
 	// Gaussians per channel, by the fused convolution-fitting to
-	// n = min(Fused·N_p, Fi·Ni·N_k) Gaussians (N_p: the block's reduced
-	// count, or its input count Ni in the last block); the dense ReLU fit
-	// and the reduction then work on n instead of Fi·Ni·N_k Gaussians.
-	// 0 keeps the reference's path.
+	// n = min(max(Fused·N_p, FusedMin), Fi·Ni·N_k) Gaussians (N_p: the
+	// block's reduced count, or its input count Ni in the last block;
+	// FusedGaussians); the dense ReLU fit and the reduction then work on n
+	// instead of Fi·Ni·N_k Gaussians. 0 keeps the reference's path.
 	Fused int
 	// FusedExact makes each fused block's dense ReLU fit evaluate its
 	// targets on the exact convolution at the n centroids of ConvFit's
@@ -53,6 +53,11 @@ type Config struct {
 	// negative weights (ops.ConvFitSelect.Negative); 0 means
 	// ops.DefaultConvFitNegative. Runs saved before it existed used 1.
 	FusedNegative float64
+	// FusedMin is the least component count of a fused block:
+	// n = min(max(Fused·N_p, FusedMin), Fi·Ni·N_k). 0 means DefaultFusedMin;
+	// 1 gives min(Fused·N_p, Fi·Ni·N_k), the count of runs saved before it
+	// existed.
+	FusedMin int
 	// Bias selects learnable biases in the mixtures' constants before every
 	// ReLU fit (see BiasType); the zero value BiasNone is the reference's
 	// default model, without constants.
@@ -249,6 +254,8 @@ func (cfg *Config) normalise() error {
 		return errors.Errorf("model: dense head size must be ≥ 0, got %d", cfg.DenseHead)
 	case cfg.Fused < 0:
 		return errors.Errorf("model: the fused factor must be ≥ 0 (0: unfused), got %d", cfg.Fused)
+	case cfg.FusedMin < 0:
+		return errors.Errorf("model: the least fused component count must be ≥ 1 (0: the default %d), got %d", DefaultFusedMin, cfg.FusedMin)
 	case cfg.FusedNegative < 0 || math.IsNaN(cfg.FusedNegative) || math.IsInf(cfg.FusedNegative, 1):
 		return errors.Errorf("model: the fused priority factor of negative groups must be a finite number > 0 (0: the default %g), got %g", ops.DefaultConvFitNegative, cfg.FusedNegative)
 	case cfg.Bias < BiasNone || cfg.Bias > BiasNegativeSoftplus:
@@ -291,17 +298,33 @@ func (cfg Config) fusedNegative() float64 {
 	return cfg.FusedNegative
 }
 
+// DefaultFusedMin is the least component count of a fused block when
+// Config.FusedMin is 0. Fused·N_p alone gives the blocks that reduce to a
+// few Gaussians few groups (64 for N_p = 4 at Fused = 16), and the ReLU fit
+// sees the convolution only through them; the floor costs little where
+// Fused·N_p is large already, which is where the fused path saves most
+// (docs/fused.md, "The floor").
+const DefaultFusedMin = 96
+
+// fusedMin returns FusedMin, or the default for 0.
+func (cfg Config) fusedMin() int {
+	if cfg.FusedMin == 0 {
+		return DefaultFusedMin
+	}
+	return cfg.FusedMin
+}
+
 // FusedGaussians returns the component count n of block b's fused
 // convolution-fitting for fi input channels of ni Gaussians: Fused times
-// the block's reduced count (its input count in the last block), at most
-// the Fi·Ni·N_k Gaussians of the unfused convolution, beyond which fusing
-// only pads.
+// the block's reduced count (its input count in the last block), at least
+// FusedMin (see DefaultFusedMin) and at most the Fi·Ni·N_k Gaussians of the
+// unfused convolution, beyond which fusing only pads.
 func (cfg Config) FusedGaussians(b Block, fi, ni int) int {
 	np := b.Gaussians
 	if np < 1 {
 		np = ni
 	}
-	return min(cfg.Fused*np, fi*ni*cfg.KernelGaussians)
+	return min(max(cfg.Fused*np, cfg.fusedMin()), fi*ni*cfg.KernelGaussians)
 }
 
 // batchNorm applies Gorgonia's BatchNorm to the integrals [B, C] with
@@ -437,6 +460,9 @@ func (m *Model) Table() string {
 		}
 		if f := m.Config.fusedNegative(); f != ops.DefaultConvFitNegative {
 			fused += fmt.Sprintf(" (negative groups ×%g)", f)
+		}
+		if n := m.Config.fusedMin(); n != DefaultFusedMin {
+			fused += fmt.Sprintf(" (at least %d Gaussians)", n)
 		}
 	}
 	bias := ""

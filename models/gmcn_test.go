@@ -90,9 +90,12 @@ func TestConfigCheck(t *testing.T) {
 }
 
 // TestBuildFused builds the paper's ModelNet10 network with the fused
-// convolution-fitting and checks each block's fused count n = min(F·N_p,
-// Fi·Ni·N_k) in the layer table: the first block is capped by its
-// 1·128·5 = 640 convolved Gaussians, the last uses F times its input count.
+// convolution-fitting and checks each block's fused count
+// n = min(max(F·N_p, FusedMin), Fi·Ni·N_k) in the layer table: the first
+// block is capped by its 1·128·5 = 640 convolved Gaussians, blocks 2 and 3
+// use F·N_p, and blocks 4 and 5, where F·N_p (F times the input count in the
+// last block) is 64, the default floor 96. The table below adds the cases:
+// the cap, the floor, no floor (1), the cap over the floor, the last block.
 func TestBuildFused(t *testing.T) {
 	l, err := ParseLayout("1/128 → 8/64 → 16/32 → 32/16 → 64/8 → 10")
 	if err != nil {
@@ -104,7 +107,7 @@ func TestBuildFused(t *testing.T) {
 	}
 	table := m.Table()
 	for _, want := range []string{"fused ×8", "fused conv-fit to 512 ÷ Fi", "(2, 8, 512, 13)", "(2, 16, 256, 13)",
-		"(2, 8, 64, 13)", "(2, 10, 64, 13)", "(2, 10)"} {
+		"conv4 (fused conv-fit to 96 ÷ Fi)", "(2, 10, 96, 13)", "(2, 10)"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("layer table lacks %q:\n%s", want, table)
 		}
@@ -112,15 +115,27 @@ func TestBuildFused(t *testing.T) {
 	if n := m.Config.FusedGaussians(l.Blocks[0], 1, 128); n != 512 {
 		t.Errorf("block 1: n = %d, want 8·64 = 512", n)
 	}
-	if n := (Config{Fused: 8, KernelGaussians: 5}).FusedGaussians(Block{Gaussians: 200}, 1, 128); n != 640 {
-		t.Errorf("n = %d, want the cap 1·128·5 = 640", n)
+	for _, c := range []struct {
+		cfg        Config
+		np, fi, ni int
+		want       int
+	}{
+		{Config{Fused: 8, KernelGaussians: 5}, 200, 1, 128, 640},
+		{Config{Fused: 8, KernelGaussians: 5}, 4, 1, 128, DefaultFusedMin},
+		{Config{Fused: 8, KernelGaussians: 5, FusedMin: 1}, 4, 1, 128, 32},
+		{Config{Fused: 8, KernelGaussians: 5, FusedMin: 700}, 4, 1, 128, 640},
+		{Config{Fused: 8, KernelGaussians: 5, FusedMin: 100}, 0, 8, 16, 128},
+	} {
+		if n := c.cfg.FusedGaussians(Block{Gaussians: c.np}, c.fi, c.ni); n != c.want {
+			t.Errorf("F %d, floor %d, N_p %d, F_i·N_i %d·%d: n = %d, want %d", c.cfg.Fused, c.cfg.FusedMin, c.np, c.fi, c.ni, n, c.want)
+		}
 	}
 }
 
 // TestBuildFusedExact builds the demo's network fused ×16 with exact
 // targets: block 1 keeps all 1·16·5 = 80 convolved Gaussians, where the fit
 // sees the convolution itself and needs no exact targets; blocks 2 and 3
-// fit 64 of 320 and get them.
+// fit the floor's 96 of 320 (16·4 = 64 without it) and get them.
 func TestBuildFusedExact(t *testing.T) {
 	l, err := ParseLayout("1/16 -> 8/8 -> 16/4 -> 10")
 	if err != nil {
@@ -132,7 +147,7 @@ func TestBuildFusedExact(t *testing.T) {
 	}
 	table := m.Table()
 	for _, want := range []string{"fused ×16 (exact targets)", "conv1 (fused conv-fit to 80 ÷ Fi)",
-		"conv2 (fused conv-fit to 64 ÷ Fi, exact targets)", "conv3 (fused conv-fit to 64 ÷ Fi, exact targets)"} {
+		"conv2 (fused conv-fit to 96 ÷ Fi, exact targets)", "conv3 (fused conv-fit to 96 ÷ Fi, exact targets)"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("layer table lacks %q:\n%s", want, table)
 		}

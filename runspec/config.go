@@ -45,8 +45,13 @@ type Config struct {
 	// run.json of a fused run without it is from before it existed and
 	// loads as 1, the rule of those runs.
 	FusedNegative float64 `json:"fused_negative,omitempty"`
-	DenseHead     int     `json:"dense_head"`
-	Bias          string  `json:"bias,omitempty"` // biases of the constants: "none" or "", "normal", "negative-softplus" (models.Config.Bias)
+	// FusedMin is the least component count of a fused block
+	// (models.Config.FusedMin), with fused_negative's convention: 0 in a
+	// new configuration means the default, which Resolve writes in; a saved
+	// fused run without it loads as 1, no floor, the count of those runs.
+	FusedMin  int    `json:"fused_min,omitempty"`
+	DenseHead int    `json:"dense_head"`
+	Bias      string `json:"bias,omitempty"` // biases of the constants: "none" or "", "normal", "negative-softplus" (models.Config.Bias)
 	// ReLUFit is the dense ReLU fit: "" or "heuristic" for the reference's,
 	// "refined" for the refined fit (ops.ReLUFitOptions.Refine).
 	ReLUFit string `json:"relu_fit,omitempty"`
@@ -157,7 +162,8 @@ func SaveConfig(dir string, c Config) error {
 }
 
 // LoadConfig reads dir/run.json. A fused run saved without fused_negative
-// gets 1, the selection it was trained with.
+// or fused_min gets 1 there, the selection and the counts it was trained
+// with.
 func LoadConfig(dir string) (Config, error) {
 	path := filepath.Join(dir, ConfigFile)
 	data, err := os.ReadFile(path)
@@ -170,6 +176,9 @@ func LoadConfig(dir string) (Config, error) {
 	}
 	if c.Fused > 0 && c.FusedNegative == 0 {
 		c.FusedNegative = 1
+	}
+	if c.Fused > 0 && c.FusedMin == 0 {
+		c.FusedMin = 1
 	}
 	return c, nil
 }

@@ -147,9 +147,12 @@ func Resolve(c Config) (*Setup, error) {
 	if c.Fused > 0 && c.FusedNegative == 0 {
 		s.Run.FusedNegative = ops.DefaultConvFitNegative // run.json records the rule
 	}
+	if c.Fused > 0 && c.FusedMin == 0 {
+		s.Run.FusedMin = models.DefaultFusedMin
+	}
 	s.Model = models.Config{Layout: l, D: src.dim, Classes: src.classes, Batch: c.Batch, KernelGaussians: c.Kernel,
 		Reduction: red, ReLUFit: fit, DenseHead: c.DenseHead, Fused: c.Fused, FusedExact: exact, FusedNegative: s.Run.FusedNegative,
-		Bias: bias, Seed: c.Seed}
+		FusedMin: s.Run.FusedMin, Bias: bias, Seed: c.Seed}
 	if err := s.Model.Check(); err != nil {
 		return nil, errors.Wrapf(err, "layers %q", c.Layers)
 	}
@@ -182,6 +185,7 @@ func checkNumbers(c Config) error {
 		{"kernel_gaussians", c.Kernel >= 0, c.Kernel, "≥ 1 (0: the default)"},
 		{"fused", c.Fused >= 0, c.Fused, "≥ 0 (0: unfused)"},
 		{"fused_negative", c.FusedNegative >= 0 && !math.IsInf(c.FusedNegative, 1), c.FusedNegative, "a finite number > 0 (0: the default)"},
+		{"fused_min", c.FusedMin >= 0, c.FusedMin, "≥ 1 (0: the default)"},
 		{"dense_head", c.DenseHead >= 0, c.DenseHead, "≥ 0 (0: none)"},
 		{"accumulate", c.Accumulate >= 0, c.Accumulate, "≥ 1 (0: 1)"},
 	} {

@@ -94,41 +94,57 @@ func TestResolveFusedTargets(t *testing.T) {
 	}
 }
 
-// TestFusedNegative checks the fused selection's priority factor of negative
-// groups: a new configuration without one gets the default, which Resolve
-// writes into the run, a given one reaches the model, and a saved fused run
-// without one (from before it existed) loads as 1, the rule it was trained
-// with, while an unfused one keeps 0.
-func TestFusedNegative(t *testing.T) {
-	for _, c := range []struct {
-		given, want float64
-	}{{0, ops.DefaultConvFitNegative}, {1, 1}, {0.25, 0.25}} {
-		rc := Presets["paper-fused"]
-		rc.FusedNegative = c.given
-		s, err := Resolve(rc)
-		if err != nil {
-			t.Fatal(err)
+// TestFusedDefaults checks the fused settings whose 0 means a default:
+// the selection's priority factor of negative groups and the least
+// component count. A new configuration without one gets the default, which
+// Resolve writes into the run; a given one reaches the model; a saved fused
+// run without one (from before it existed) loads as 1, the rule it was
+// trained with, while an unfused one keeps 0.
+func TestFusedDefaults(t *testing.T) {
+	for _, f := range []struct {
+		name  string
+		set   func(*Config, float64)
+		run   func(Config) float64
+		model func(models.Config) float64
+		def   float64
+		given []float64
+	}{
+		{"fused_negative", func(c *Config, v float64) { c.FusedNegative = v }, func(c Config) float64 { return c.FusedNegative },
+			func(m models.Config) float64 { return m.FusedNegative }, ops.DefaultConvFitNegative, []float64{1, 0.25}},
+		{"fused_min", func(c *Config, v float64) { c.FusedMin = int(v) }, func(c Config) float64 { return float64(c.FusedMin) },
+			func(m models.Config) float64 { return float64(m.FusedMin) }, models.DefaultFusedMin, []float64{1, 200}},
+	} {
+		for _, given := range append([]float64{0}, f.given...) {
+			rc := Presets["paper-fused"]
+			f.set(&rc, given)
+			s, err := Resolve(rc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := given
+			if given == 0 {
+				want = f.def
+			}
+			if got, model := f.run(s.Run), f.model(s.Model); got != want || model != want {
+				t.Errorf("%s %g: run %g, model %g; want %g", f.name, given, got, model, want)
+			}
 		}
-		if s.Run.FusedNegative != c.want || s.Model.FusedNegative != c.want {
-			t.Errorf("fused_negative %g: run %g, model %g; want %g", c.given, s.Run.FusedNegative, s.Model.FusedNegative, c.want)
-		}
-	}
-	for _, c := range []struct {
-		preset string
-		want   float64
-	}{{"paper-fused", 1}, {"paper", 0}} {
-		dir := t.TempDir()
-		rc := Presets[c.preset]
-		if err := SaveConfig(dir, rc); err != nil {
-			t.Fatal(err)
-		}
-		data, err := os.ReadFile(filepath.Join(dir, ConfigFile))
-		if err != nil || strings.Contains(string(data), "fused_negative") {
-			t.Fatalf("%s: run.json %s, %v; want one without fused_negative", c.preset, data, err)
-		}
-		got, err := LoadConfig(dir)
-		if err != nil || got.FusedNegative != c.want {
-			t.Errorf("%s: a saved run without fused_negative loads %g, %v; want %g", c.preset, got.FusedNegative, err, c.want)
+		for _, c := range []struct {
+			preset string
+			want   float64
+		}{{"paper-fused", 1}, {"paper", 0}} {
+			dir := t.TempDir()
+			if err := SaveConfig(dir, Presets[c.preset]); err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+			if err != nil || strings.Contains(string(data), f.name) {
+				t.Fatalf("%s: run.json %s, %v; want one without %s", c.preset, data, err, f.name)
+			}
+			got, err := LoadConfig(dir)
+			if err != nil || f.run(got) != c.want {
+				t.Errorf("%s: a saved run without %s loads %g, %v; want %g", c.preset, f.name, f.run(got), err, c.want)
+			}
 		}
 	}
 }
@@ -159,6 +175,7 @@ func TestResolveErrors(t *testing.T) {
 		{"fused negative", func(c *Config) { c.Fused, c.FusedNegative = 16, -0.5 }, "fused_negative is -0.5, want a finite number > 0"},
 		{"fused negative NaN", func(c *Config) { c.Fused, c.FusedNegative = 16, math.NaN() }, "fused_negative is NaN"},
 		{"fused negative Inf", func(c *Config) { c.Fused, c.FusedNegative = 16, math.Inf(1) }, "fused_negative is +Inf"},
+		{"fused min", func(c *Config) { c.Fused, c.FusedMin = 16, -1 }, "fused_min is -1, want ≥ 1"},
 		{"fit init", func(c *Config) { c.FitInit = "fps" }, "method fps fits 3D data, the data is 2D"},
 		{"fit name", func(c *Config) { c.FitInit = "em" }, `fit method "em"`},
 	} {

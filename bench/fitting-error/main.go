@@ -14,7 +14,8 @@
 // and kernels, so layer 2 sees that method's layer-1 output.
 //
 // The fused rows replace each layer's convolution by the fused
-// convolution-fitting to n = F·N_p Gaussians (ConvFit), then ÷ F_i, the
+// convolution-fitting to n = min(max(F·N_p, floor), N_v) Gaussians
+// (ConvFit; the floor is 1 unless the method names one), then ÷ F_i, the
 // dense ReLU fit of those n and the reduction (TreeHEM T=2, or "max":
 // keep the N_p largest weights). Their ReLU and reduction columns compare
 // with the fused mixture; their "all" column compares the final mixture
@@ -91,13 +92,15 @@ func main() {
 // fused·N_p Gaussians, whose ReLU fit takes its targets from the exact
 // convolution if exact is set (--fused-targets exact). The fused
 // selection's priority factor of negative groups is negative, or 1 (the
-// rule before 2026-11-27) if that is 0.
+// rule before 2026-11-27) if that is 0; the least fused count is least, or
+// 1 (no floor, the count before 2026-11-27) if that is 0.
 type method struct {
 	name     string
 	fused    int
 	reduce   func(y, x []float64, l mixture.Layout, np int) error
 	exact    bool
 	negative float64
+	least    int
 }
 
 // kernels are the CPU device's float64 computations, reached through the
@@ -116,20 +119,21 @@ func keepLargest(y, x []float64, l mixture.Layout, np int) error {
 }
 
 var methods = []method{
-	{"MEM", 0, kernels.MEM, false, 0},
-	{"TreeHEM T=2", 0, treeHEM(2), false, 0},
-	{"TreeHEM T=4", 0, treeHEM(4), false, 0},
-	{"fused ×2 + TreeHEM T=2", 2, treeHEM(2), false, 0},
-	{"fused ×4 + TreeHEM T=2", 4, treeHEM(2), false, 0},
-	{"fused ×8 + TreeHEM T=2", 8, treeHEM(2), false, 0},
-	{"fused ×16 + TreeHEM T=2", 16, treeHEM(2), false, 0},
-	{"fused ×4 exact targets + TreeHEM T=2", 4, treeHEM(2), true, 0},
-	{"fused ×16 exact targets + TreeHEM T=2", 16, treeHEM(2), true, 0},
-	{"fused ×4 negative ½ + TreeHEM T=2", 4, treeHEM(2), false, ops.DefaultConvFitNegative},
-	{"fused ×16 negative ½ + TreeHEM T=2", 16, treeHEM(2), false, ops.DefaultConvFitNegative},
-	{"fused ×2 + max", 2, keepLargest, false, 0},
-	{"fused ×4 + max", 4, keepLargest, false, 0},
-	{"fused ×8 + max", 8, keepLargest, false, 0},
+	{"MEM", 0, kernels.MEM, false, 0, 0},
+	{"TreeHEM T=2", 0, treeHEM(2), false, 0, 0},
+	{"TreeHEM T=4", 0, treeHEM(4), false, 0, 0},
+	{"fused ×2 + TreeHEM T=2", 2, treeHEM(2), false, 0, 0},
+	{"fused ×4 + TreeHEM T=2", 4, treeHEM(2), false, 0, 0},
+	{"fused ×8 + TreeHEM T=2", 8, treeHEM(2), false, 0, 0},
+	{"fused ×16 + TreeHEM T=2", 16, treeHEM(2), false, 0, 0},
+	{"fused ×4 exact targets + TreeHEM T=2", 4, treeHEM(2), true, 0, 0},
+	{"fused ×16 exact targets + TreeHEM T=2", 16, treeHEM(2), true, 0, 0},
+	{"fused ×4 negative ½ + TreeHEM T=2", 4, treeHEM(2), false, ops.DefaultConvFitNegative, 0},
+	{"fused ×16 negative ½ + TreeHEM T=2", 16, treeHEM(2), false, ops.DefaultConvFitNegative, 0},
+	{"fused ×16 negative ½ floor 96 + TreeHEM T=2", 16, treeHEM(2), false, ops.DefaultConvFitNegative, models.DefaultFusedMin},
+	{"fused ×2 + max", 2, keepLargest, false, 0, 0},
+	{"fused ×4 + max", 4, keepLargest, false, 0, 0},
+	{"fused ×8 + max", 8, keepLargest, false, 0, 0},
 }
 
 func treeHEM(t int) func(y, x []float64, l mixture.Layout, np int) error {
@@ -200,8 +204,9 @@ func pipeline(m method, x []float64, lx mixture.Layout, layers []layer, samples 
 		var conv []float64
 		var lc mixture.Layout
 		if m.fused > 0 {
-			// The model's count: F·N_p, at most the convolution's Gaussians.
-			n := models.Config{Fused: m.fused, KernelGaussians: layer.lk.N}.FusedGaussians(models.Block{Gaussians: layer.np}, lin.C, lin.N)
+			// The model's count: F·N_p, at least the method's floor and at
+			// most the convolution's Gaussians.
+			n := models.Config{Fused: m.fused, KernelGaussians: layer.lk.N, FusedMin: max(m.least, 1)}.FusedGaussians(models.Block{Gaussians: layer.np}, lin.C, lin.N)
 			neg := m.negative
 			if neg == 0 {
 				neg = 1

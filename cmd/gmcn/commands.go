@@ -148,6 +148,9 @@ func (presetsCmd) run(context.Context) error {
 			if p.FusedNegative != 0 {
 				fmt.Printf(" (negative groups ×%g)", p.FusedNegative)
 			}
+			if p.FusedMin != 0 {
+				fmt.Printf(" (at least %d Gaussians)", p.FusedMin)
+			}
 		}
 		if p.TrainLimit > 0 {
 			fmt.Printf(", first %d training images", p.TrainLimit)

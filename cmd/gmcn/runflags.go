@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gmcn-go/gmcn/models"
 	"github.com/gmcn-go/gmcn/ops"
 	"github.com/gmcn-go/gmcn/runspec"
 	"github.com/pkg/errors"
@@ -84,6 +85,8 @@ func (r *runFlags) modelFlags(f *flagSet) {
 	r.stringField(f, "fused-targets", func(c *runspec.Config) *string { return &c.FusedTargets }, "`TARGETS` of a fused block's ReLU fit: coarse (the fitted mixture's values at its centres) or\nexact (the exact convolution's there: level with the unfused accuracy on MNIST, about 0.8\npoints behind on Fashion-MNIST with --fused-negative 1, but the paper model's step was 3.0× the\nunfused one; docs/fused.md)")
 	floatVar(f, field(r, "fused-negative", func(c *runspec.Config) *float64 { return &c.FusedNegative }), "fused-negative", 0, 1e6, true,
 		"`FACTOR` of a negative group's mass when the fused convolution-fitting picks the group to split\nnext: 1 treats both signs alike (the rule of runs before 2026-11-27); below 1 spends more of the\nn Gaussians where the convolution is positive, which the ReLU keeps (default: "+strconv.FormatFloat(ops.DefaultConvFitNegative, 'g', -1, 64)+"; docs/fused.md)")
+	intVar(f, field(r, "fused-min", func(c *runspec.Config) *int { return &c.FusedMin }), "fused-min", 1, 1<<20,
+		"`N`: every fused block fits at least N Gaussians (at most its F_i·N_i·N_k): the blocks that reduce\nto a few Gaussians get more groups than F × N_p; 1 = no floor, the count of runs before 2026-11-27\n(default: "+strconv.Itoa(models.DefaultFusedMin)+"; docs/fused.md)")
 	r.intField(f, "dense", func(c *runspec.Config) *int { return &c.DenseHead }, 0, 1e5, "`N` hidden units of a dense head after integration; 0 = none")
 	r.stringField(f, "bias", func(c *runspec.Config) *string { return &c.Bias }, "`TYPE` of learnable bias in the mixtures' constants before every ReLU fit: none, normal or\nnegative-softplus; normal's positive constants can give negative weights, which TreeHEM may fail\non (then use --reduction mem or max)")
 }
