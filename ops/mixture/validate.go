@@ -106,14 +106,7 @@ func Det3[T Float](m []T) float64 {
 func CheckFinite[T Float](data []T) error {
 	// v·0 is ±0 for finite v and NaN for NaN and ±Inf, so four running sums
 	// of it stay 0 exactly when data is finite: one multiply-add per value,
-	// without a branch, and the slow search only after a failure. The
-	// vector build sums in lanes (allFinite).
-	if finite, ok := allFinite(data); ok {
-		if finite {
-			return nil
-		}
-		return firstNonFinite(data)
-	}
+	// without a branch, and the slow search only after a failure.
 	var s0, s1, s2, s3 T
 	i := 0
 	for ; i+4 <= len(data); i += 4 {
@@ -129,11 +122,6 @@ func CheckFinite[T Float](data []T) error {
 	if s0+s1+s2+s3 == 0 {
 		return nil
 	}
-	return firstNonFinite(data)
-}
-
-// firstNonFinite names the first non-finite value of data, if any.
-func firstNonFinite[T Float](data []T) error {
 	for i, v := range data {
 		if !Finite(v) {
 			return errors.Errorf("non-finite value %v at flat index %d", v, i)

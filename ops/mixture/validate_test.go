@@ -75,9 +75,8 @@ func TestPositiveDefinite3D(t *testing.T) {
 }
 
 // TestCheckFinite puts NaN, ±Inf and extreme finite values at every
-// position of slices of every length up to 9 (the scalar sums run in groups
-// of four) and of lengths around the vector loops' 32 float32 and 16
-// float64 values, in both float types.
+// position of slices of every length up to 9 (the vector sums run in groups
+// of four), in both float types.
 func TestCheckFinite(t *testing.T) {
 	checkFinite[float32](t)
 	checkFinite[float64](t)
@@ -86,7 +85,7 @@ func TestCheckFinite(t *testing.T) {
 func checkFinite[T Float](t *testing.T) {
 	t.Helper()
 	big := T(math.MaxFloat32)
-	for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 64, 65, 100} {
+	for n := 1; n <= 9; n++ {
 		ok := make([]T, n)
 		for i := range ok {
 			ok[i] = big * T(1-2*(i%2))
