@@ -130,7 +130,7 @@ var methods = []method{
 	{"fused ×16 exact targets + TreeHEM T=2", 16, treeHEM(2), true, 0, 0},
 	{"fused ×4 negative ½ + TreeHEM T=2", 4, treeHEM(2), false, ops.DefaultConvFitNegative, 0},
 	{"fused ×16 negative ½ + TreeHEM T=2", 16, treeHEM(2), false, ops.DefaultConvFitNegative, 0},
-	{"fused ×16 negative ½ floor 96 + TreeHEM T=2", 16, treeHEM(2), false, ops.DefaultConvFitNegative, models.DefaultFusedMin},
+	{"fused ×16 negative ½ floor 96 + TreeHEM T=2", 16, treeHEM(2), false, ops.DefaultConvFitNegative, 96},
 	{"fused ×2 + max", 2, keepLargest, false, 0, 0},
 	{"fused ×4 + max", 4, keepLargest, false, 0, 0},
 	{"fused ×8 + max", 8, keepLargest, false, 0, 0},
