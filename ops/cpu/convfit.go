@@ -208,12 +208,12 @@ type convFitDest[T Float] struct {
 }
 
 // convFitTerms holds, for one incoming gradient g, the gradient of every
-// virtual component of every output mixture m, in key order: at
-// (m·Nv + j)·(2 + D) the weight's gradient g_w, the share a_v/A of the node's
-// position and covariance gradients, and the position's gradient g_μ. A
-// factor's gradient is then g_w times the other factor's weight, g_μ, and
-// share times the node's covariance gradient, as in ConvBackwardData and
-// ConvBackwardKernels.
+// virtual component of every output mixture m, in index order (the order of
+// Conv's output): at (m·Nv + v)·(3 + D) the weight's gradient g_w, the share
+// a_v/A of the node's position and covariance gradients, the position's
+// gradient g_μ and the index of the component's node. A factor's gradient is
+// then g_w times the other factor's weight, g_μ, and share times the node's
+// covariance gradient, as in ConvBackwardData and ConvBackwardKernels.
 type convFitTerms[T Float] struct {
 	sel   *ConvFitSelection
 	g     []T // the incoming gradient the terms are for, while kept in sel
@@ -259,7 +259,7 @@ func sameBits[T Float](a, b []T) bool {
 func newConvFitTerms[T Float](g, x, k []T, sel *ConvFitSelection, d *convFitDest[T], store bool) *convFitTerms[T] {
 	lx, lk, n := sel.lx, sel.lk, sel.s.N
 	ly := device.ConvFitLayout(lx, lk, n)
-	s, nm, nv, ts := ly.Stride(), ly.Mixtures(), lx.C*lx.N*lk.N, 2+lx.D
+	s, nm, nv, ts := ly.Stride(), ly.Mixtures(), lx.C*lx.N*lk.N, convFitTermSize(lx.D)
 	tm := &convFitTerms[T]{sel: sel}
 	if store {
 		tm.buf = getConvFitBuf(nm * nv * ts)
@@ -282,7 +282,7 @@ func newConvFitTerms[T Float](g, x, k []T, sel *ConvFitSelection, d *convFitDest
 			perm := sel.perm[m*nv : (m+1)*nv]
 			gm := mixture.Mixture(g, ly, m)
 			for j, sp := range sel.sel[m*n : m*n+int(sel.nsel[m])] {
-				convFitNodeTerms(terms, f, perm, &sel.mom[m*n+j], sp, gm[j*s:(j+1)*s])
+				convFitNodeTerms(terms, f, perm, &sel.mom[m*n+j], sp, j, gm[j*s:(j+1)*s])
 			}
 			tm.add(d, gm, m, terms)
 		}
@@ -295,7 +295,7 @@ func newConvFitTerms[T Float](g, x, k []T, sel *ConvFitSelection, d *convFitDest
 func (tm *convFitTerms[T]) reduce(d *convFitDest[T], g []T) {
 	lx, lk, n := tm.sel.lx, tm.sel.lk, tm.sel.s.N
 	ly := device.ConvFitLayout(lx, lk, n)
-	nm, nv, ts := ly.Mixtures(), lx.C*lx.N*lk.N, 2+lx.D
+	nm, nv, ts := ly.Mixtures(), lx.C*lx.N*lk.N, convFitTermSize(lx.D)
 	clear(d.dst)
 	parallel.For(d.rows, func(r int) {
 		for i := range nm / d.rows {
@@ -305,52 +305,77 @@ func (tm *convFitTerms[T]) reduce(d *convFitDest[T], g []T) {
 	})
 }
 
+// convFitTermSize is the number of values convFitTerms keeps per virtual
+// component in d dimensions.
+func convFitTermSize(d int) int { return 3 + d }
+
 // add adds to d the gradients of the factors of output mixture m, whose
-// incoming gradient is gm, from its terms in key order, node by node in
-// selection order.
+// incoming gradient is gm, from its terms.
+//
+// Each factor Gaussian of the destination sums its virtual components in
+// float64 and adds the sum once: a data Gaussian (c, i) has the components
+// (j, c, i) of every kernel Gaussian j, a kernel Gaussian (c, j) those of
+// every data Gaussian i. Summing them in key order instead, straight into
+// the destination, put a read-modify-write of T per component on the
+// destination, a tenth of the fused paper step.
 func (tm *convFitTerms[T]) add(d *convFitDest[T], gm []T, m int, terms []float64) {
-	lx, lk, n := tm.sel.lx, tm.sel.lk, tm.sel.s.N
-	dim, s, ts, nv := lx.D, lx.Stride(), 2+lx.D, lx.C*lx.N*lk.N
-	perm := tm.sel.perm[m*nv : (m+1)*nv]
+	lx, lk := tm.sel.lx, tm.sel.lk
+	fi, ni, nk, s := lx.C, lx.N, lk.N, lx.Stride()
 	xb, kb := tm.sel.at.bases(lx, lk, m)
-	at, from, atb, fromb := tm.sel.at.x, tm.sel.at.k, xb, kb
-	if !d.data {
-		at, from, atb, fromb = tm.sel.at.k, tm.sel.at.x, kb, xb
+	// Destination Gaussian (c, p), p < pn, sums np components,
+	// v = v0 + q·vstep for q < np, whose other factors lie at ob + q·s.
+	db, ob0, pn, np, vstep := kb, xb, nk, ni, 1
+	if d.data {
+		db, ob0, pn, np, vstep = xb, kb, ni, nk, fi*ni
 	}
-	for j, sp := range tm.sel.sel[m*n : m*n+int(tm.sel.nsel[m])] {
-		var gcov [9]float64
-		for e := range dim * dim {
-			gcov[e] = float64(gm[j*s+1+dim+e])
-		}
-		// Written out per dimension, with the covariance gradient in
-		// scalars, as in convFitNodeTerms.
-		if dim == 2 {
-			g0, g1, g2, g3 := gcov[0], gcov[1], gcov[2], gcov[3]
-			for c := int(sp.first); c <= int(sp.last); c++ {
-				t := terms[c*ts : (c+1)*ts : (c+1)*ts]
-				v := perm[c]
-				o := d.dst[atb+at[v]:][:7:7]
-				o[0] += T(t[0] * float64(d.other[fromb+from[v]]))
-				o[1] += T(t[2])
-				o[2] += T(t[3])
-				o[3] += T(t[1] * g0)
-				o[4] += T(t[1] * g1)
-				o[5] += T(t[1] * g2)
-				o[6] += T(t[1] * g3)
+	dst, other := d.dst[db:], d.other[ob0:]
+	var acc [13]float64
+	for c := range fi {
+		for p := range pn {
+			v0, ob := (p*fi+c)*ni, c*ni*s
+			if d.data {
+				v0, ob = c*ni+p, c*nk*s
 			}
-			continue
-		}
-		for c := int(sp.first); c <= int(sp.last); c++ {
-			t := terms[c*ts : (c+1)*ts : (c+1)*ts]
-			v := perm[c]
-			o := d.dst[atb+at[v]:][:13:13]
-			o[0] += T(t[0] * float64(d.other[fromb+from[v]]))
-			o[1] += T(t[2])
-			o[2] += T(t[3])
-			o[3] += T(t[4])
-			for e, ge := range gcov {
-				o[4+e] += T(t[1] * ge)
+			convFitSum(&acc, terms, v0, vstep, np, other[ob:], s, gm)
+			o := dst[(c*pn+p)*s:][:s:s]
+			for e := range o {
+				o[e] += T(acc[e])
 			}
+		}
+	}
+}
+
+// convFitSum writes into acc the gradient of one factor Gaussian: the sum
+// over its n virtual components v = v0 + q·vstep (terms, see convFitTerms)
+// whose other factors lie at other[q·s:], with gm the output mixture's
+// incoming gradient. Written out for 2D, which the models train.
+func convFitSum[T Float](acc *[13]float64, terms []float64, v0, vstep, n int, other []T, s int, gm []T) {
+	if s == 7 {
+		var a0, a1, a2, a3, a4, a5, a6 float64
+		for q := range n {
+			t := terms[(v0+q*vstep)*5:][:5:5]
+			g := gm[int(t[4])*7+3:][:4:4]
+			a0 += t[0] * float64(other[q*7])
+			a1 += t[2]
+			a2 += t[3]
+			a3 += t[1] * float64(g[0])
+			a4 += t[1] * float64(g[1])
+			a5 += t[1] * float64(g[2])
+			a6 += t[1] * float64(g[3])
+		}
+		acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6] = a0, a1, a2, a3, a4, a5, a6
+		return
+	}
+	*acc = [13]float64{}
+	for q := range n {
+		t := terms[(v0+q*vstep)*6:][:6:6]
+		g := gm[int(t[5])*13+4:][:9:9]
+		acc[0] += t[0] * float64(other[q*13])
+		acc[1] += t[2]
+		acc[2] += t[3]
+		acc[3] += t[4]
+		for e, ge := range g {
+			acc[4+e] += t[1] * float64(ge)
 		}
 	}
 }
@@ -691,9 +716,9 @@ func writeMoments[T Float](out []T, mm *convFitMoments, d int) {
 }
 
 // convFitNodeTerms writes the terms (see convFitTerms) of the sorted
-// components of node sp of one output mixture, whose factors are f and
-// order perm, into that mixture's terms, given the gradient g of the node's
-// packed output slot. With d_v = μ_v − μ, the
+// components of node sp, the node-th selected node of one output mixture,
+// whose factors are f and order perm, into that mixture's terms, given the
+// gradient g of the node's packed output slot. With d_v = μ_v − μ, the
 // moment match has
 //
 //	∂μ/∂a_v = d_v/A,  ∂Σ/∂a_v = (Σ_v + d_v d_vᵀ − Σ)/A,
@@ -708,17 +733,12 @@ func writeMoments[T Float](out []T, mm *convFitMoments, d int) {
 // over a run-time dimension kept d_v and the sums in memory, and the loop
 // control cost more than the arithmetic. Both do the arithmetic of the
 // formulas above in the same order.
-func convFitNodeTerms[T Float](terms []float64, f convFitFactors[T], perm []int32, mm *convFitMoments, sp span, g []T) {
-	d := 2
-	if len(g) != 1+2+4 {
-		d = 3
-	}
+func convFitNodeTerms[T Float](terms []float64, f convFitFactors[T], perm []int32, mm *convFitMoments, sp span, node int, g []T) {
 	perm = perm[sp.first : sp.last+1]
-	t := terms[int(sp.first)*(2+d) : int(sp.last+1)*(2+d)]
-	if d == 2 {
-		convFitBackward2(t, perm, f, mm, g)
+	if len(g) == 1+2+4 {
+		convFitBackward2(terms, perm, f, mm, float64(node), g)
 	} else {
-		convFitBackward3(t, perm, f, mm, g)
+		convFitBackward3(terms, perm, f, mm, float64(node), g)
 	}
 }
 
@@ -729,17 +749,18 @@ type convFitFactors[T Float] struct {
 	xo, ko []int32
 }
 
-// convFitBackward2 writes the terms t of the 2D components perm of one node
-// with moments mm and output gradient g (see convFitNodeTerms).
-func convFitBackward2[T Float](t []float64, perm []int32, f convFitFactors[T], mm *convFitMoments, g []T) {
+// convFitBackward2 writes into t, the terms of one output mixture, those of
+// the 2D components perm of its node number node, with moments mm and
+// output gradient g (see convFitNodeTerms).
+func convFitBackward2[T Float](t []float64, perm []int32, f convFitFactors[T], mm *convFitMoments, node float64, g []T) {
 	gw, gm0, gm1 := float64(g[0]), float64(g[1]), float64(g[2])
 	g00, g01, g10, g11 := float64(g[3]), float64(g[4]), float64(g[5]), float64(g[6])
 	s00, s01, s10, s11 := g00+g00, g01+g10, g10+g01, g11+g11
 	mu0, mu1 := mm.mu[0], mm.mu[1]
 	c00, c01, c10, c11 := mm.cov[0], mm.cov[1], mm.cov[2], mm.cov[3]
-	a, signed := mm.a, !mm.uniform
-	for j, v := range perm {
-		xg, kg, tt := f.x[f.xo[v]:][:7:7], f.k[f.ko[v]:][:7:7], t[j*4:][:4:4]
+	inv, signed := 1/mm.a, !mm.uniform
+	for _, v := range perm {
+		xg, kg, tt := f.x[f.xo[v]:][:7:7], f.k[f.ko[v]:][:7:7], t[v*5:][:5:5]
 		w := float64(xg[0]) * float64(kg[0])
 		d0 := float64(xg[1]) + float64(kg[1]) - mu0
 		d1 := float64(xg[2]) + float64(kg[2]) - mu1
@@ -752,33 +773,34 @@ func convFitBackward2[T Float](t []float64, perm []int32, f convFitFactors[T], m
 			ga += g10 * (float64(xg[5]) + float64(kg[5]) + d1*d0 - c10)
 			ga += g11 * (float64(xg[6]) + float64(kg[6]) + d1*d1 - c11)
 		}
-		gv, share := convFitWeightTerms(gw, ga, w, a, signed)
+		gv, share := convFitWeightTerms(gw, ga, w, inv, signed)
 		tt[0], tt[1] = gv, share
 		tt[2] = (gm0 + s00*d0 + s01*d1) * share
 		tt[3] = (gm1 + s10*d0 + s11*d1) * share
+		tt[4] = node
 	}
 }
 
 // convFitWeightTerms returns the weight gradient gv and the share a_v/A of
-// a component of weight w in a node of moments with A = a and weight
+// a component of weight w in a node of moments with 1/A = inv and weight
 // gradient gw: gv = gw + sign(w_v)·ga/A, where ga (0 unless signed and
 // w ≠ 0) is the sum of the moment terms of ∂/∂a_v.
-func convFitWeightTerms(gw, ga, w, a float64, signed bool) (gv, share float64) {
-	gv, share = gw, 1/a
+func convFitWeightTerms(gw, ga, w, inv float64, signed bool) (gv, share float64) {
+	gv, share = gw, inv
 	if signed {
 		if w != 0 {
 			if w < 0 {
 				ga = -ga
 			}
-			gv += ga / a
+			gv += ga * inv
 		}
-		share = math.Abs(w) / a
+		share = math.Abs(w) * inv
 	}
 	return gv, share
 }
 
 // convFitBackward3 is convFitBackward2 in 3D.
-func convFitBackward3[T Float](t []float64, perm []int32, f convFitFactors[T], mm *convFitMoments, g []T) {
+func convFitBackward3[T Float](t []float64, perm []int32, f convFitFactors[T], mm *convFitMoments, node float64, g []T) {
 	gw, gm0, gm1, gm2 := float64(g[0]), float64(g[1]), float64(g[2]), float64(g[3])
 	g00, g01, g02 := float64(g[4]), float64(g[5]), float64(g[6])
 	g10, g11, g12 := float64(g[7]), float64(g[8]), float64(g[9])
@@ -788,9 +810,9 @@ func convFitBackward3[T Float](t []float64, perm []int32, f convFitFactors[T], m
 	s20, s21, s22 := g20+g02, g21+g12, g22+g22
 	mu0, mu1, mu2 := mm.mu[0], mm.mu[1], mm.mu[2]
 	c := &mm.cov
-	a, signed := mm.a, !mm.uniform
-	for j, v := range perm {
-		xg, kg, tt := f.x[f.xo[v]:][:13:13], f.k[f.ko[v]:][:13:13], t[j*5:][:5:5]
+	inv, signed := 1/mm.a, !mm.uniform
+	for _, v := range perm {
+		xg, kg, tt := f.x[f.xo[v]:][:13:13], f.k[f.ko[v]:][:13:13], t[v*6:][:6:6]
 		w := float64(xg[0]) * float64(kg[0])
 		d0 := float64(xg[1]) + float64(kg[1]) - mu0
 		d1 := float64(xg[2]) + float64(kg[2]) - mu1
@@ -811,10 +833,11 @@ func convFitBackward3[T Float](t []float64, perm []int32, f convFitFactors[T], m
 			ga += g21 * (cv(7) + d2*d1 - c[7])
 			ga += g22 * (cv(8) + d2*d2 - c[8])
 		}
-		gv, share := convFitWeightTerms(gw, ga, w, a, signed)
+		gv, share := convFitWeightTerms(gw, ga, w, inv, signed)
 		tt[0], tt[1] = gv, share
 		tt[2] = (gm0 + s00*d0 + s01*d1 + s02*d2) * share
 		tt[3] = (gm1 + s10*d0 + s11*d1 + s12*d2) * share
 		tt[4] = (gm2 + s20*d0 + s21*d1 + s22*d2) * share
+		tt[5] = node
 	}
 }
