@@ -22,10 +22,20 @@ import (
 // graph's inputs changed between the passes, or two machines run one graph
 // concurrently) it recomputes as it would without a memo, so a memo can make
 // the backward faster but never different.
+//
+// A state the next forward run replaces becomes the memo's spare if no
+// grad run is using a state of the memo at that moment, and the forward run
+// after that releases it (device.Releasable) just before it runs, so the
+// device can hand its storage to that run instead of allocating and
+// clearing it again. Released right then, on the goroutine that runs the
+// forward computation, the state meets no garbage collection and no other
+// processor's pool on its way back.
 type memo struct {
 	mu     sync.Mutex
 	inputs any // [][]T: copies of the forward run's inputs
 	saved  device.Saved
+	spare  device.Saved // a replaced state no computation uses any more
+	users  int          // grad runs using a state of this memo now
 }
 
 // saving is a kernel whose forward computation can save state for its grad
@@ -61,12 +71,32 @@ func keep[T Float](m *memo, in []operand[T], saved device.Saved) {
 		inputs[i] = slices.Clone(a.data)
 	}
 	m.mu.Lock()
+	// Only a releasable state is worth keeping; compared as Releasable,
+	// which pointers implement, in case a device hands the same state twice.
+	if old, ok := m.saved.(device.Releasable); ok && m.users == 0 {
+		if same, ok := saved.(device.Releasable); !ok || same != old {
+			m.spare = old
+		}
+	}
 	m.inputs, m.saved = inputs, saved
 	m.mu.Unlock()
 }
 
+// releaseSpare releases the memo's spare state, if it has one, for the
+// forward run about to start.
+func (m *memo) releaseSpare() {
+	m.mu.Lock()
+	spare := m.spare
+	m.spare = nil
+	m.mu.Unlock()
+	if r, ok := spare.(device.Releasable); ok {
+		r.Release()
+	}
+}
+
 // recall returns the state saved by the last forward run if in are bitwise
-// its inputs, and nil otherwise.
+// its inputs, and nil otherwise. The caller calls m.done when it no longer
+// uses a state it received.
 func recall[T Float](m *memo, in []operand[T]) device.Saved {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -79,7 +109,15 @@ func recall[T Float](m *memo, in []operand[T]) device.Saved {
 			return nil
 		}
 	}
+	m.users++
 	return m.saved
+}
+
+// done records that a grad run stopped using the state recall gave it.
+func (m *memo) done() {
+	m.mu.Lock()
+	m.users--
+	m.mu.Unlock()
 }
 
 // bitsOf views v as raw bytes, so that equality is bitwise: −0 differs from

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"github.com/gmcn-go/gmcn/ops/device"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -116,6 +117,40 @@ func TestMemoRecall(t *testing.T) {
 	}
 	if s := recall(&m, in); s != "state" {
 		t.Errorf("recall after restoring the input = %v, want the state", s)
+	}
+}
+
+// releasable is a saved state that counts its releases.
+type releasable struct{ released int }
+
+func (r *releasable) Release() { r.released++ }
+
+// TestMemoRelease checks that a state the next forward run replaces is
+// released once, by the forward run after that, and only if no grad run was
+// using a state of the memo when it was replaced.
+func TestMemoRelease(t *testing.T) {
+	in := []operand[float32]{{shape: tensor.Shape{1}, data: []float32{1}}}
+	var m memo
+	a, b, c := new(releasable), new(releasable), new(releasable)
+	forward := func(s device.Saved) { m.releaseSpare(); keep(&m, in, s) }
+	forward(a)
+	forward(b)
+	if a.released != 0 {
+		t.Fatalf("a released when b replaced it; want it kept until the next forward run")
+	}
+	if s := recall(&m, in); s != b {
+		t.Fatalf("recall = %v, want b", s)
+	}
+	forward(c) // releases a; a grad run still uses b
+	if a.released != 1 {
+		t.Errorf("a released %d times by the forward run after its replacement; want 1", a.released)
+	}
+	m.done()
+	forward(c)
+	forward("state")
+	forward("state")
+	if a.released != 1 || b.released != 0 || c.released != 1 {
+		t.Errorf("released a, b, c %d, %d, %d times; want 1, 0 (in use when replaced), 1", a.released, b.released, c.released)
 	}
 }
 

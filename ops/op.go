@@ -260,6 +260,7 @@ func runWith[T Float](k kernel[T], dev device.Kernels[T], out operand[T], args [
 		return k.do(dev, out, args)
 	}
 	if sk, ok := k.(saving[T]); ok {
+		m.releaseSpare()
 		saved, err := sk.doSaving(dev, out, args)
 		if err == nil {
 			keep(m, args, saved)
@@ -269,6 +270,7 @@ func runWith[T Float](k kernel[T], dev device.Kernels[T], out operand[T], args [
 	if g, ok := k.(gradKernel[T]); ok {
 		if _, ok := g.gradComputation.(resuming[T]); ok {
 			if saved := recall(m, args[:len(args)-2]); saved != nil {
+				defer m.done()
 				return g.doSaved(dev, out, args, saved)
 			}
 		}

@@ -42,8 +42,13 @@ func ConvFit[T Float](y, x, k []T, lx, lk mixture.Layout, s device.ConvFitSelect
 // ConvFitBackward needs: per output mixture the order of the virtual
 // components under the sort keys and the selected nodes, and the moments
 // of those nodes, which the backward pass needs again. Its size is
-// B·Fo·(4·Nv + 128·n) bytes, plus B·Fo·Nv·(24 + 8·D) bytes between the two
-// calls of a backward pass that computes ∂L/∂x and ∂L/∂k one at a time.
+// B·Fo·(4·Nv + 128·n) bytes, plus B·Fo·Nv·(24 + 8·D) bytes once a backward
+// pass computed ∂L/∂x and ∂L/∂k one at a time (the terms one call leaves for
+// the other).
+//
+// A selection is Releasable: the ops release the one the next forward run
+// replaces, and ConvFitSaving takes it over for the next call of the same
+// sizes, which spares allocating and clearing tens of megabytes per step.
 type ConvFitSelection struct {
 	lx, lk mixture.Layout
 	s      device.ConvFitSelect
@@ -53,15 +58,41 @@ type ConvFitSelection struct {
 	mom    []convFitMoments // [B·Fo][n]: the moment match of each selected node
 	at     convFitOffsets
 
-	mu   sync.Mutex
-	kept any // *convFitTerms[T] for one later ConvFitBackwardSaved, or nil
+	mu    sync.Mutex
+	kept  any       // *convFitTerms[T] for one later ConvFitBackwardSaved, or nil
+	terms []float64 // storage of stored terms, made by the first backward pass that stores
 }
 
+// convFitSizes keys recycled selections: everything that fixes their sizes.
+type convFitSizes struct {
+	lx, lk mixture.Layout
+	n      int
+}
+
+// convFitSelections holds released selections.
+var convFitSelections keyedPool[convFitSizes, *ConvFitSelection]
+
+// newConvFitSelection returns a selection for the layouts and s, released
+// storage if there is some of these sizes; ConvFit overwrites every value
+// the backward pass reads.
 func newConvFitSelection(lx, lk mixture.Layout, s device.ConvFitSelect) *ConvFitSelection {
+	if sel, ok := convFitSelections.get(convFitSizes{lx, lk, s.N}); ok {
+		sel.s = s
+		return sel
+	}
 	nm, nv, n := lx.B*lk.B, lx.C*lx.N*lk.N, s.N
 	return &ConvFitSelection{lx: lx, lk: lk, s: s,
 		perm: make([]int32, nm*nv), sel: make([]span, nm*n), nsel: make([]int32, nm), mom: make([]convFitMoments, nm*n),
 		at: newConvFitOffsets(lx, lk)}
+}
+
+// Release hands sel's storage to a later ConvFitSaving of the same sizes;
+// sel is not used after.
+func (sel *ConvFitSelection) Release() {
+	sel.mu.Lock()
+	sel.kept = nil
+	sel.mu.Unlock()
+	convFitSelections.put(convFitSizes{sel.lx, sel.lk, sel.s.N}, sel)
 }
 
 // convFitOffsets locates the factors of the virtual components: component v
@@ -171,6 +202,7 @@ func ConvFitBackwardSaved[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, s
 	fresh := sel == nil
 	if fresh {
 		sel = newConvFitSelection(lx, lk, s)
+		defer sel.Release()
 		convFitInto(nil, x, k, lx, lk, s, sel)
 	}
 	sel.mu.Lock()
@@ -191,9 +223,6 @@ func ConvFitBackwardSaved[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, s
 	}
 	for _, d := range dests {
 		tm.reduce(&d, g)
-	}
-	if sel.kept != tm {
-		tm.release()
 	}
 }
 
@@ -216,33 +245,8 @@ type convFitDest[T Float] struct {
 // covariance gradient, as in ConvBackwardData and ConvBackwardKernels.
 type convFitTerms[T Float] struct {
 	sel   *ConvFitSelection
-	g     []T // the incoming gradient the terms are for, while kept in sel
-	terms []float64
-	buf   *[]float64 // where terms live, if stored
-}
-
-// convFitBufs recycles the storage of stored terms, as large as Conv's
-// output, once the terms are used: making it new for every backward pass
-// took a tenth of its time in clearing and first touching the memory.
-var convFitBufs sync.Pool // *[]float64
-
-// getConvFitBuf returns storage for n values, recycled if one large enough
-// is free. Its contents are undefined.
-func getConvFitBuf(n int) *[]float64 {
-	b, _ := convFitBufs.Get().(*[]float64)
-	if b == nil || cap(*b) < n {
-		b = new(make([]float64, n))
-	}
-	*b = (*b)[:n]
-	return b
-}
-
-// release gives tm's storage back for reuse; tm is not used after.
-func (tm *convFitTerms[T]) release() {
-	if tm.buf != nil {
-		convFitBufs.Put(tm.buf)
-		tm.buf, tm.terms = nil, nil
-	}
+	g     []T       // the incoming gradient the terms are for, while kept in sel
+	terms []float64 // in sel.terms, if stored
 }
 
 // sameBits reports whether a and b hold bitwise the same values.
@@ -262,8 +266,12 @@ func newConvFitTerms[T Float](g, x, k []T, sel *ConvFitSelection, d *convFitDest
 	s, nm, nv, ts := ly.Stride(), ly.Mixtures(), lx.C*lx.N*lk.N, convFitTermSize(lx.D)
 	tm := &convFitTerms[T]{sel: sel}
 	if store {
-		tm.buf = getConvFitBuf(nm * nv * ts)
-		tm.terms = *tm.buf
+		// The storage serves every pass of sel that stores: a call holds
+		// sel.mu, and its terms replace any kept ones.
+		if cap(sel.terms) < nm*nv*ts {
+			sel.terms = make([]float64, nm*nv*ts)
+		}
+		tm.terms = sel.terms[:nm*nv*ts]
 	}
 	work := make([][]float64, parallel.Workers(d.rows))
 	clear(d.dst)

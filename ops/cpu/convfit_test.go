@@ -403,6 +403,43 @@ func checkConvFitSaved[T Float](t *testing.T, x, k, g []T, lx, lk mixture.Layout
 	ConvFitBackwardSaved(dxs, dks, make([]T, device.ConvFitLayout(lx, lk, other.N).Len()), x, k, lx, lk, other, sel)
 }
 
+// TestConvFitReleased checks that a selection whose storage served another
+// call, with other inputs, a backward pass and kept terms, gives what a new
+// one gives: ConvFitSaving takes over released selections (Release), and
+// ConvFit and its backward must overwrite everything they read.
+func TestConvFitReleased(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		lx := mixture.Layout{B: 2, C: 3, N: 4, D: d}
+		lk := mixture.Layout{B: 3, C: 3, N: 2, D: d}
+		rng := rand.New(rand.NewPCG(13, uint64(d)))
+		sa, sb := fitSelect(7, 1), fitSelect(7, device.DefaultConvFitNegative)
+		ly := device.ConvFitLayout(lx, lk, 7)
+		xa, ka, ga := relufitRandom(rng, lx, 0.1, 2), relufitRandom(rng, lk, 0.1, 1), relufitRandom(rng, ly, 0, 1)
+		xb, kb, gb := relufitRandom(rng, lx, 0.1, 2), relufitRandom(rng, lk, 0.1, 1), relufitRandom(rng, ly, 0, 1)
+		// The reference for xb: a selection that never held anything else.
+		want := make([]float64, ly.Len())
+		fresh := ConvFitSaving(want, xb, kb, lx, lk, sb)
+		wdx, wdk := make([]float64, len(xb)), make([]float64, len(kb))
+		ConvFitBackwardSaved(wdx, wdk, gb, xb, kb, lx, lk, sb, fresh)
+
+		used := ConvFitSaving(make([]float64, ly.Len()), xa, ka, lx, lk, sa)
+		ConvFitBackwardSaved(make([]float64, len(xa)), nil, ga, xa, ka, lx, lk, sa, used) // keeps terms
+		used.Release()
+		used.s = sb // what newConvFitSelection does when it takes used over
+		y := make([]float64, ly.Len())
+		convFitInto(y, xb, kb, lx, lk, sb, used)
+		if !slices.Equal(y, want) {
+			t.Errorf("%dD: ConvFit into a released selection differs from a new one's output", d)
+		}
+		dx, dk := make([]float64, len(xb)), make([]float64, len(kb))
+		ConvFitBackwardSaved(dx, nil, gb, xb, kb, lx, lk, sb, used)
+		ConvFitBackwardSaved(nil, dk, gb, xb, kb, lx, lk, sb, used)
+		if !slices.Equal(dx, wdx) || !slices.Equal(dk, wdk) {
+			t.Errorf("%dD: the backward pass with a released selection differs from a new one's", d)
+		}
+	}
+}
+
 // TestConvFitBackwardKept checks the virtual components' gradients that a
 // one-destination backward leaves in the selection: the next call takes
 // them only for bitwise the same incoming gradient, and then releases them.

@@ -69,7 +69,8 @@ func (dm *hemMixture) refitEM() emDecision {
 // Decisions from TreeHEMSaving also keep what TreeHEMBackwardSaved needs again for the
 // same input: a copy of the input and the caches of all internal nodes,
 // N·S + (N−1)·T·S values of the input's type per mixture with
-// S = 1 + D + D², about T + 1 times the input.
+// S = 1 + D + D², about T + 1 times the input. Decisions are Releasable,
+// like ConvFitSelection: TreeHEMSaving takes released ones over.
 type Decisions struct {
 	l    mixture.Layout
 	np   int
@@ -77,6 +78,23 @@ type Decisions struct {
 	mix  []hemMixture
 	pass bool // N ≤ Np: every mixture passes through unreduced
 	kept any  // *hemKept[T] from TreeHEMSaving, else nil
+}
+
+// hemSizes keys recycled decisions: everything that fixes their sizes.
+type hemSizes struct {
+	l  mixture.Layout
+	np int
+	o  device.TreeHEMOptions
+}
+
+// hemDecisions holds released decisions.
+var hemDecisions keyedPool[hemSizes, *Decisions]
+
+// Release hands dec's storage to a later TreeHEMSaving of the same sizes,
+// whose forward pass records every decision and kept value anew for each
+// mixture; dec is not used after.
+func (dec *Decisions) Release() {
+	hemDecisions.put(hemSizes{dec.l, dec.np, dec.o}, dec)
 }
 
 // hemKept is what TreeHEMSaving keeps of its forward pass for TreeHEMBackwardSaved: the
@@ -91,6 +109,9 @@ type hemKept[T Float] struct {
 func (k *hemKept[T]) caches(m, n int) []T { return k.cache[m*n : (m+1)*n] }
 
 func newDecisions(l mixture.Layout, np int, o device.TreeHEMOptions) *Decisions {
+	if dec, ok := hemDecisions.get(hemSizes{l, np, o}); ok {
+		return dec
+	}
 	dec := &Decisions{l: l, np: np, o: o, pass: l.N <= np}
 	if dec.pass {
 		return dec
@@ -143,7 +164,7 @@ func TreeHEMSaving[T Float](y, x []T, l mixture.Layout, np int, o device.TreeHEM
 		return nil, err
 	}
 	dec := newDecisions(l, np, o)
-	if !dec.pass {
+	if _, ok := dec.kept.(*hemKept[T]); !ok && !dec.pass {
 		dec.kept = &hemKept[T]{x: make([]T, len(x)), cache: make([]T, l.Mixtures()*(l.N-1)*o.Reduction*l.Stride())}
 	}
 	return dec, runTreeHEM(hemRecord, y, nil, x, nil, dec)

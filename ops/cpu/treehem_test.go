@@ -194,6 +194,59 @@ func treehemBackwardKept[T Float](t *testing.T, x []T, l mixture.Layout, np int,
 	}
 }
 
+// TestTreeHEMReleased checks that decisions whose storage served another
+// input, its forward and backward passes, give what new ones give: the
+// output and the backward pass of the input recorded into them again, as
+// TreeHEMSaving does with released decisions (Release).
+func TestTreeHEMReleased(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		for _, o := range []device.TreeHEMOptions{{Reduction: 2}, {Reduction: 4}, {Reduction: 2, UnderFill: true}} {
+			l := mixture.Layout{B: 3, C: 2, N: 150, D: d}
+			rng := rand.New(rand.NewPCG(23, uint64(d*o.Reduction)))
+			xa, xb := treehemMixtureIn(rng, l, 0.1, 1), treehemMixtureIn(rng, l, 0.1, 1)
+			t.Run(fmt.Sprintf("%dD_T%d_under%v", d, o.Reduction, o.UnderFill), func(t *testing.T) {
+				treehemReleased(t, gmtest.To32(xa), gmtest.To32(xb), l, 13, o)
+			})
+		}
+	}
+}
+
+func treehemReleased[T Float](t *testing.T, xa, xb []T, l mixture.Layout, np int, o device.TreeHEMOptions) {
+	rng := rand.New(rand.NewPCG(29, uint64(l.D)))
+	y, want := make([]T, l.Mixtures()*np*l.Stride()), make([]T, l.Mixtures()*np*l.Stride())
+	g := make([]T, len(y))
+	for i := range g {
+		g[i] = T(rng.NormFloat64())
+	}
+	used, err := TreeHEMSaving(y, xa, l, np, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := TreeHEMBackwardSaved(make([]T, len(xa)), xa, g, used); err != nil {
+		t.Fatal(err)
+	}
+	used.Release()
+	if err := runTreeHEM(hemRecord, y, nil, xb, nil, used); err != nil { // TreeHEMSaving's forward
+		t.Fatal(err)
+	}
+	if err := TreeHEM(want, xb, l, np, o); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(y, want) {
+		t.Errorf("TreeHEM into released decisions differs from TreeHEM")
+	}
+	dx, wdx := make([]T, len(xb)), make([]T, len(xb))
+	if err := TreeHEMBackwardSaved(dx, xb, g, used); err != nil {
+		t.Fatal(err)
+	}
+	if err := TreeHEMBackward(wdx, xb, g, l, np, o); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(dx, wdx) {
+		t.Errorf("TreeHEMBackwardSaved with released decisions differs from TreeHEMBackward")
+	}
+}
+
 // TestTreeHEMRefitCovered makes sure the fill-all refit path (a split that
 // would overshoot Np replaced by a fit to the missing count) occurs in the
 // gradient cases above: with T = 4 and Np = 6 the root split adds up to 4.

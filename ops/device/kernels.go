@@ -152,6 +152,13 @@ type Kernels[T Float] interface {
 // needs, and one given state it does not recognise reports an error.
 type Saved any
 
+// Releasable is a Saved whose storage a later forward computation of the
+// same sizes may take over. The ops call Release once no computation uses
+// the state any more and do not use it after; state never released is left
+// to the garbage collector. It is implemented by pointer types, which the
+// ops compare.
+type Releasable interface{ Release() }
+
 // Device is one place the ops can run on: its float32 and float64 kernels
 // and which of their computations leave the Go runtime.
 type Device struct {

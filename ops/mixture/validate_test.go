@@ -3,6 +3,7 @@ package mixture
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -76,13 +77,37 @@ func TestPositiveDefinite3D(t *testing.T) {
 
 // TestCheckFinite puts NaN, ±Inf and extreme finite values at every
 // position of slices of every length up to 9 (the vector sums run in groups
-// of four), in both float types.
+// of four), in both float types, and into slices checked in parallel parts:
+// at the start, the end and either side of a part's edge, and in two parts
+// at once, where the error must name the first.
 func TestCheckFinite(t *testing.T) {
-	checkFinite[float32](t)
-	checkFinite[float64](t)
+	checkFiniteShort[float32](t)
+	checkFiniteShort[float64](t)
+	checkFiniteLong[float32](t)
+	checkFiniteLong[float64](t)
 }
 
-func checkFinite[T Float](t *testing.T) {
+func checkFiniteLong[T Float](t *testing.T) {
+	t.Helper()
+	n := 3*finiteChunk + 5
+	v := make([]T, n)
+	if err := CheckFinite(v); err != nil {
+		t.Fatalf("%T zeros of length %d: %v", v[0], n, err)
+	}
+	for _, at := range [][]int{{0}, {n - 1}, {finiteChunk - 1}, {finiteChunk}, {2*finiteChunk + 3, finiteChunk + 1}} {
+		w := slices.Clone(v)
+		for _, i := range at {
+			w[i] = T(math.NaN())
+		}
+		first := slices.Min(at)
+		err := CheckFinite(w)
+		if want := fmt.Sprintf("flat index %d", first); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%T NaN at %v of %d: error %v, want one naming %s", v[0], at, n, err, want)
+		}
+	}
+}
+
+func checkFiniteShort[T Float](t *testing.T) {
 	t.Helper()
 	big := T(math.MaxFloat32)
 	for n := 1; n <= 9; n++ {
