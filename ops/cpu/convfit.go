@@ -42,9 +42,9 @@ func ConvFit[T Float](y, x, k []T, lx, lk mixture.Layout, s device.ConvFitSelect
 // ConvFitBackward needs: per output mixture the order of the virtual
 // components under the sort keys and the selected nodes, and the moments
 // of those nodes, which the backward pass needs again. Its size is
-// B·Fo·(4·Nv + 128·n) bytes, plus B·Fo·Nv·(24 + 8·D) bytes once a backward
-// pass computed ∂L/∂x and ∂L/∂k one at a time (the terms one call leaves for
-// the other).
+// B·Fo·(4·Nv + 128·n) bytes, plus B·Fo·Nv·(4 + (2 + D)·E) bytes (E the size
+// of an element) once a backward pass computed ∂L/∂x and ∂L/∂k one at a time
+// (the terms one call leaves for the other).
 //
 // A selection is Releasable: the ops release the one the next forward run
 // replaces, and ConvFitSaving takes it over for the next call of the same
@@ -58,9 +58,12 @@ type ConvFitSelection struct {
 	mom    []convFitMoments // [B·Fo][n]: the moment match of each selected node
 	at     convFitOffsets
 
-	mu    sync.Mutex
-	kept  any       // *convFitTerms[T] for one later ConvFitBackwardSaved, or nil
-	terms []float64 // storage of stored terms, made by the first backward pass that stores
+	mu   sync.Mutex
+	kept any // *convFitTerms[T] for one later ConvFitBackwardSaved, or nil
+	// terms ([]T) and nodes are the storage of stored terms, made by the
+	// first backward pass that stores.
+	terms any
+	nodes []int32
 }
 
 // convFitSizes keys recycled selections: everything that fixes their sizes.
@@ -238,15 +241,19 @@ type convFitDest[T Float] struct {
 
 // convFitTerms holds, for one incoming gradient g, the gradient of every
 // virtual component of every output mixture m, in index order (the order of
-// Conv's output): at (m·Nv + v)·(3 + D) the weight's gradient g_w, the share
-// a_v/A of the node's position and covariance gradients, the position's
-// gradient g_μ and the index of the component's node. A factor's gradient is
-// then g_w times the other factor's weight, g_μ, and share times the node's
-// covariance gradient, as in ConvBackwardData and ConvBackwardKernels.
+// Conv's output): at (m·Nv + v)·(2 + D) the weight's gradient g_w, the share
+// a_v/A of the node's position and covariance gradients and the position's
+// gradient g_μ, and at m·Nv + v in node the index of the component's node. A
+// factor's gradient is then g_w times the other factor's weight, g_μ, and
+// share times the node's covariance gradient, as in ConvBackwardData and
+// ConvBackwardKernels. The terms are of the operands' type: in float32 they
+// take half the memory traffic, which bounds the backward pass of the
+// blocks with many output channels.
 type convFitTerms[T Float] struct {
 	sel   *ConvFitSelection
-	g     []T       // the incoming gradient the terms are for, while kept in sel
-	terms []float64 // in sel.terms, if stored
+	g     []T // the incoming gradient the terms are for, while kept in sel
+	terms []T // in sel.terms, if stored
+	node  []int32
 }
 
 // sameBits reports whether a and b hold bitwise the same values.
@@ -263,36 +270,42 @@ func sameBits[T Float](a, b []T) bool {
 func newConvFitTerms[T Float](g, x, k []T, sel *ConvFitSelection, d *convFitDest[T], store bool) *convFitTerms[T] {
 	lx, lk, n := sel.lx, sel.lk, sel.s.N
 	ly := device.ConvFitLayout(lx, lk, n)
-	s, nm, nv, ts := ly.Stride(), ly.Mixtures(), lx.C*lx.N*lk.N, convFitTermSize(lx.D)
+	s, nm, nv, ts := ly.Stride(), ly.Mixtures(), lx.C*lx.N*lk.N, 2+lx.D
 	tm := &convFitTerms[T]{sel: sel}
 	if store {
 		// The storage serves every pass of sel that stores: a call holds
 		// sel.mu, and its terms replace any kept ones.
-		if cap(sel.terms) < nm*nv*ts {
-			sel.terms = make([]float64, nm*nv*ts)
+		if buf, ok := sel.terms.([]T); ok && len(buf) == nm*nv*ts {
+			tm.terms, tm.node = buf, sel.nodes
+		} else {
+			tm.terms, tm.node = make([]T, nm*nv*ts), make([]int32, nm*nv)
+			sel.terms, sel.nodes = tm.terms, tm.node
 		}
-		tm.terms = sel.terms[:nm*nv*ts]
 	}
-	work := make([][]float64, parallel.Workers(d.rows))
+	type scratch struct {
+		terms []T
+		node  []int32
+	}
+	work := make([]scratch, parallel.Workers(d.rows))
 	clear(d.dst)
 	parallel.ForWorker(d.rows, func(w, r int) {
-		if work[w] == nil && !store {
-			work[w] = make([]float64, nv*ts)
+		if work[w].terms == nil && !store {
+			work[w] = scratch{make([]T, nv*ts), make([]int32, nv)}
 		}
 		for i := range nm / d.rows {
 			m := d.mix(r, i)
-			terms := work[w]
+			terms, node := work[w].terms, work[w].node
 			if store {
-				terms = tm.terms[m*nv*ts : (m+1)*nv*ts]
+				terms, node = tm.terms[m*nv*ts:(m+1)*nv*ts], tm.node[m*nv:(m+1)*nv]
 			}
 			xb, kb := sel.at.bases(lx, lk, m)
 			f := convFitFactors[T]{x: x[xb:], k: k[kb:], xo: sel.at.x, ko: sel.at.k}
 			perm := sel.perm[m*nv : (m+1)*nv]
 			gm := mixture.Mixture(g, ly, m)
 			for j, sp := range sel.sel[m*n : m*n+int(sel.nsel[m])] {
-				convFitNodeTerms(terms, f, perm, &sel.mom[m*n+j], sp, j, gm[j*s:(j+1)*s])
+				convFitNodeTerms(terms, node, f, perm, &sel.mom[m*n+j], sp, j, gm[j*s:(j+1)*s])
 			}
-			tm.add(d, gm, m, terms)
+			tm.add(d, gm, m, terms, node)
 		}
 	})
 	return tm
@@ -303,19 +316,15 @@ func newConvFitTerms[T Float](g, x, k []T, sel *ConvFitSelection, d *convFitDest
 func (tm *convFitTerms[T]) reduce(d *convFitDest[T], g []T) {
 	lx, lk, n := tm.sel.lx, tm.sel.lk, tm.sel.s.N
 	ly := device.ConvFitLayout(lx, lk, n)
-	nm, nv, ts := ly.Mixtures(), lx.C*lx.N*lk.N, convFitTermSize(lx.D)
+	nm, nv, ts := ly.Mixtures(), lx.C*lx.N*lk.N, 2+lx.D
 	clear(d.dst)
 	parallel.For(d.rows, func(r int) {
 		for i := range nm / d.rows {
 			m := d.mix(r, i)
-			tm.add(d, mixture.Mixture(g, ly, m), m, tm.terms[m*nv*ts:(m+1)*nv*ts])
+			tm.add(d, mixture.Mixture(g, ly, m), m, tm.terms[m*nv*ts:(m+1)*nv*ts], tm.node[m*nv:(m+1)*nv])
 		}
 	})
 }
-
-// convFitTermSize is the number of values convFitTerms keeps per virtual
-// component in d dimensions.
-func convFitTermSize(d int) int { return 3 + d }
 
 // add adds to d the gradients of the factors of output mixture m, whose
 // incoming gradient is gm, from its terms.
@@ -326,7 +335,7 @@ func convFitTermSize(d int) int { return 3 + d }
 // every data Gaussian i. Summing them in key order instead, straight into
 // the destination, put a read-modify-write of T per component on the
 // destination, a tenth of the fused paper step.
-func (tm *convFitTerms[T]) add(d *convFitDest[T], gm []T, m int, terms []float64) {
+func (tm *convFitTerms[T]) add(d *convFitDest[T], gm []T, m int, terms []T, node []int32) {
 	lx, lk := tm.sel.lx, tm.sel.lk
 	fi, ni, nk, s := lx.C, lx.N, lk.N, lx.Stride()
 	xb, kb := tm.sel.at.bases(lx, lk, m)
@@ -344,7 +353,7 @@ func (tm *convFitTerms[T]) add(d *convFitDest[T], gm []T, m int, terms []float64
 			if d.data {
 				v0, ob = c*ni+p, c*nk*s
 			}
-			convFitSum(&acc, terms, v0, vstep, np, other[ob:], s, gm)
+			convFitSum(&acc, terms, node, v0, vstep, np, other[ob:], s, gm)
 			o := dst[(c*pn+p)*s:][:s:s]
 			for e := range o {
 				o[e] += T(acc[e])
@@ -354,36 +363,40 @@ func (tm *convFitTerms[T]) add(d *convFitDest[T], gm []T, m int, terms []float64
 }
 
 // convFitSum writes into acc the gradient of one factor Gaussian: the sum
-// over its n virtual components v = v0 + q·vstep (terms, see convFitTerms)
+// over its n virtual components v = v0 + q·vstep (terms and node, see
+// convFitTerms)
 // whose other factors lie at other[q·s:], with gm the output mixture's
 // incoming gradient. Written out for 2D, which the models train.
-func convFitSum[T Float](acc *[13]float64, terms []float64, v0, vstep, n int, other []T, s int, gm []T) {
+func convFitSum[T Float](acc *[13]float64, terms []T, node []int32, v0, vstep, n int, other []T, s int, gm []T) {
 	if s == 7 {
 		var a0, a1, a2, a3, a4, a5, a6 float64
 		for q := range n {
-			t := terms[(v0+q*vstep)*5:][:5:5]
-			g := gm[int(t[4])*7+3:][:4:4]
-			a0 += t[0] * float64(other[q*7])
-			a1 += t[2]
-			a2 += t[3]
-			a3 += t[1] * float64(g[0])
-			a4 += t[1] * float64(g[1])
-			a5 += t[1] * float64(g[2])
-			a6 += t[1] * float64(g[3])
+			v := v0 + q*vstep
+			t := terms[v*4:][:4:4]
+			g := gm[int(node[v])*7+3:][:4:4]
+			share := float64(t[1])
+			a0 += float64(t[0]) * float64(other[q*7])
+			a1 += float64(t[2])
+			a2 += float64(t[3])
+			a3 += share * float64(g[0])
+			a4 += share * float64(g[1])
+			a5 += share * float64(g[2])
+			a6 += share * float64(g[3])
 		}
 		acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6] = a0, a1, a2, a3, a4, a5, a6
 		return
 	}
 	*acc = [13]float64{}
 	for q := range n {
-		t := terms[(v0+q*vstep)*6:][:6:6]
-		g := gm[int(t[5])*13+4:][:9:9]
-		acc[0] += t[0] * float64(other[q*13])
-		acc[1] += t[2]
-		acc[2] += t[3]
-		acc[3] += t[4]
+		v := v0 + q*vstep
+		t := terms[v*5:][:5:5]
+		g := gm[int(node[v])*13+4:][:9:9]
+		acc[0] += float64(t[0]) * float64(other[q*13])
+		acc[1] += float64(t[2])
+		acc[2] += float64(t[3])
+		acc[3] += float64(t[4])
 		for e, ge := range g {
-			acc[4+e] += t[1] * float64(ge)
+			acc[4+e] += float64(t[1]) * float64(ge)
 		}
 	}
 }
@@ -741,12 +754,15 @@ func writeMoments[T Float](out []T, mm *convFitMoments, d int) {
 // over a run-time dimension kept d_v and the sums in memory, and the loop
 // control cost more than the arithmetic. Both do the arithmetic of the
 // formulas above in the same order.
-func convFitNodeTerms[T Float](terms []float64, f convFitFactors[T], perm []int32, mm *convFitMoments, sp span, node int, g []T) {
+func convFitNodeTerms[T Float](terms []T, nodes []int32, f convFitFactors[T], perm []int32, mm *convFitMoments, sp span, node int, g []T) {
 	perm = perm[sp.first : sp.last+1]
+	for _, v := range perm {
+		nodes[v] = int32(node)
+	}
 	if len(g) == 1+2+4 {
-		convFitBackward2(terms, perm, f, mm, float64(node), g)
+		convFitBackward2(terms, perm, f, mm, g)
 	} else {
-		convFitBackward3(terms, perm, f, mm, float64(node), g)
+		convFitBackward3(terms, perm, f, mm, g)
 	}
 }
 
@@ -758,9 +774,9 @@ type convFitFactors[T Float] struct {
 }
 
 // convFitBackward2 writes into t, the terms of one output mixture, those of
-// the 2D components perm of its node number node, with moments mm and
-// output gradient g (see convFitNodeTerms).
-func convFitBackward2[T Float](t []float64, perm []int32, f convFitFactors[T], mm *convFitMoments, node float64, g []T) {
+// the 2D components perm of one node with moments mm and output gradient g
+// (see convFitNodeTerms).
+func convFitBackward2[T Float](t []T, perm []int32, f convFitFactors[T], mm *convFitMoments, g []T) {
 	gw, gm0, gm1 := float64(g[0]), float64(g[1]), float64(g[2])
 	g00, g01, g10, g11 := float64(g[3]), float64(g[4]), float64(g[5]), float64(g[6])
 	s00, s01, s10, s11 := g00+g00, g01+g10, g10+g01, g11+g11
@@ -768,7 +784,7 @@ func convFitBackward2[T Float](t []float64, perm []int32, f convFitFactors[T], m
 	c00, c01, c10, c11 := mm.cov[0], mm.cov[1], mm.cov[2], mm.cov[3]
 	inv, signed := 1/mm.a, !mm.uniform
 	for _, v := range perm {
-		xg, kg, tt := f.x[f.xo[v]:][:7:7], f.k[f.ko[v]:][:7:7], t[v*5:][:5:5]
+		xg, kg, tt := f.x[f.xo[v]:][:7:7], f.k[f.ko[v]:][:7:7], t[v*4:][:4:4]
 		w := float64(xg[0]) * float64(kg[0])
 		d0 := float64(xg[1]) + float64(kg[1]) - mu0
 		d1 := float64(xg[2]) + float64(kg[2]) - mu1
@@ -782,10 +798,9 @@ func convFitBackward2[T Float](t []float64, perm []int32, f convFitFactors[T], m
 			ga += g11 * (float64(xg[6]) + float64(kg[6]) + d1*d1 - c11)
 		}
 		gv, share := convFitWeightTerms(gw, ga, w, inv, signed)
-		tt[0], tt[1] = gv, share
-		tt[2] = (gm0 + s00*d0 + s01*d1) * share
-		tt[3] = (gm1 + s10*d0 + s11*d1) * share
-		tt[4] = node
+		tt[0], tt[1] = T(gv), T(share)
+		tt[2] = T((gm0 + s00*d0 + s01*d1) * share)
+		tt[3] = T((gm1 + s10*d0 + s11*d1) * share)
 	}
 }
 
@@ -808,7 +823,7 @@ func convFitWeightTerms(gw, ga, w, inv float64, signed bool) (gv, share float64)
 }
 
 // convFitBackward3 is convFitBackward2 in 3D.
-func convFitBackward3[T Float](t []float64, perm []int32, f convFitFactors[T], mm *convFitMoments, node float64, g []T) {
+func convFitBackward3[T Float](t []T, perm []int32, f convFitFactors[T], mm *convFitMoments, g []T) {
 	gw, gm0, gm1, gm2 := float64(g[0]), float64(g[1]), float64(g[2]), float64(g[3])
 	g00, g01, g02 := float64(g[4]), float64(g[5]), float64(g[6])
 	g10, g11, g12 := float64(g[7]), float64(g[8]), float64(g[9])
@@ -820,7 +835,7 @@ func convFitBackward3[T Float](t []float64, perm []int32, f convFitFactors[T], m
 	c := &mm.cov
 	inv, signed := 1/mm.a, !mm.uniform
 	for _, v := range perm {
-		xg, kg, tt := f.x[f.xo[v]:][:13:13], f.k[f.ko[v]:][:13:13], t[v*6:][:6:6]
+		xg, kg, tt := f.x[f.xo[v]:][:13:13], f.k[f.ko[v]:][:13:13], t[v*5:][:5:5]
 		w := float64(xg[0]) * float64(kg[0])
 		d0 := float64(xg[1]) + float64(kg[1]) - mu0
 		d1 := float64(xg[2]) + float64(kg[2]) - mu1
@@ -842,10 +857,9 @@ func convFitBackward3[T Float](t []float64, perm []int32, f convFitFactors[T], m
 			ga += g22 * (cv(8) + d2*d2 - c[8])
 		}
 		gv, share := convFitWeightTerms(gw, ga, w, inv, signed)
-		tt[0], tt[1] = gv, share
-		tt[2] = (gm0 + s00*d0 + s01*d1 + s02*d2) * share
-		tt[3] = (gm1 + s10*d0 + s11*d1 + s12*d2) * share
-		tt[4] = (gm2 + s20*d0 + s21*d1 + s22*d2) * share
-		tt[5] = node
+		tt[0], tt[1] = T(gv), T(share)
+		tt[2] = T((gm0 + s00*d0 + s01*d1 + s02*d2) * share)
+		tt[3] = T((gm1 + s10*d0 + s11*d1 + s12*d2) * share)
+		tt[4] = T((gm2 + s20*d0 + s21*d1 + s22*d2) * share)
 	}
 }

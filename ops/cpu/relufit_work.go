@@ -296,6 +296,8 @@ func checkFiniteResult[T Float](data []T, l mixture.Layout, what string, weights
 	st, step := l.Stride(), 1
 	if weightsOnly {
 		step = st
+	} else if mixture.CheckFinite(data) == nil {
+		return nil // the branchless, parallel check; the loop below names the value
 	}
 	for i := 0; i < len(data); i += step {
 		if v := data[i]; !mixture.Finite(v) {
