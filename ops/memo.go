@@ -17,7 +17,8 @@ import (
 //
 // SymDiff creates it, so an op in a graph without its gradient never saves.
 // It holds the last forward run only: the saved state and a copy of that
-// run's inputs, which bounds its memory by one run. A grad op receives the
+// run's inputs, and at most one spare state (below), which bounds its
+// memory by two runs' states. A grad op receives the
 // state only for inputs bitwise equal to the copy; for any other inputs (the
 // graph's inputs changed between the passes, or two machines run one graph
 // concurrently) it recomputes as it would without a memo, so a memo can make
