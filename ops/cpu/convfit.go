@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"sync"
-	"unsafe"
 
 	"github.com/gmcn-go/gmcn/internal/parallel"
 	"github.com/gmcn-go/gmcn/ops/device"
@@ -212,7 +211,7 @@ func ConvFitBackwardSaved[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, s
 	defer sel.mu.Unlock()
 	tm, ok := sel.kept.(*convFitTerms[T])
 	sel.kept = nil
-	if !ok || !sameBits(tm.g, g) {
+	if !ok || !mixture.SameBits(tm.g, g) {
 		// The first destination's pass computes the terms and sums its own
 		// rows while they are in cache; they are stored only for another
 		// destination: the second one of this call, or a later call's.
@@ -254,14 +253,6 @@ type convFitTerms[T Float] struct {
 	g     []T // the incoming gradient the terms are for, while kept in sel
 	terms []T // in sel.terms, if stored
 	node  []int32
-}
-
-// sameBits reports whether a and b hold bitwise the same values.
-func sameBits[T Float](a, b []T) bool {
-	bytes := func(v []T) []byte {
-		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*int(unsafe.Sizeof(T(0))))
-	}
-	return len(a) == len(b) && string(bytes(a)) == string(bytes(b))
 }
 
 // newConvFitTerms computes the terms for g with the selection sel in

@@ -144,16 +144,8 @@ func treehemBackwardKept[T Float](t *testing.T, x []T, l mixture.Layout, np int,
 		t.Fatal(err)
 	}
 	kept := dec.kept.(*hemKept[T])
-	dx, want := make([]T, len(x)), make([]T, len(x))
-	if err := TreeHEMBackwardSaved(dx, x, g, dec); err != nil {
-		t.Fatal(err)
-	}
-	if err := TreeHEMBackward(want, x, g, l, np, o); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(dx, want) {
-		t.Errorf("TreeHEMBackwardSaved with the kept caches differs from TreeHEMBackward")
-	}
+	want := checkBackwardSaved(t, x, g, dec, "the kept caches")
+	dx := make([]T, len(x))
 	// Scaled caches change the result only if the backward reads them.
 	scaled := *dec
 	scaled.kept = &hemKept[T]{x: kept.x, cache: slices.Clone(kept.cache)}
@@ -235,16 +227,25 @@ func treehemReleased[T Float](t *testing.T, xa, xb []T, l mixture.Layout, np int
 	if !slices.Equal(y, want) {
 		t.Errorf("TreeHEM into released decisions differs from TreeHEM")
 	}
-	dx, wdx := make([]T, len(xb)), make([]T, len(xb))
-	if err := TreeHEMBackwardSaved(dx, xb, g, used); err != nil {
+	checkBackwardSaved(t, xb, g, used, "released decisions")
+}
+
+// checkBackwardSaved checks that TreeHEMBackwardSaved with dec at x gives
+// bitwise what TreeHEMBackward, which recomputes everything, gives; it
+// returns the latter.
+func checkBackwardSaved[T Float](t *testing.T, x, g []T, dec *Decisions, with string) []T {
+	t.Helper()
+	dx, want := make([]T, len(x)), make([]T, len(x))
+	if err := TreeHEMBackwardSaved(dx, x, g, dec); err != nil {
 		t.Fatal(err)
 	}
-	if err := TreeHEMBackward(wdx, xb, g, l, np, o); err != nil {
+	if err := TreeHEMBackward(want, x, g, dec.l, dec.np, dec.o); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(dx, wdx) {
-		t.Errorf("TreeHEMBackwardSaved with released decisions differs from TreeHEMBackward")
+	if !slices.Equal(dx, want) {
+		t.Errorf("TreeHEMBackwardSaved with %s differs from TreeHEMBackward", with)
 	}
+	return want
 }
 
 // TestTreeHEMRefitCovered makes sure the fill-all refit path (a split that
