@@ -21,31 +21,6 @@
 // mass with the lowest slot on ties, as the CPU's first-wins scan does.
 #include "gm.cuh"
 
-typedef unsigned long long ull;
-
-// cf_expand spreads the low 10 bits of v so that two zero bits follow each.
-__device__ __forceinline__ unsigned cf_expand(unsigned v) {
-	v = (v * 0x00010001u) & 0xFF0000FFu;
-	v = (v * 0x00000101u) & 0x0F00F00Fu;
-	v = (v * 0x00000011u) & 0xC30C30C3u;
-	v = (v * 0x00000005u) & 0x49249249u;
-	return v;
-}
-
-// cf_split is karrasSplit of ops/cpu/lbvh.go: the last index in
-// [first, last) whose key shares a longer prefix with keys[first] than
-// keys[last] does. The keys are unique.
-__device__ ll cf_split(const ull *keys, ll first, ll last) {
-	int common = __clzll((long long)(keys[first] ^ keys[last]));
-	ll split = first, step = last - first;
-	while (step > 1) {
-		step = (step + 1) / 2;
-		ll s = split + step;
-		if (s < last && __clzll((long long)(keys[first] ^ keys[s])) > common) split = s;
-	}
-	return split;
-}
-
 // CfShape holds the sizes of one call and where output mixture m's factors
 // are. The dimension is a template parameter so that the loops over the
 // small per-component arrays unroll and those arrays stay in registers.
@@ -160,24 +135,12 @@ __device__ int cf_select(const T *x, const T *k, const CfShape<D> &sh, ll m, ll 
 			double u = (p - lower[a]) * scale[a];
 			q[a] = (unsigned)fmin(fmax(u * 1024, 0.0), 1023.0);
 		}
-		unsigned code = cf_expand(q[0]) << 2 | cf_expand(q[1]) << 1 | cf_expand(q[2]);
+		unsigned code = gm_expand_bits(q[0]) << 2 | gm_expand_bits(q[1]) << 1 | gm_expand_bits(q[2]);
 		ull sign = ((xg[0] > 0 && kg[0] > 0) || (xg[0] < 0 && kg[0] < 0)) ? 1 : 0;
 		sc.keys[v] = sign << 62 | (ull)code << 32 | (ull)v;
 	}
 	__syncthreads();
-	// Bitonic sort; each compared pair belongs to the thread of its lower
-	// index.
-	for (ll kk = 2; kk <= P; kk <<= 1)
-		for (ll jj = kk >> 1; jj > 0; jj >>= 1) {
-			for (ll i = tid; i < P; i += bd) {
-				ll l = i ^ jj;
-				if (l > i) {
-					ull a = sc.keys[i], c = sc.keys[l];
-					if ((a > c) == ((i & kk) == 0)) sc.keys[i] = c, sc.keys[l] = a;
-				}
-			}
-			__syncthreads();
-		}
+	gm_block_sort(sc.keys, P);
 	// The sorted position replaces the index in the low bits, as on the CPU.
 	for (ll j = tid; j < nv; j += bd) {
 		ull key = sc.keys[j];
@@ -214,7 +177,7 @@ __device__ int cf_select(const T *x, const T *k, const CfShape<D> &sh, ll m, ll 
 			if (at == 0x7FFFFFFF) break; // only leaves
 			if (tid == 0) {
 				ll f = sc.sel[2 * at], l = sc.sel[2 * at + 1];
-				ll split = cf_split(sc.keys, f, l);
+				ll split = gm_karras_split(sc.keys, f, l);
 				sc.sel[2 * at + 1] = (int)split;
 				sc.mass[at] = cf_priority(sc.prefix[split + 1] - sc.prefix[f], neg);
 				sc.sel[2 * c] = (int)(split + 1), sc.sel[2 * c + 1] = (int)l;

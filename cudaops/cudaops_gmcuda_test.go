@@ -571,7 +571,126 @@ func TestOnFallback(t *testing.T) {
 			t.Errorf("External names %s, which onFallback hands to the CPU", name)
 		}
 	}
-	if p := d.Placement(); !strings.Contains(p, "ReLUFit/constant") || !strings.Contains(p, "TreeHEM") || strings.Contains(p, "Conv,") {
+	if p := d.Placement(); !strings.Contains(p, "ReLUFit/constant") || !strings.Contains(p, "MEMBackward") || strings.Contains(p, "Conv,") {
 		t.Errorf("Placement %q", p)
 	}
+}
+
+// TestTreeHEM compares TreeHEM's reduction and gradient with the CPU's, for
+// every reduction factor, plain splits, splits down to leaves, the refit to
+// the missing count, the reference's under-filling, the pass-through of
+// N ≤ Np, far components whose likelihoods clip, dropped zero weights and
+// positions tied on a lattice (equal Morton codes, ordered by index). Which
+// nodes were fitted and selected shows in every output value, so equal
+// outputs in float64 mean equal decisions.
+func TestTreeHEM(t *testing.T) {
+	forTypes(t, testTreeHEM[float32], testTreeHEM[float64])
+}
+
+// treeHEMCases are the shapes of TestTreeHEM: N 130 and 257 give trees
+// deeper than one block's threads are wide at their lowest heights.
+var treeHEMCases = []struct {
+	d, n, t, np int
+	under       bool
+	spread      float64
+	data        string
+}{
+	{2, 11, 2, 2, false, 3, "random"}, {2, 11, 2, 4, false, 0.5, "random"}, {2, 13, 2, 5, false, 3, "random"},
+	{2, 13, 2, 6, true, 0.5, "random"}, {3, 11, 2, 3, false, 0.5, "random"}, {3, 13, 2, 6, true, 0.5, "random"},
+	{2, 17, 4, 6, false, 3, "random"}, {3, 17, 4, 7, false, 0.6, "random"}, {2, 21, 8, 8, false, 0.8, "random"},
+	{3, 19, 8, 9, true, 0.8, "random"}, {2, 13, 2, 4, false, 30, "random"}, {3, 13, 2, 4, false, 30, "random"},
+	{2, 130, 2, 16, false, 3, "random"}, {3, 257, 4, 32, false, 3, "random"}, {2, 257, 2, 64, true, 3, "random"},
+	{2, 40, 2, 8, false, 3, "zeros"}, {3, 40, 4, 8, false, 3, "zeros"},
+	{2, 50, 2, 8, false, 0, "lattice"}, {3, 50, 2, 10, false, 0, "lattice"},
+	{2, 64, 2, 20, false, 0, "equal"}, {3, 48, 4, 16, false, 0, "equal"},
+	{2, 5, 2, 8, false, 3, "random"}, {3, 5, 4, 8, true, 3, "random"},
+}
+
+func testTreeHEM[T Float](t *testing.T) {
+	for i, c := range treeHEMCases {
+		t.Run(fmt.Sprintf("%dD_N%d_T%d_Np%d_under%v_r%v_%s", c.d, c.n, c.t, c.np, c.under, c.spread, c.data), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(11, uint64(i)))
+			l := mixture.Layout{B: 2, C: 3, N: c.n, D: c.d}
+			o := device.TreeHEMOptions{Reduction: c.t, UnderFill: c.under}
+			testTreeHEMCase(t, rng, treeHEMData[T](rng, l, c.spread, c.data), l, c.np, o)
+		})
+	}
+}
+
+// TestTreeHEMLooping runs TreeHEM with a grid of two blocks, each looping
+// over several mixtures, as batches past hemGrid mixtures do.
+func TestTreeHEMLooping(t *testing.T) {
+	defer func(g int) { hemGrid = g }(hemGrid)
+	hemGrid = 2
+	rng := rand.New(rand.NewPCG(7, 9))
+	l := mixture.Layout{B: 3, C: 3, N: 60, D: 2}
+	testTreeHEMCase(t, rng, treeHEMData[float64](rng, l, 3, "random"), l, 8, device.TreeHEMOptions{Reduction: 2})
+}
+
+// treeHEMData returns positive mixtures (TreeHEM's input is the ReLU fit's
+// output) with positions in [−r, r)^D, or with data "zeros" every third
+// weight 0 (dropped by the nodes' filter), with "lattice" positions on a
+// 3-point lattice per axis, each moved by less than 5e−4, or with "equal"
+// those positions and every weight 1 (the tree splits runs of equal codes
+// by index, evenly, and the node ratings are leaf counts: ties, where the
+// first must win, as must the first member of largest |w| in a fit's
+// initial clusters).
+//
+// The lattice's Morton codes tie (the index must order them), but its
+// positions do not: exactly equal positions would make the fitted means of
+// nodes tie up to rounding, and the initial clusters of a fit would then
+// depend on the last bit of exp, which the CPU and the GPU compute
+// differently. The middle point and the moves keep every position of one
+// point in one Morton cell: −1 → cell 0, 1 → 1023 (clamped), the middle
+// 460.5/512 − 1 → 460.4–460.8 whatever the moves do to the bounding box.
+func treeHEMData[T Float](rng *rand.Rand, l mixture.Layout, r float64, data string) []T {
+	x := gmtest.Mixtures[T](rng, gmtest.Spec{WeightMin: 0.5, WeightMax: 1.5, Spread: max(r, 1), CovScale: 0.3, CovDiag: 0.3}, l.B, l.C, l.N, l.D)
+	s := l.Stride()
+	for g := 0; g < l.Mixtures()*l.N; g++ {
+		v := x[g*s : (g+1)*s]
+		switch data {
+		case "zeros":
+			if g%3 == 0 {
+				v[0] = 0
+			}
+		case "equal":
+			v[0] = 1
+			fallthrough
+		case "lattice":
+			for a := range l.D {
+				v[1+a] = T(lattice[(g>>a)%3] + 5e-4*rng.Float64())
+			}
+		}
+	}
+	return x
+}
+
+var lattice = [3]float64{-1, 460.5/512 - 1, 1}
+
+func testTreeHEMCase[T Float](t *testing.T, rng *rand.Rand, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) {
+	t.Helper()
+	ly := mixture.Layout{B: l.B, C: l.C, N: np, D: l.D}
+	y, want := make([]T, ly.Len()), make([]T, ly.Len())
+	saved, err := gpu[T]().TreeHEMSaving(y, x, l, np, o)
+	must(t, err)
+	must(t, cpu.TreeHEM(want, x, l, np, o))
+	compare(t, "y", y, want, treeHEMTolerance[T](false))
+	g := gmtest.Uniform[T](rng, ly.Len(), -1, 1)
+	dx, wdx := make([]T, l.Len()), make([]T, l.Len())
+	must(t, gpu[T]().TreeHEMBackward(dx, x, g, l, np, o, saved))
+	must(t, cpu.TreeHEMBackward(wdx, x, g, l, np, o))
+	compare(t, "dx", dx, wdx, treeHEMTolerance[T](true))
+	clear(dx)
+	must(t, gpu[T]().TreeHEMBackward(dx, x, g, l, np, o, nil))
+	compare(t, "dx unsaved", dx, wdx, treeHEMTolerance[T](true))
+}
+
+// treeHEMTolerance is tolerance, but in float64 1e−12: the kernel makes
+// the CPU's decisions with the CPU's operations, only exp and log round
+// differently.
+func treeHEMTolerance[T Float](grad bool) float64 {
+	if sizeOf[T]() == 8 {
+		return 1e-12
+	}
+	return tolerance[T](grad)
 }

@@ -96,6 +96,8 @@ template <typename T> T from_bits(uint64_t b) {
 #define __restrict__ __restrict
 #define __launch_bounds__(...)
 #define __shared__ thread_local
+#define GM_NO_UNROLL
+#define GM_NOINLINE
 
 // GM_KERNEL_HOOK (gm.cuh) registers both precisions of every exported kernel.
 #define GM_KERNEL_HOOK(name)                                                                              \

@@ -3,7 +3,6 @@
 package cudaops
 
 import (
-	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -16,7 +15,7 @@ import (
 // the launchers ask onGPU. The inputs already live on the host (every
 // launcher uploads and downloads), so handing over costs no transfer.
 var onFallback = map[string]bool{
-	"TreeHEM": true, "TreeHEMSaving": true, "TreeHEMBackward": true, "MEM": true, "MEMBackward": true,
+	"MEM": true, "MEMBackward": true,
 	"WeightDecay": true, "WeightDecayBackward": true,
 	"Standardise": true, "StandardiseBackward": true,
 	"ScaleWeights": true, "ScaleAxes": true, "ScaleAxesBackward": true,
@@ -28,18 +27,6 @@ var onFallback = map[string]bool{
 // onGPU reports whether the computation External calls name runs on the
 // GPU.
 func onGPU(name string) bool { return !onFallback[name] }
-
-func (c Kernels[T]) TreeHEM(y, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) error {
-	return c.cpu.TreeHEM(y, x, l, np, o)
-}
-
-func (c Kernels[T]) TreeHEMSaving(y, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) (device.Saved, error) {
-	return c.cpu.TreeHEMSaving(y, x, l, np, o)
-}
-
-func (c Kernels[T]) TreeHEMBackward(dx, x, g []T, l mixture.Layout, np int, o device.TreeHEMOptions, saved device.Saved) error {
-	return c.cpu.TreeHEMBackward(dx, x, g, l, np, o, saved)
-}
 
 func (c Kernels[T]) MEM(y, x []T, l mixture.Layout, np int) error {
 	return c.cpu.MEM(y, x, l, np)

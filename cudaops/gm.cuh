@@ -12,6 +12,51 @@
 
 typedef long long ll;
 
+typedef unsigned long long ull;
+
+// gm_expand_bits spreads the low 10 bits of v so that two zero bits follow
+// each: bit i moves to bit 3i (expandBits in ops/cpu/morton.go).
+__device__ __forceinline__ unsigned gm_expand_bits(unsigned v) {
+	v = (v * 0x00010001u) & 0xFF0000FFu;
+	v = (v * 0x00000101u) & 0x0F00F00Fu;
+	v = (v * 0x00000011u) & 0xC30C30C3u;
+	v = (v * 0x00000005u) & 0x49249249u;
+	return v;
+}
+
+// gm_block_sort sorts the P keys (P a power of two) ascending with the
+// whole block, by a bitonic network; each compared pair belongs to the
+// thread of its lower index. Every thread calls it after a barrier that
+// follows the writes of the keys; they are sorted when it returns.
+__device__ __forceinline__ void gm_block_sort(ull *keys, ll P) {
+	const ll tid = threadIdx.x, bd = blockDim.x;
+	for (ll kk = 2; kk <= P; kk <<= 1)
+		for (ll jj = kk >> 1; jj > 0; jj >>= 1) {
+			for (ll i = tid; i < P; i += bd) {
+				ll l = i ^ jj;
+				if (l > i) {
+					ull a = keys[i], c = keys[l];
+					if ((a > c) == ((i & kk) == 0)) keys[i] = c, keys[l] = a;
+				}
+			}
+			__syncthreads();
+		}
+}
+
+// gm_karras_split is karrasSplit of ops/cpu/lbvh.go: the last index in
+// [first, last) whose key shares a longer prefix with keys[first] than
+// keys[last] does. The keys are unique.
+__device__ __forceinline__ ll gm_karras_split(const ull *keys, ll first, ll last) {
+	int common = __clzll((long long)(keys[first] ^ keys[last]));
+	ll split = first, step = last - first;
+	while (step > 1) {
+		step = (step + 1) / 2;
+		ll s = split + step;
+		if (s < last && __clzll((long long)(keys[first] ^ keys[s])) > common) split = s;
+	}
+	return split;
+}
+
 // (2π)^(-D/2) for D = 2 and D = 3.
 #define GM_NORM2 0.15915494309189535
 #define GM_NORM3 0.06349363593424097
@@ -128,6 +173,20 @@ __device__ __forceinline__ void gm_block_box(double *lo, double *hi, double *red
 	for (int a = 0; a < 3; a++) lo[a] = red[a * bd], hi[a] = red[(3 + a) * bd];
 	__syncthreads(); // every thread has read red
 }
+
+// GM_NO_UNROLL before a loop keeps nvcc from unrolling it: for loops whose
+// bodies are large and whose trip counts are data (TreeHEM's EM step), where
+// unrolling multiplies the PTX and not the speed. The emulator defines it
+// empty.
+#ifndef GM_NO_UNROLL
+#define GM_NO_UNROLL _Pragma("unroll 1")
+#endif
+
+// GM_NOINLINE keeps nvcc from inlining a large device function into each of
+// its callers. The emulator defines it empty.
+#ifndef GM_NOINLINE
+#define GM_NOINLINE __noinline__
+#endif
 
 // GM_KERNEL_HOOK(name) follows the definitions of every exported pair of
 // kernels. Under nvcc it is empty; the CUDA emulator (emu_cuda.h)

@@ -22,23 +22,27 @@ type blockShape struct{ b, fi, ni, fo, nk, np, d int }
 // blockTraffic is what one forward+backward of the block moves across the
 // bus today, in values of the element type, term by term: every GPU
 // computation uploads its inputs and downloads its result, and the
-// computations without a GPU kernel (÷Fi, TreeHEM) run on the CPU fallback
-// and move nothing. Two costs show here that a resident block removes: the
+// computation without a GPU kernel (÷Fi) runs on the CPU fallback and moves
+// nothing. Two costs show here that a resident block removes: the
 // convolution's data gradient is computed although the data is not
 // learnable (Gorgonia asks an op for the gradient of every input), and the
 // kernel assembly's backward runs once per raw input, uploading the same
 // gradient three times. dense counts the terms of F_i·N_i·N_k Gaussians per
-// mixture (the convolution's output, the ReLU fit's, their gradients), the
-// ones the GPU-resident block must keep on the device.
+// mixture (the convolution's output, the ReLU fit's, which TreeHEM's
+// forward and backward upload again, and their gradients), the ones the
+// GPU-resident block must keep on the device.
 func blockTraffic(s blockShape) (h2d, d2h, dense, launches int) {
 	S := 1 + s.d + s.d*s.d
 	x := s.b * s.fi * s.ni * S               // the data
 	k := s.fo * s.fi * s.nk * S              // the assembled kernels
 	y := s.b * s.fo * s.fi * s.ni * s.nk * S // the convolution's output
+	z := s.b * s.fo * s.np * S               // the block's output
 	w, p, a := s.fo*s.fi*s.nk, s.fo*s.fi*s.nk*s.d, s.fo*s.fi*s.nk*s.d*s.d
 	h2d = a + (w + p + a) + // KernelEpsilon, AssembleKernel
 		(x + k) + // Conv
 		y + // ReLUFit
+		y + // TreeHEM
+		(y + z) + // TreeHEMBackward: x and g
 		2*y + // ReLUFitBackward: x and g
 		(y + k) + // ConvBackwardData: g and k
 		(y + x) + // ConvBackwardKernels: g and x
@@ -46,14 +50,16 @@ func blockTraffic(s blockShape) (h2d, d2h, dense, launches int) {
 	d2h = k + // AssembleKernel
 		y + // Conv
 		y + // ReLUFit
+		z + // TreeHEM
+		y + // TreeHEMBackward
 		y + // ReLUFitBackward
 		x + // ConvBackwardData
 		k + // ConvBackwardKernels
 		(w + p + a) // AssembleKernelBackward, one gradient each time
-	dense = 8 * y
-	// gram max, assembly, conv, ReLU fit, its backward (2), conv backward
-	// (2), assembly backward (3).
-	return h2d, d2h, dense, 11
+	dense = 11 * y
+	// gram max, assembly, conv, ReLU fit, TreeHEM, their backward (2 + 1),
+	// conv backward (2), assembly backward (3).
+	return h2d, d2h, dense, 13
 }
 
 // TestBlockTraffic states the bytes one forward+backward of a GMCN block

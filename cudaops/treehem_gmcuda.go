@@ -1,0 +1,123 @@
+//go:build gmcuda
+
+package cudaops
+
+import (
+	"fmt"
+	"math/bits"
+
+	"github.com/gmcn-go/gmcn/ops/device"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+	"github.com/pkg/errors"
+)
+
+// hemBlock is the thread count of the TreeHEM blocks: one block per mixture,
+// whose threads share the nodes of one tree height (about N/2 at the lowest).
+const hemBlock = 128
+
+// hemGrid is the most blocks one TreeHEM launch runs; each block loops over
+// the mixtures m ≡ blockIdx.x (mod the grid), so the scratch is sized by the
+// grid. A variable so that the tests can make blocks loop on small inputs.
+var hemGrid = 512
+
+// treeHEMSaved is what TreeHEMSaving keeps on the GPU: the call's shapes.
+// The backward makes every decision again on the device (treehem.cu); a
+// non-nil saved state tells it the input is the forward's.
+type treeHEMSaved struct {
+	l  mixture.Layout
+	np int
+	o  device.TreeHEMOptions
+}
+
+// hemScratch returns the bytes of one block's scratch and the padded key
+// count P, laid out as hem_scratch in treehem.cu says: P keys; N·S values
+// twice, (N−1)·T·S twice, N−1 and 2T·S twice of the element type (z bytes);
+// 10N − 5 + Np int32; rounded up to 8 bytes.
+func hemScratch(l mixture.Layout, np, t, z int) (per int64, p int) {
+	n, s := int64(l.N), int64(l.Stride())
+	p = 1 << bits.Len(uint(l.N-1))
+	vals := 2*n*s + 2*(n-1)*int64(t)*s + (n - 1) + 2*2*int64(t)*s
+	per = 8*int64(p) + vals*int64(z) + 4*(10*n-5+int64(np))
+	return (per + 7) &^ 7, p
+}
+
+// treeHEM checks a call's sizes and runs the launch that launch makes on a
+// grid whose scratch fits maxScratch.
+func (c Kernels[T]) treeHEM(name string, l mixture.Layout, np int, o device.TreeHEMOptions, nx, ny int, launch func(s *seq, grid int, scratch devPtr, args []any)) error {
+	if err := o.Check(l, np); err != nil {
+		return err
+	}
+	if nx != l.Len() {
+		return errors.Errorf("cudaops %s: input has %d values, layout %v needs %d", name, nx, l.Shape(), l.Len())
+	}
+	if want := l.Mixtures() * np * l.Stride(); ny != want {
+		return errors.Errorf("cudaops %s: output has %d values, [%d, %d, %d, %d] needs %d", name, ny, l.B, l.C, np, l.Stride(), want)
+	}
+	under := 0
+	if o.UnderFill {
+		under = 1
+	}
+	per, p := hemScratch(l, np, o.Reduction, int(sizeOf[T]()))
+	grid := int(max(1, min(int64(min(l.Mixtures(), hemGrid)), maxScratch/per)))
+	return c.d.run(func(s *seq) {
+		var scratch devPtr
+		if s.err == nil {
+			scratch, s.err = s.d.buf(slotScratch, int64(grid)*per)
+		}
+		launch(s, grid, scratch, []any{l.Mixtures(), l.N, l.D, np, under, int(per), p})
+	})
+}
+
+// hemShared is the dynamic shared memory of a TreeHEM block: the bounding
+// box's reduction, four doubles and four int32 of shared state.
+const hemShared = 8*(6*hemBlock+4) + 16
+
+// TreeHEM is device.Kernels.TreeHEM on the GPU (treehem.cu).
+func (c Kernels[T]) TreeHEM(y, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) error {
+	err := c.treeHEM("TreeHEM", l, np, o, len(x), len(y), func(s *seq, grid int, scratch devPtr, args []any) {
+		px := in(s, slotIn0, x)
+		py := out[T](s, slotOut, len(y))
+		s.launch(fmt.Sprintf("gm_treehem%d", o.Reduction)+suffix[T](), [2]int{grid, 1}, hemBlock, hemShared, append([]any{py, px, scratch}, args...)...)
+		get(s, y, py)
+	})
+	if err != nil {
+		return err
+	}
+	return finite(y, mixture.Layout{B: l.B, C: l.C, N: np, D: l.D}, "TreeHEM output")
+}
+
+// TreeHEMSaving is TreeHEM; its saved state holds only the shapes (see
+// treeHEMSaved).
+func (c Kernels[T]) TreeHEMSaving(y, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) (device.Saved, error) {
+	if err := c.TreeHEM(y, x, l, np, o); err != nil {
+		return nil, err
+	}
+	return treeHEMSaved{l, np, o}, nil
+}
+
+// TreeHEMBackward is device.Kernels.TreeHEMBackward on the GPU: one launch
+// replays the forward pass per mixture and differentiates it (treehem.cu).
+func (c Kernels[T]) TreeHEMBackward(dx, x, g []T, l mixture.Layout, np int, o device.TreeHEMOptions, saved device.Saved) error {
+	if saved != nil {
+		sv, ok := saved.(treeHEMSaved)
+		if !ok {
+			return errors.Errorf("TreeHEMBackward: saved state %T is not the GPU's %T", saved, sv)
+		}
+		if sv.l != l || sv.np != np || sv.o != o {
+			return errors.Errorf("TreeHEMBackward: saved state made for %v → %d (%+v), used for %v → %d (%+v)", sv.l.Shape(), sv.np, sv.o, l.Shape(), np, o)
+		}
+	}
+	if len(dx) != len(x) {
+		return errors.Errorf("cudaops TreeHEMBackward: gradient has %d values, the input %d", len(dx), len(x))
+	}
+	err := c.treeHEM("TreeHEMBackward", l, np, o, len(x), len(g), func(s *seq, grid int, scratch devPtr, args []any) {
+		px, pg := in(s, slotIn0, x), in(s, slotIn1, g)
+		pd := out[T](s, slotOut, len(dx))
+		s.launch(fmt.Sprintf("gm_treehem%d_backward", o.Reduction)+suffix[T](), [2]int{grid, 1}, hemBlock, hemShared, append([]any{pd, px, pg, scratch}, args...)...)
+		get(s, dx, pd)
+	})
+	if err != nil {
+		return err
+	}
+	return finite(dx, l, "TreeHEM gradient")
+}
