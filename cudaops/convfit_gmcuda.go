@@ -38,16 +38,15 @@ type convFitSaved struct {
 // every GPU since compute 3.0, and all the emulator gives.
 const maxShared = 48 << 10
 
-// convFitArgs uploads x and k, places the selection scratch for the call
-// and returns the grid, the shared-memory bytes and the kernel arguments
-// that follow the destination (and, in the backward, the incoming
-// gradient).
-func convFitArgs[T Float](s *seq, x, k []T, lx, lk mixture.Layout, sel device.ConvFitSelect) (grid, smem int, args []any) {
+// convFitArgs places the selection scratch for a call on the device
+// operands px and pk and returns the grid, the shared-memory bytes and the
+// kernel arguments that follow the destination (and, in the backward, the
+// incoming gradient).
+func convFitArgs(s *seq, px, pk devPtr, lx, lk mixture.Layout, sel device.ConvFitSelect) (grid, smem int, args []any) {
 	n := sel.N
 	nm, nv := lx.B*lk.B, lx.C*lx.N*lk.N
 	p := 1 << bits.Len(uint(nv-1)) // the sort's padded length, ≥ nv
 	grid = min(nm, convFitGrid)
-	px, pk := in(s, slotIn0, x), in(s, slotIn1, k)
 	// The layout cf_scratch in convfit.cu reads: keys (whose region the
 	// bounding box's reduction of 6 doubles per thread uses first), nv + 1
 	// prefix sums, n masses, nv sorted indices, 2n node bounds, a count.
@@ -81,11 +80,17 @@ func convFitArgs[T Float](s *seq, x, k []T, lx, lk mixture.Layout, sel device.Co
 // moment matches (convfit.cu).
 func (c Kernels[T]) ConvFit(y, x, k []T, lx, lk mixture.Layout, sel device.ConvFitSelect) error {
 	return c.d.run(func(s *seq) {
-		grid, smem, args := convFitArgs(s, x, k, lx, lk, sel)
+		px, pk := in(s, slotIn0, x), in(s, slotIn1, k)
 		py := out[T](s, slotOut, len(y))
-		s.launch("gm_convfit"+suffix[T](), [2]int{grid, 1}, convFitBlock, smem, append([]any{py}, args...)...)
+		launchConvFit[T](s, py, px, pk, lx, lk, sel)
 		get(s, y, py)
 	})
+}
+
+// launchConvFit runs ConvFit's kernel on device operands.
+func launchConvFit[T Float](s *seq, py, px, pk devPtr, lx, lk mixture.Layout, sel device.ConvFitSelect) {
+	grid, smem, args := convFitArgs(s, px, pk, lx, lk, sel)
+	s.launch("gm_convfit"+suffix[T](), [2]int{grid, 1}, convFitBlock, smem, append([]any{py}, args...)...)
 }
 
 // ConvFitSaving is ConvFit; its saved state holds only the shapes (see
@@ -112,23 +117,41 @@ func (c Kernels[T]) ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, 
 			return errors.Errorf("ConvFitBackward: saved state made for %v ⊛ %v (%v), used for %v ⊛ %v (%v)", sv.lx.Shape(), sv.lk.Shape(), sv.sel, lx.Shape(), lk.Shape(), sel)
 		}
 	}
-	lv := device.ConvLayout(lx, lk)
 	return c.d.run(func(s *seq) {
-		grid, smem, args := convFitArgs(s, x, k, lx, lk, sel)
-		pg := in(s, slotIn2, g)
-		pv := out[T](s, slotWork, lv.Len())
-		s.launch("gm_convfit_backward"+suffix[T](), [2]int{grid, 1}, convFitBlock, smem, append([]any{pv, pg}, args...)...)
-		px, pk := args[0], args[1]
-		shape := []any{lx.B, lx.C, lx.N, lk.B, lk.N, lx.Stride()}
+		px, pk, pg := in(s, slotIn0, x), in(s, slotIn1, k), in(s, slotIn2, g)
+		pdx, pdk := launchConvFitBackward[T](s, dx != nil, dk != nil, pg, px, pk, lx, lk, sel)
 		if dx != nil {
-			pd := out[T](s, slotOut, len(dx))
-			s.launch("gm_conv_backward_data"+suffix[T](), [2]int{blocks(len(dx), flatBlock), 1}, flatBlock, 0, append([]any{pd, pv, pk}, shape...)...)
-			get(s, dx, pd)
+			get(s, dx, pdx)
 		}
 		if dk != nil {
-			pd := out[T](s, slotOut1, len(dk))
-			s.launch("gm_conv_backward_kernels"+suffix[T](), [2]int{lk.B * lk.C * lk.N, 1}, reduceBlock, reduceBlock*int(sizeOf[T]()), append([]any{pd, pv, px}, shape...)...)
-			get(s, dk, pd)
+			get(s, dk, pdk)
 		}
 	})
+}
+
+// launchConvFitBackward runs ConvFit's backward on device operands: the
+// gradient of every virtual component into slotWork, then the
+// convolution's backward kernels into slotOut (∂L/∂x, if wantX) and
+// slotOut1 (∂L/∂k, if wantK), which it returns.
+func launchConvFitBackward[T Float](s *seq, wantX, wantK bool, pg, px, pk devPtr, lx, lk mixture.Layout, sel device.ConvFitSelect) (pdx, pdk devPtr) {
+	lv := device.ConvLayout(lx, lk)
+	grid, smem, args := convFitArgs(s, px, pk, lx, lk, sel)
+	pv := out[T](s, slotWork, lv.Len())
+	s.launch("gm_convfit_backward"+suffix[T](), [2]int{grid, 1}, convFitBlock, smem, append([]any{pv, pg}, args...)...)
+	return launchConvBackward[T](s, wantX, wantK, pv, px, pk, lx, lk)
+}
+
+// launchConvBackward runs the convolution's backward kernels for the
+// gradient pv of its output on device operands, into slotOut (∂L/∂x, if
+// wantX) and slotOut1 (∂L/∂k, if wantK), which it returns.
+func launchConvBackward[T Float](s *seq, wantX, wantK bool, pv, px, pk devPtr, lx, lk mixture.Layout) (pdx, pdk devPtr) {
+	if wantX {
+		pdx = out[T](s, slotOut, lx.Len())
+		launchConv[T](s, "gm_conv_backward_data", blocks(lx.Len(), flatBlock), flatBlock, 0, pdx, pv, pk, lx, lk)
+	}
+	if wantK {
+		pdk = out[T](s, slotOut1, lk.Len())
+		launchConv[T](s, "gm_conv_backward_kernels", lk.B*lk.C*lk.N, reduceBlock, reduceBlock*int(sizeOf[T]()), pdk, pv, px, lx, lk)
+	}
+	return pdx, pdk
 }

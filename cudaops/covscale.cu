@@ -65,3 +65,15 @@ __device__ void gm_cov_scale_backward(T *dx, const T *g, const T *x, const T *sc
 }
 #define GM_CSB_PARAMS(T) (T * dx, const T *g, const T *x, const T *sc, const double *tau, ll mixtures, ll n, ll d)
 GM_EXPORT(gm_cov_scale_backward, GM_CSB_PARAMS, (dx, g, x, sc, tau, mixtures, n, d))
+
+// gm_scale_weights writes y, the count packed values of x (stride s) with
+// every weight multiplied by f and the rest copied (ScaleWeights; y may be
+// x). It is the ÷Fi inside a GMCN block (block_gmcuda.go).
+template <typename T> __device__ void gm_scale_weights(T *y, const T *x, ll count, ll s, double f) {
+	ll i = (ll)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= count) return;
+	T v = x[i];
+	y[i] = i % s == 0 ? v * (T)f : v;
+}
+#define GM_SW_PARAMS(T) (T * y, const T *x, ll count, ll s, double f)
+GM_EXPORT(gm_scale_weights, GM_SW_PARAMS, (y, x, count, s, f))

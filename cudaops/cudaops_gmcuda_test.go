@@ -526,6 +526,26 @@ func BenchmarkConvFit(b *testing.B) {
 	})
 }
 
+// BenchmarkTreeHEM is the reduction of the paper MNIST model's second
+// block at batch 32: 32·16 mixtures of Fi·Ni·Nk = 8·32·5 = 1280 2D
+// Gaussians (the ReLU fit's output, positive) reduced to 16 with T = 2,
+// forward and backward, float32.
+func BenchmarkTreeHEM(b *testing.B) {
+	l := mixture.Layout{B: 32, C: 16, N: 1280, D: 2}
+	const np = 16
+	o := device.TreeHEMOptions{Reduction: 2}
+	rng := rand.New(rand.NewPCG(7, 8))
+	x := treeHEMData[float32](rng, l, 3, "random")
+	ly := mixture.Layout{B: l.B, C: l.C, N: np, D: l.D}
+	y, g, dx := make([]float32, ly.Len()), gmtest.Uniform[float32](rng, ly.Len(), -1, 1), make([]float32, l.Len())
+	b.Run("Forward/2D_B32_C16_N1280_Np16_T2", func(b *testing.B) {
+		benchKernels(b, func() error { return gpu[float32]().TreeHEM(y, x, l, np, o) })
+	})
+	b.Run("Backward/2D_B32_C16_N1280_Np16_T2", func(b *testing.B) {
+		benchKernels(b, func() error { return gpu[float32]().TreeHEMBackward(dx, x, g, l, np, o, nil) })
+	})
+}
+
 // BenchmarkEvaluate evaluates 21×16 mixtures of 1280 3D Gaussians at 1000
 // points each, float32.
 func BenchmarkEvaluate(b *testing.B) {
@@ -693,4 +713,46 @@ func treeHEMTolerance[T Float](grad bool) float64 {
 		return 1e-12
 	}
 	return tolerance[T](grad)
+}
+
+// TestBlock compares the GPU block with the CPU's (its parts one after
+// another), forward and both gradients, for the convolution and the fused
+// convolution-fitting with every reduction, 2D and 3D, float32 and float64.
+func TestBlock(t *testing.T) {
+	forTypes(t, testBlock[float32], testBlock[float64])
+}
+
+func testBlock[T Float](t *testing.T) {
+	specs := []device.BlockSpec{
+		{Reduce: device.BlockTreeHEM, Np: 8, TreeHEM: device.TreeHEMOptions{Reduction: 2}},
+		{Fit: device.ConvFitSelect{N: 24, Negative: device.DefaultConvFitNegative}, Reduce: device.BlockTreeHEM, Np: 6, TreeHEM: device.TreeHEMOptions{Reduction: 4, UnderFill: true}},
+		{Reduce: device.BlockKeepLargest, Np: 5, ReLU: device.ReLUFitOptions{Variant: device.ReLUFitPaper}},
+		{Fit: device.ConvFitSelect{N: 9, Negative: 1}},
+	}
+	for _, d := range []int{2, 3} {
+		for i, b := range specs {
+			t.Run(fmt.Sprintf("%dD/%v", d, b), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(uint64(d), uint64(i)))
+				lx := mixture.Layout{B: 3, C: 2, N: 13, D: d}
+				lk := mixture.Layout{B: 4, C: 2, N: 3, D: d}
+				x, k := treeHEMData[T](rng, lx, 3, "random"), randomMixtures[T](rng, lk)
+				ly := b.Layout(lx, lk)
+				y, want := make([]T, ly.Len()), make([]T, ly.Len())
+				saved, err := gpu[T]().BlockSaving(y, x, k, lx, lk, b)
+				must(t, err)
+				must(t, cpu.Block(want, x, k, lx, lk, b))
+				compare(t, "y", y, want, tolerance[T](false))
+				g := gmtest.Uniform[T](rng, ly.Len(), -1, 1)
+				dx, dk := make([]T, lx.Len()), make([]T, lk.Len())
+				wdx, wdk := make([]T, lx.Len()), make([]T, lk.Len())
+				must(t, gpu[T]().BlockBackward(dx, dk, g, x, k, lx, lk, b, saved))
+				must(t, cpu.BlockBackward(wdx, wdk, g, x, k, lx, lk, b, nil))
+				compare(t, "dx", dx, wdx, tolerance[T](true))
+				compare(t, "dk", dk, wdk, tolerance[T](true))
+				clear(dk)
+				must(t, gpu[T]().BlockBackward(nil, dk, g, x, k, lx, lk, b, nil))
+				compare(t, "dk alone", dk, wdk, tolerance[T](true))
+			})
+		}
+	}
 }

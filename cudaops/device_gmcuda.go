@@ -52,6 +52,12 @@ const (
 	slotOut2
 	slotWork
 	slotScratch
+	// A block's intermediates (block_gmcuda.go), which live through the
+	// other computations' slots.
+	slotBlockV
+	slotBlockR
+	slotBlockDR
+	slotBlockDV
 	numSlots
 )
 

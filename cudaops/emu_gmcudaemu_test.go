@@ -124,6 +124,15 @@ func TestSchedulesAgree(t *testing.T) {
 		lp := mixture.Layout{B: l.B, C: l.C, N: 50, D: l.D}
 		add(lp.Len(), func(y []float64) error { return k.KeepLargest(y, x, l, lp.N) })
 		add(l.Len(), func(y []float64) error { return k.KeepLargestBackward(y, x, g[:lp.Len()], l, lp.N) })
+		xp := slices.Clone(x) // TreeHEM reduces positive mixtures
+		for i := 0; i < len(xp); i += l.Stride() {
+			xp[i] = math.Abs(xp[i])
+		}
+		lt := mixture.Layout{B: l.B, C: l.C, N: 16, D: l.D}
+		for _, o := range []device.TreeHEMOptions{{Reduction: 2}, {Reduction: 4, UnderFill: true}} {
+			add(lt.Len(), func(y []float64) error { return k.TreeHEM(y, xp, l, lt.N, o) })
+			add(l.Len(), func(y []float64) error { return k.TreeHEMBackward(y, xp, g[:lt.Len()], l, lt.N, o, nil) })
+		}
 		sc := gmtest.Uniform[float64](rng, l.Mixtures(), 0.5, 2)
 		tau := gmtest.Uniform[float64](rng, l.Mixtures(), 1, 2)
 		add(l.Len(), func(y []float64) error { return k.CovScaleBackward(y, g, x, l, sc, tau) })

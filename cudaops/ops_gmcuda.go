@@ -123,10 +123,15 @@ func (c Kernels[T]) conv(name string, dst, a, b []T, lx, lk mixture.Layout, grid
 	return c.d.run(func(s *seq) {
 		pa, pb := in(s, slotIn0, a), in(s, slotIn1, b)
 		pd := out[T](s, slotOut, len(dst))
-		s.launch(name+suffix[T](), [2]int{gridX, 1}, block, smem,
-			pd, pa, pb, lx.B, lx.C, lx.N, lk.B, lk.N, lx.Stride())
+		launchConv[T](s, name, gridX, block, smem, pd, pa, pb, lx, lk)
 		get(s, dst, pd)
 	})
+}
+
+// launchConv runs the convolution kernel name (or one of its backward
+// kernels) on device operands.
+func launchConv[T Float](s *seq, name string, gridX, block, smem int, pd, pa, pb devPtr, lx, lk mixture.Layout) {
+	s.launch(name+suffix[T](), [2]int{gridX, 1}, block, smem, pd, pa, pb, lx.B, lx.C, lx.N, lk.B, lk.N, lx.Stride())
 }
 
 // Evaluate is device.Kernels.Evaluate on the GPU: the mixtures x (layout l) at the
@@ -201,8 +206,7 @@ func (c Kernels[T]) ReLUFit(y, x, kappa, t []T, l mixture.Layout, opts device.Re
 	err = c.d.run(func(s *seq) {
 		px := in(s, slotIn0, x)
 		py := out[T](s, slotOut, len(y))
-		s.launch("gm_relufit"+suffix[T](), [2]int{l.Mixtures(), blocks(l.N, tileBlock)}, tileBlock, tileBlock*reluLen*int(sizeOf[T]()),
-			py, px, l.N, l.D, paper, coarse, floor, off)
+		launchReLUFit[T](s, py, px, l, paper, coarse, floor, off)
 		get(s, y, py)
 	})
 	if err != nil {
@@ -240,22 +244,34 @@ func (c Kernels[T]) ReLUFitBackward(dx, dkappa, dt, x, kappa, t, g []T, l mixtur
 	if err := checkTiles(l.N); err != nil {
 		return err
 	}
-	sz := int(sizeOf[T]())
-	grid := [2]int{l.Mixtures(), blocks(l.N, tileBlock)}
 	err = c.d.run(func(s *seq) {
 		px, pg := in(s, slotIn0, x), in(s, slotIn1, g)
-		pw := out[T](s, slotWork, l.Mixtures()*l.N*3)
 		pd := out[T](s, slotOut, len(dx))
-		s.launch("gm_relufit_backward_point"+suffix[T](), grid, tileBlock, tileBlock*reluLen*sz,
-			pw, px, pg, l.N, l.D, paper, coarse, floor, off)
-		s.launch("gm_relufit_backward_component"+suffix[T](), grid, tileBlock, tileBlock*(reluLen+l.D+2)*sz,
-			pd, px, pg, pw, l.N, l.D, paper, coarse, floor)
+		launchReLUFitBackward[T](s, pd, px, pg, l, paper, coarse, floor, off)
 		get(s, dx, pd)
 	})
 	if err != nil {
 		return err
 	}
 	return finite(dx, l, "ReLU fit gradient")
+}
+
+// launchReLUFit runs the ReLU fit's kernel on device operands.
+func launchReLUFit[T Float](s *seq, py, px devPtr, l mixture.Layout, paper int, coarse, floor, off float64) {
+	s.launch("gm_relufit"+suffix[T](), [2]int{l.Mixtures(), blocks(l.N, tileBlock)}, tileBlock, tileBlock*reluLen*int(sizeOf[T]()),
+		py, px, l.N, l.D, paper, coarse, floor, off)
+}
+
+// launchReLUFitBackward runs the ReLU fit's backward kernels on device
+// operands, with their per-centroid scratch in slotWork.
+func launchReLUFitBackward[T Float](s *seq, pd, px, pg devPtr, l mixture.Layout, paper int, coarse, floor, off float64) {
+	sz := int(sizeOf[T]())
+	grid := [2]int{l.Mixtures(), blocks(l.N, tileBlock)}
+	pw := out[T](s, slotWork, l.Mixtures()*l.N*3)
+	s.launch("gm_relufit_backward_point"+suffix[T](), grid, tileBlock, tileBlock*reluLen*sz,
+		pw, px, pg, l.N, l.D, paper, coarse, floor, off)
+	s.launch("gm_relufit_backward_component"+suffix[T](), grid, tileBlock, tileBlock*(reluLen+l.D+2)*sz,
+		pd, px, pg, pw, l.N, l.D, paper, coarse, floor)
 }
 
 // finite reports the first non-finite value of a result of layout l.
@@ -374,8 +390,7 @@ func (c Kernels[T]) KeepLargest(y, x []T, l mixture.Layout, np int) error {
 	return c.d.run(func(s *seq) {
 		px := in(s, slotIn0, x)
 		py := out[T](s, slotOut, len(y))
-		s.launch("gm_keep_largest"+suffix[T](), [2]int{l.Mixtures(), 1}, flatBlock, flatBlock*int(sizeOf[T]()),
-			py, px, l.N, l.Stride(), np)
+		launchKeepLargest[T](s, "gm_keep_largest", l, np, py, px)
 		get(s, y, py)
 	})
 }
@@ -385,8 +400,17 @@ func (c Kernels[T]) KeepLargestBackward(dx, x, g []T, l mixture.Layout, np int) 
 	return c.d.run(func(s *seq) {
 		px, pg := in(s, slotIn0, x), in(s, slotIn1, g)
 		pd := out[T](s, slotOut, len(dx))
-		s.launch("gm_keep_largest_backward"+suffix[T](), [2]int{l.Mixtures(), 1}, flatBlock, flatBlock*int(sizeOf[T]()),
-			pd, px, pg, l.N, l.Stride(), np)
+		launchKeepLargest[T](s, "gm_keep_largest_backward", l, np, pd, px, pg)
 		get(s, dx, pd)
 	})
+}
+
+// launchKeepLargest runs keep-largest's kernel name on the device operands
+// ptrs (destination first).
+func launchKeepLargest[T Float](s *seq, name string, l mixture.Layout, np int, ptrs ...devPtr) {
+	args := make([]any, 0, len(ptrs)+3)
+	for _, p := range ptrs {
+		args = append(args, p)
+	}
+	s.launch(name+suffix[T](), [2]int{l.Mixtures(), 1}, flatBlock, flatBlock*int(sizeOf[T]()), append(args, l.N, l.Stride(), np)...)
 }

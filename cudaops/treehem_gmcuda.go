@@ -41,9 +41,9 @@ func hemScratch(l mixture.Layout, np, t, z int) (per int64, p int) {
 	return (per + 7) &^ 7, p
 }
 
-// treeHEM checks a call's sizes and runs the launch that launch makes on a
-// grid whose scratch fits maxScratch.
-func (c Kernels[T]) treeHEM(name string, l mixture.Layout, np int, o device.TreeHEMOptions, nx, ny int, launch func(s *seq, grid int, scratch devPtr, args []any)) error {
+// checkTreeHEM checks a call's sizes: the input's nx values and the
+// output's (or the incoming gradient's) ny.
+func checkTreeHEM(name string, l mixture.Layout, np int, o device.TreeHEMOptions, nx, ny int) error {
 	if err := o.Check(l, np); err != nil {
 		return err
 	}
@@ -53,19 +53,33 @@ func (c Kernels[T]) treeHEM(name string, l mixture.Layout, np int, o device.Tree
 	if want := l.Mixtures() * np * l.Stride(); ny != want {
 		return errors.Errorf("cudaops %s: output has %d values, [%d, %d, %d, %d] needs %d", name, ny, l.B, l.C, np, l.Stride(), want)
 	}
+	return nil
+}
+
+// launchTreeHEM runs TreeHEM's forward kernel (backward false: ptrs are
+// y, x) or its backward (ptrs are dx, x, g) on device operands, on a grid
+// whose scratch, in slotScratch, fits maxScratch.
+func launchTreeHEM[T Float](s *seq, backward bool, l mixture.Layout, np int, o device.TreeHEMOptions, ptrs ...devPtr) {
 	under := 0
 	if o.UnderFill {
 		under = 1
 	}
 	per, p := hemScratch(l, np, o.Reduction, int(sizeOf[T]()))
 	grid := int(max(1, min(int64(min(l.Mixtures(), hemGrid)), maxScratch/per)))
-	return c.d.run(func(s *seq) {
-		var scratch devPtr
-		if s.err == nil {
-			scratch, s.err = s.d.buf(slotScratch, int64(grid)*per)
-		}
-		launch(s, grid, scratch, []any{l.Mixtures(), l.N, l.D, np, under, int(per), p})
-	})
+	var scratch devPtr
+	if s.err == nil {
+		scratch, s.err = s.d.buf(slotScratch, int64(grid)*per)
+	}
+	name := fmt.Sprintf("gm_treehem%d", o.Reduction)
+	if backward {
+		name += "_backward"
+	}
+	args := make([]any, 0, len(ptrs)+8)
+	for _, q := range ptrs {
+		args = append(args, q)
+	}
+	args = append(args, scratch, l.Mixtures(), l.N, l.D, np, under, int(per), p)
+	s.launch(name+suffix[T](), [2]int{grid, 1}, hemBlock, hemShared, args...)
 }
 
 // hemShared is the dynamic shared memory of a TreeHEM block: the bounding
@@ -74,10 +88,13 @@ const hemShared = 8*(6*hemBlock+4) + 16
 
 // TreeHEM is device.Kernels.TreeHEM on the GPU (treehem.cu).
 func (c Kernels[T]) TreeHEM(y, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) error {
-	err := c.treeHEM("TreeHEM", l, np, o, len(x), len(y), func(s *seq, grid int, scratch devPtr, args []any) {
+	if err := checkTreeHEM("TreeHEM", l, np, o, len(x), len(y)); err != nil {
+		return err
+	}
+	err := c.d.run(func(s *seq) {
 		px := in(s, slotIn0, x)
 		py := out[T](s, slotOut, len(y))
-		s.launch(fmt.Sprintf("gm_treehem%d", o.Reduction)+suffix[T](), [2]int{grid, 1}, hemBlock, hemShared, append([]any{py, px, scratch}, args...)...)
+		launchTreeHEM[T](s, false, l, np, o, py, px)
 		get(s, y, py)
 	})
 	if err != nil {
@@ -110,10 +127,13 @@ func (c Kernels[T]) TreeHEMBackward(dx, x, g []T, l mixture.Layout, np int, o de
 	if len(dx) != len(x) {
 		return errors.Errorf("cudaops TreeHEMBackward: gradient has %d values, the input %d", len(dx), len(x))
 	}
-	err := c.treeHEM("TreeHEMBackward", l, np, o, len(x), len(g), func(s *seq, grid int, scratch devPtr, args []any) {
+	if err := checkTreeHEM("TreeHEMBackward", l, np, o, len(x), len(g)); err != nil {
+		return err
+	}
+	err := c.d.run(func(s *seq) {
 		px, pg := in(s, slotIn0, x), in(s, slotIn1, g)
 		pd := out[T](s, slotOut, len(dx))
-		s.launch(fmt.Sprintf("gm_treehem%d_backward", o.Reduction)+suffix[T](), [2]int{grid, 1}, hemBlock, hemShared, append([]any{pd, px, pg, scratch}, args...)...)
+		launchTreeHEM[T](s, true, l, np, o, pd, px, pg)
 		get(s, dx, pd)
 	})
 	if err != nil {

@@ -245,3 +245,18 @@ func (r recorder[T]) ScaleAxesBackward(dx, ds, g, x, s []T, l mixture.Layout, sb
 	r.log.add("ScaleAxesBackward")
 	return r.k.ScaleAxesBackward(dx, ds, g, x, s, l, sb, sc)
 }
+
+func (r recorder[T]) Block(y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec) error {
+	r.log.add("Block")
+	return r.k.Block(y, x, k, lx, lk, b)
+}
+
+func (r recorder[T]) BlockSaving(y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec) (device.Saved, error) {
+	r.log.add("BlockSaving")
+	return r.k.BlockSaving(y, x, k, lx, lk, b)
+}
+
+func (r recorder[T]) BlockBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, b device.BlockSpec, saved device.Saved) error {
+	r.log.add(savedName("BlockBackward", saved))
+	return r.k.BlockBackward(dx, dk, g, x, k, lx, lk, b, saved)
+}

@@ -67,6 +67,9 @@ var deviceCases = []deviceCase{
 		return []*tensor.Dense{randomMixture(rng, 2, 2, 6, d), tensor.New(tensor.WithShape(2, 2, 6), tensor.WithBacking(gmtest.Normal(rng, 24)))}
 	}},
 	{"KeepLargest", opOnly(func(testDev *device.Device) G.Op { return NewKeepLargest(testDev, 3) }), oneMixture(2, 3, 5)},
+	{"Block", opOnly(func(testDev *device.Device) G.Op {
+		return NewBlock(testDev, BlockSpec{Reduce: BlockTreeHEM, Np: 4, TreeHEM: TreeHEMOptions{Reduction: 2}})
+	}), blockInputs},
 	{"Integrate", opOnly(NewIntegrate), oneMixture(2, 3, 4)},
 	{"Evaluate", opOnly(NewEvaluate), func(rng *rand.Rand, d int) []*tensor.Dense {
 		return []*tensor.Dense{randomMixture(rng, 2, 3, 4, d), evalPoints(rng, 1, 3, 5, d)}

@@ -75,6 +75,26 @@ func (Kernels[T]) ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, s 
 	return nil
 }
 
+// Block is Block.
+func (Kernels[T]) Block(y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec) error {
+	return Block(y, x, k, lx, lk, b)
+}
+
+// BlockSaving is BlockSaving; the saved state is the *BlockState[T].
+func (Kernels[T]) BlockSaving(y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec) (device.Saved, error) {
+	return saved(BlockSaving(y, x, k, lx, lk, b))
+}
+
+// BlockBackward is BlockBackward with the saved state, or with the forward
+// run again without.
+func (Kernels[T]) BlockBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, b device.BlockSpec, saved device.Saved) error {
+	st, err := savedAs[*BlockState[T]](saved, "BlockBackward")
+	if err != nil {
+		return err
+	}
+	return BlockBackward(dx, dk, g, x, k, lx, lk, b, st)
+}
+
 // KeepLargest is KeepLargest.
 func (Kernels[T]) KeepLargest(y, x []T, l mixture.Layout, np int) error {
 	KeepLargest(y, x, l, np)

@@ -43,6 +43,20 @@ type Kernels[T Float] interface {
 	// returned for these x, k, layouts and s.
 	ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, s ConvFitSelect, saved Saved) error
 
+	// Block writes into y (layout b.Layout(lx, lk)) one GMCN block of data
+	// x (layout lx) and kernels k (layout lk) as b describes it: the
+	// convolution or fused convolution-fitting, ÷Fi, the ReLU fit and the
+	// reduction, which it equals; b has passed b.Check(lx, lk). A device can
+	// keep the intermediates where they are made (a GPU's memory).
+	Block(y, x, k []T, lx, lk mixture.Layout, b BlockSpec) error
+	// BlockSaving is Block that also returns what BlockBackward can reuse
+	// for the same x and k (see Saved).
+	BlockSaving(y, x, k []T, lx, lk mixture.Layout, b BlockSpec) (Saved, error)
+	// BlockBackward writes ∂L/∂x and ∂L/∂k of Block, with the discrete
+	// decisions Block takes for x and k; a nil destination is not computed.
+	// saved is nil or what BlockSaving returned for these x, k, layouts and b.
+	BlockBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, b BlockSpec, saved Saved) error
+
 	// Evaluate writes y[b,c,i] = Σ_k w_k N(p_i; μ_k, Σ_k) of the mixtures x
 	// at the point sets pts [pb, pc, m, D] (pb ∈ {1, B}, pc ∈ {1, C}).
 	Evaluate(y, x, pts []T, l mixture.Layout, pb, pc, m int) error

@@ -1,0 +1,183 @@
+//go:build gmcuda
+
+package cudaops
+
+import (
+	"github.com/gmcn-go/gmcn/ops/device"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+	"github.com/pkg/errors"
+)
+
+// blockSaved is what BlockSaving keeps on the GPU: the call's shapes and
+// spec. The backward runs the forward again on the device, which costs
+// less than keeping its Fi·Ni·Nk-sized intermediates from one call to the
+// next.
+type blockSaved struct {
+	lx, lk mixture.Layout
+	b      device.BlockSpec
+}
+
+// blockOnGPU reports whether every part of b has GPU kernels: the ReLU fit
+// without constants, given targets or refinement (the block has none of the
+// first two). Other blocks run on the fallback.
+func blockOnGPU(b device.BlockSpec) bool {
+	return onGPU(device.ReLUFitCall("ReLUFit", false, false, b.ReLU))
+}
+
+// launchBlockFit runs the block's convolution (or fused
+// convolution-fitting), ÷Fi and ReLU fit on the device operands px and pk,
+// leaving the ÷Fi-scaled convolution in slotBlockV and the ReLU fit's
+// output in slotBlockR, which it returns.
+func launchBlockFit[T Float](s *seq, px, pk devPtr, lx, lk mixture.Layout, b device.BlockSpec, relu reluParams) (pv, pr devPtr) {
+	lv := b.ConvLayout(lx, lk)
+	pv = out[T](s, slotBlockV, lv.Len())
+	if b.Fused() {
+		launchConvFit[T](s, pv, px, pk, lx, lk, b.Fit)
+	} else {
+		launchConv[T](s, "gm_conv", blocks(lv.Len(), flatBlock), flatBlock, 0, pv, px, pk, lx, lk)
+	}
+	launchScaleWeights[T](s, pv, pv, lv, b.Scale(lx))
+	pr = out[T](s, slotBlockR, lv.Len())
+	launchReLUFit[T](s, pr, pv, lv, relu.paper, relu.coarse, relu.floor, relu.off)
+	return pv, pr
+}
+
+// launchScaleWeights multiplies the weights of the device mixtures px
+// (layout l) by f into py (which may be px).
+func launchScaleWeights[T Float](s *seq, py, px devPtr, l mixture.Layout, f float64) {
+	s.launch("gm_scale_weights"+suffix[T](), [2]int{blocks(l.Len(), flatBlock), 1}, flatBlock, 0, py, px, l.Len(), l.Stride(), f)
+}
+
+// reluParams are the ReLU fit's kernel arguments (reluArgs).
+type reluParams struct {
+	paper              int
+	coarse, floor, off float64
+}
+
+func blockReLU(b device.BlockSpec) (reluParams, error) {
+	var p reluParams
+	var err error
+	p.paper, p.coarse, p.floor, p.off, err = reluArgs(b.ReLU)
+	return p, err
+}
+
+// Block is device.Kernels.Block on the GPU: x and k go to the device, the
+// block's result comes back, and everything between (Fi·Ni·Nk Gaussians
+// per mixture twice) stays in device memory. A block whose ReLU fit has no
+// GPU kernel runs on the fallback.
+func (c Kernels[T]) Block(y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec) error {
+	if !blockOnGPU(b) {
+		return c.cpu.Block(y, x, k, lx, lk, b)
+	}
+	relu, err := blockReLU(b)
+	if err != nil {
+		return err
+	}
+	lv, ly := b.ConvLayout(lx, lk), b.Layout(lx, lk)
+	if err := checkTiles(lv.N); err != nil {
+		return err
+	}
+	if len(y) != ly.Len() || len(x) != lx.Len() || len(k) != lk.Len() {
+		return errors.Errorf("cudaops Block: %d, %d and %d values for output, data and kernels; %v, %v and %v need %d, %d and %d",
+			len(y), len(x), len(k), ly.Shape(), lx.Shape(), lk.Shape(), ly.Len(), lx.Len(), lk.Len())
+	}
+	err = c.d.run(func(s *seq) {
+		px, pk := in(s, slotIn0, x), in(s, slotIn1, k)
+		_, pr := launchBlockFit[T](s, px, pk, lx, lk, b, relu)
+		py := pr
+		switch b.Reduce {
+		case device.BlockTreeHEM:
+			py = out[T](s, slotOut, len(y))
+			launchTreeHEM[T](s, false, lv, b.Np, b.TreeHEM, py, pr)
+		case device.BlockKeepLargest:
+			py = out[T](s, slotOut, len(y))
+			launchKeepLargest[T](s, "gm_keep_largest", lv, b.Np, py, pr)
+		}
+		get(s, y, py)
+	})
+	if err != nil {
+		return err
+	}
+	return finite(y, ly, "block output")
+}
+
+// BlockSaving is Block; on the GPU its saved state holds only the shapes
+// (see blockSaved), on the fallback the fallback's.
+func (c Kernels[T]) BlockSaving(y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec) (device.Saved, error) {
+	if !blockOnGPU(b) {
+		return c.cpu.BlockSaving(y, x, k, lx, lk, b)
+	}
+	if err := c.Block(y, x, k, lx, lk, b); err != nil {
+		return nil, err
+	}
+	return blockSaved{lx, lk, b}, nil
+}
+
+// BlockBackward is device.Kernels.BlockBackward on the GPU: x, k and g go
+// to the device, the block's forward runs again there, its parts' backward
+// kernels follow, and only ∂L/∂x and ∂L/∂k come back.
+func (c Kernels[T]) BlockBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, b device.BlockSpec, saved device.Saved) error {
+	if !blockOnGPU(b) {
+		return c.cpu.BlockBackward(dx, dk, g, x, k, lx, lk, b, saved)
+	}
+	if saved != nil {
+		sv, ok := saved.(blockSaved)
+		if !ok {
+			return errors.Errorf("BlockBackward: saved state %T is not the GPU's %T", saved, sv)
+		}
+		if sv.lx != lx || sv.lk != lk || sv.b != b {
+			return errors.Errorf("BlockBackward: saved state made for %v ⊛ %v (%v), used for %v ⊛ %v (%v)", sv.lx.Shape(), sv.lk.Shape(), sv.b, lx.Shape(), lk.Shape(), b)
+		}
+	}
+	relu, err := blockReLU(b)
+	if err != nil {
+		return err
+	}
+	lv, ly := b.ConvLayout(lx, lk), b.Layout(lx, lk)
+	if err := checkTiles(lv.N); err != nil {
+		return err
+	}
+	if len(g) != ly.Len() || len(x) != lx.Len() || len(k) != lk.Len() || dx != nil && len(dx) != lx.Len() || dk != nil && len(dk) != lk.Len() {
+		return errors.Errorf("cudaops BlockBackward: sizes do not match %v ⊛ %v → %v", lx.Shape(), lk.Shape(), ly.Shape())
+	}
+	err = c.d.run(func(s *seq) {
+		px, pk, pg := in(s, slotIn0, x), in(s, slotIn1, k), in(s, slotIn2, g)
+		pv, pr := launchBlockFit[T](s, px, pk, lx, lk, b, relu)
+		pdr := pg
+		switch b.Reduce {
+		case device.BlockTreeHEM:
+			pdr = out[T](s, slotBlockDR, lv.Len())
+			launchTreeHEM[T](s, true, lv, b.Np, b.TreeHEM, pdr, pr, pg)
+		case device.BlockKeepLargest:
+			pdr = out[T](s, slotBlockDR, lv.Len())
+			launchKeepLargest[T](s, "gm_keep_largest_backward", lv, b.Np, pdr, pr, pg)
+		}
+		pdv := out[T](s, slotBlockDV, lv.Len())
+		launchReLUFitBackward[T](s, pdv, pv, pdr, lv, relu.paper, relu.coarse, relu.floor, relu.off)
+		launchScaleWeights[T](s, pdv, pdv, lv, b.Scale(lx))
+		var pdx, pdk devPtr
+		if b.Fused() {
+			pdx, pdk = launchConvFitBackward[T](s, dx != nil, dk != nil, pdv, px, pk, lx, lk, b.Fit)
+		} else {
+			pdx, pdk = launchConvBackward[T](s, dx != nil, dk != nil, pdv, px, pk, lx, lk)
+		}
+		if dx != nil {
+			get(s, dx, pdx)
+		}
+		if dk != nil {
+			get(s, dk, pdk)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if dx != nil {
+		if err := finite(dx, lx, "block data gradient"); err != nil {
+			return err
+		}
+	}
+	if dk != nil {
+		return finite(dk, lk, "block kernel gradient")
+	}
+	return nil
+}

@@ -1,0 +1,186 @@
+package ops
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/gmcn-go/gmcn/internal/gmtest"
+	"github.com/gmcn-go/gmcn/ops/device"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// blockCases are the blocks of the block tests: every convolution, every
+// reduction, TreeHEM's factors and its under-filling.
+var blockCases = []struct {
+	name string
+	spec BlockSpec
+}{
+	{"conv+TreeHEM", BlockSpec{Reduce: BlockTreeHEM, Np: 4, TreeHEM: TreeHEMOptions{Reduction: 2}}},
+	{"conv+TreeHEM T4 under", BlockSpec{Reduce: BlockTreeHEM, Np: 5, TreeHEM: TreeHEMOptions{Reduction: 4, UnderFill: true}}},
+	{"convfit+TreeHEM", BlockSpec{Fit: fitN(7), Reduce: BlockTreeHEM, Np: 4, TreeHEM: TreeHEMOptions{Reduction: 2}}},
+	{"conv+KeepLargest", BlockSpec{Reduce: BlockKeepLargest, Np: 3}},
+	{"convfit unreduced", BlockSpec{Fit: fitN(5), ReLU: ReLUFitOptions{Variant: device.ReLUFitPaper}}},
+}
+
+// blockInputs returns data [2, 2, 6] on a jittered grid with positive
+// weights and kernels [2, 2, 2] of positive weights near the origin: the
+// convolution's components are well separated, so that no decision of the
+// fused convolution-fitting, keep-largest or TreeHEM changes under a
+// finite difference's step.
+func blockInputs(rng *rand.Rand, d int) []*tensor.Dense {
+	x := treehemSeparated(rng, 2, 2, 6, d)
+	k := randomMixture(rng, 2, 2, 2, d)
+	v, s := k.Data().([]float64), 1+d+d*d
+	for i := 0; i < len(v); i += s {
+		v[i] = 0.5 + rng.Float64()
+		for j := range d {
+			v[i+1+j] *= 0.05
+		}
+	}
+	return []*tensor.Dense{x, k}
+}
+
+// composedBlock applies the ops the block op stands for, one after another.
+func composedBlock(s BlockSpec, x, k *G.Node) (*G.Node, error) {
+	var y *G.Node
+	var err error
+	if s.Fused() {
+		y, err = G.ApplyOp(NewConvFit(testDev, s.Fit), x, k)
+	} else {
+		y, err = G.ApplyOp(NewConv(testDev), x, k)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if y, err = G.ApplyOp(NewScaleWeights(testDev, 1/float64(x.Shape()[1])), y); err != nil {
+		return nil, err
+	}
+	if y, err = G.ApplyOp(NewReLUFit(testDev, s.ReLU), y); err != nil {
+		return nil, err
+	}
+	switch s.Reduce {
+	case BlockTreeHEM:
+		return G.ApplyOp(NewTreeHEM(testDev, s.Np, s.TreeHEM), y)
+	case BlockKeepLargest:
+		return G.ApplyOp(NewKeepLargest(testDev, s.Np), y)
+	}
+	return y, nil
+}
+
+// TestBlockEqualsComposed checks that the block op's output and both
+// gradients equal those of the ops it stands for, bitwise on the CPU and
+// within gmtest.DeviceTolerance on another device, in float64 (the
+// gradient checks) and float32 (training), 2D and 3D.
+func TestBlockEqualsComposed(t *testing.T) {
+	for _, c := range blockCases {
+		for _, d := range []int{2, 3} {
+			for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+				t.Run(fmt.Sprintf("%s/%dD/%v", c.name, d, dt), func(t *testing.T) {
+					rng := rand.New(rand.NewPCG(5, uint64(d)))
+					in := blockInputs(rng, d)
+					r := gmtest.Normal(rng, 2*2*max(c.spec.Np, 12*2)*(1+d+d*d))
+					block := runBlockGraph(t, in, dt, r, func(x, k *G.Node) (*G.Node, error) {
+						return G.ApplyOp(NewBlock(testDev, c.spec), x, k)
+					})
+					composed := runBlockGraph(t, in, dt, r, func(x, k *G.Node) (*G.Node, error) {
+						return composedBlock(c.spec, x, k)
+					})
+					for i, what := range []string{"output", "∂L/∂data", "∂L/∂kernels"} {
+						if same, e := gmtest.SameAsCPU(testDev.Name, block[i], composed[i]); !same {
+							t.Errorf("%s: block and composed ops differ by %g", what, e)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// runBlockGraph builds f over the inputs in (as dt), runs it with the
+// gradient of L = Σ y·r and returns y, ∂L/∂data and ∂L/∂kernels as float64.
+func runBlockGraph(t *testing.T, in []*tensor.Dense, dt tensor.Dtype, r []float64, f func(x, k *G.Node) (*G.Node, error)) [3][]float64 {
+	t.Helper()
+	g := G.NewGraph()
+	nodes := make([]*G.Node, 2)
+	for i, v := range in {
+		if dt == tensor.Float32 {
+			v = as32(v)
+		}
+		nodes[i] = G.NewTensor(g, dt, 4, G.WithShape(v.Shape()...), G.WithValue(v), G.WithName(fmt.Sprint("in", i)))
+	}
+	y, err := f(nodes[0], nodes[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv := r[:y.Shape().TotalSize()]
+	var rt *tensor.Dense
+	if dt == tensor.Float32 {
+		rt = tensor.New(tensor.WithShape(y.Shape()...), tensor.WithBacking(gmtest.To32(rv)))
+	} else {
+		rt = tensor.New(tensor.WithShape(y.Shape()...), tensor.WithBacking(append([]float64(nil), rv...)))
+	}
+	rn := G.NewTensor(g, dt, 4, G.WithShape(y.Shape()...), G.WithValue(rt), G.WithName("r"))
+	cost := G.Must(G.Sum(G.Must(G.HadamardProd(y, rn))))
+	if _, err := G.Grad(cost, nodes...); err != nil {
+		t.Fatal(err)
+	}
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	if err := vm.RunAll(); err != nil {
+		t.Fatal(err)
+	}
+	var out [3][]float64
+	out[0] = float64s(y.Value())
+	for i, n := range nodes {
+		gv, err := n.Grad()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[1+i] = float64s(gv)
+	}
+	return out
+}
+
+// TestBlockGraphGrad checks the block op's gradients with respect to the
+// data and the kernels through a graph, 2D and 3D, for every block of
+// blockCases.
+func TestBlockGraphGrad(t *testing.T) {
+	for _, c := range blockCases {
+		for _, d := range []int{2, 3} {
+			t.Run(fmt.Sprintf("%s/%dD", c.name, d), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(9, uint64(d)))
+				checkGraphGrad(t, rng, blockInputs(rng, d), func(in []*G.Node) (*G.Node, error) {
+					return G.ApplyOp(NewBlock(testDev, c.spec), in[0], in[1])
+				}, 0, 1)
+			})
+		}
+	}
+}
+
+// TestBlockOpErrors checks that a block the op cannot compute is reported
+// when it is applied, naming the op and the part.
+func TestBlockOpErrors(t *testing.T) {
+	for _, c := range []struct {
+		spec BlockSpec
+		want string
+	}{
+		{BlockSpec{Reduce: BlockTreeHEM, Np: 4, TreeHEM: TreeHEMOptions{Reduction: 3}}, "TreeHEM"},
+		{BlockSpec{Reduce: BlockTreeHEM, Np: 1, TreeHEM: TreeHEMOptions{Reduction: 2}}, "TreeHEM"},
+		{BlockSpec{Reduce: BlockKeepLargest, Np: 100}, "keep-largest"},
+		{BlockSpec{Fit: ConvFitSelect{N: 4, Negative: -1}}, "fused convolution-fitting"},
+		{BlockSpec{Reduce: 9, Np: 2}, "unknown reduction"},
+	} {
+		g := G.NewGraph()
+		rng := rand.New(rand.NewPCG(1, 2))
+		in := blockInputs(rng, 2)
+		x := G.NewTensor(g, tensor.Float64, 4, G.WithShape(in[0].Shape()...), G.WithValue(in[0]))
+		k := G.NewTensor(g, tensor.Float64, 4, G.WithShape(in[1].Shape()...), G.WithValue(in[1]))
+		_, err := G.ApplyOp(NewBlock(testDev, c.spec), x, k)
+		if err == nil || !strings.Contains(err.Error(), "gm.Block") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want one naming gm.Block and %q", c.spec, err, c.want)
+		}
+	}
+}

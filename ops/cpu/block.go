@@ -1,0 +1,179 @@
+package cpu
+
+import (
+	"sync"
+	"unsafe"
+
+	"github.com/gmcn-go/gmcn/ops/device"
+	"github.com/gmcn-go/gmcn/ops/mixture"
+	"github.com/pkg/errors"
+)
+
+// BlockState is what BlockSaving keeps for BlockBackward: the block's
+// intermediates (the convolution after ÷Fi, the ReLU fit's output), the
+// saved states of its parts, and the gradient at the convolution's output
+// for the last incoming gradient, which the op's two gradient nodes (data
+// and kernels) share. It is Releasable: its buffers go to the next
+// BlockSaving of the same sizes, its parts' states to theirs.
+type BlockState[T Float] struct {
+	key             blockKey
+	lx, lk          mixture.Layout
+	spec            device.BlockSpec
+	v, r            []T // ÷Fi-scaled convolution, ReLU fit output
+	conv, relu, red device.Saved
+	// mu guards the gradient part, which the op's two gradient nodes
+	// share: g, the last incoming gradient, dr and dv its gradients at the
+	// ReLU fit's output and at the convolution's.
+	mu        sync.Mutex
+	g, dr, dv []T
+	haveDV    bool
+}
+
+// blockKey keys recycled block states: everything that fixes their sizes.
+type blockKey struct {
+	lx, lk mixture.Layout
+	b      device.BlockSpec
+	size   uintptr
+}
+
+var blockStates keyedPool[blockKey, any]
+
+// Release hands the state's buffers to a later BlockSaving of the same
+// sizes and releases its parts' states.
+func (st *BlockState[T]) Release() {
+	for _, s := range []device.Saved{st.conv, st.relu, st.red} {
+		if r, ok := s.(device.Releasable); ok {
+			r.Release()
+		}
+	}
+	st.conv, st.relu, st.red, st.haveDV = nil, nil, nil, false
+	blockStates.put(st.key, st)
+}
+
+func newBlockState[T Float](lx, lk mixture.Layout, b device.BlockSpec) *BlockState[T] {
+	key := blockKey{lx, lk, b, unsafe.Sizeof(T(0))}
+	if v, ok := blockStates.get(key); ok {
+		return v.(*BlockState[T])
+	}
+	lv, ly := b.ConvLayout(lx, lk), b.Layout(lx, lk)
+	return &BlockState[T]{
+		key: key, lx: lx, lk: lk, spec: b,
+		v: make([]T, lv.Len()), r: make([]T, lv.Len()),
+		g: make([]T, ly.Len()), dr: make([]T, lv.Len()), dv: make([]T, lv.Len()),
+	}
+}
+
+// Block computes device.Kernels.Block by its parts, one after another:
+// Conv or ConvFit, ScaleWeights(1/Fi), ReLUFit without constants, and
+// TreeHEM, KeepLargest or nothing. b must have passed b.Check(lx, lk).
+func Block[T Float](y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec) error {
+	st, err := BlockSaving(y, x, k, lx, lk, b)
+	if err == nil {
+		st.Release()
+	}
+	return err
+}
+
+// BlockSaving is Block that keeps its intermediates and its parts' saved
+// states for BlockBackward.
+func BlockSaving[T Float](y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec) (*BlockState[T], error) {
+	st := newBlockState[T](lx, lk, b)
+	if err := st.forward(y, x, k); err != nil {
+		st.Release()
+		return nil, err
+	}
+	return st, nil
+}
+
+func (st *BlockState[T]) forward(y, x, k []T) error {
+	lx, lk, b := st.lx, st.lk, st.spec
+	lv := b.ConvLayout(lx, lk)
+	if b.Fused() {
+		st.conv = ConvFitSaving(st.v, x, k, lx, lk, b.Fit)
+	} else {
+		Conv(st.v, x, k, lx, lk)
+	}
+	ScaleWeights(st.v, st.v, lv, T(b.Scale(lx)))
+	sums, err := ReLUFitSaving(st.r, st.v, nil, nil, lv, b.ReLU)
+	if err != nil {
+		return errors.Wrap(err, "block's ReLU fit")
+	}
+	st.relu = sums
+	switch b.Reduce {
+	case device.BlockTreeHEM:
+		dec, err := TreeHEMSaving(y, st.r, lv, b.Np, b.TreeHEM)
+		if err != nil {
+			return errors.Wrap(err, "block's TreeHEM")
+		}
+		st.red = dec
+	case device.BlockKeepLargest:
+		KeepLargest(y, st.r, lv, b.Np)
+	default:
+		copy(y, st.r)
+	}
+	return nil
+}
+
+// BlockBackward writes ∂L/∂x and ∂L/∂k of Block (a nil destination is not
+// computed) through its parts' backward computations. With st from
+// BlockSaving for these x and k it starts from st's intermediates, and
+// reuses st's gradient at the convolution when g is the one it was made
+// for (the op's data and kernel gradients); with st nil it runs the
+// forward first.
+func BlockBackward[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, b device.BlockSpec, st *BlockState[T]) error {
+	if st == nil {
+		var err error
+		if st, err = BlockSaving(make([]T, b.Layout(lx, lk).Len()), x, k, lx, lk, b); err != nil {
+			return err
+		}
+		defer st.Release()
+	} else if st.lx != lx || st.lk != lk || st.spec != b {
+		return errors.Errorf("BlockBackward: state made for %v ⊛ %v (%v), used for %v ⊛ %v (%v)", st.lx.Shape(), st.lk.Shape(), st.spec, lx.Shape(), lk.Shape(), b)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.haveDV || !mixture.SameBits(st.g, g) {
+		if err := st.convGrad(g); err != nil {
+			return err
+		}
+	}
+	if b.Fused() {
+		sel, _ := st.conv.(*ConvFitSelection)
+		ConvFitBackwardSaved(dx, dk, st.dv, x, k, lx, lk, b.Fit, sel)
+		return nil
+	}
+	if dx != nil {
+		ConvBackwardData(dx, st.dv, k, lx, lk)
+	}
+	if dk != nil {
+		ConvBackwardKernels(dk, st.dv, x, lx, lk)
+	}
+	return nil
+}
+
+// convGrad sets st.dv, the gradient at the convolution's output for the
+// incoming gradient g, and remembers g.
+func (st *BlockState[T]) convGrad(g []T) error {
+	lx, lk, b := st.lx, st.lk, st.spec
+	lv := b.ConvLayout(lx, lk)
+	dr := g
+	switch b.Reduce {
+	case device.BlockTreeHEM:
+		dec, _ := st.red.(*Decisions)
+		if err := TreeHEMBackwardSaved(st.dr, st.r, g, dec); err != nil {
+			return errors.Wrap(err, "block's TreeHEM")
+		}
+		dr = st.dr
+	case device.BlockKeepLargest:
+		KeepLargestBackward(st.dr, st.r, g, lv, b.Np)
+		dr = st.dr
+	}
+	sums, _ := st.relu.(*ReLUFitSums[T])
+	if err := ReLUFitBackwardSaved(st.dv, nil, nil, st.v, nil, nil, dr, lv, b.ReLU, sums); err != nil {
+		return errors.Wrap(err, "block's ReLU fit")
+	}
+	ScaleWeights(st.dv, st.dv, lv, T(b.Scale(lx)))
+	copy(st.g, g)
+	st.haveDV = true
+	return nil
+}

@@ -1,0 +1,116 @@
+package device
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gmcn-go/gmcn/ops/mixture"
+	"github.com/pkg/errors"
+)
+
+// BlockReduction is how a block reduces its fitted mixtures.
+type BlockReduction int
+
+const (
+	// BlockUnreduced keeps the ReLU fit's output: the last block of a model.
+	BlockUnreduced BlockReduction = iota
+	// BlockTreeHEM reduces with TreeHEM (BlockSpec.TreeHEM).
+	BlockTreeHEM
+	// BlockKeepLargest keeps the Np components of largest weight.
+	BlockKeepLargest
+)
+
+// BlockSpec describes one GMCN block as one computation (Kernels.Block):
+//
+//	data x [B, Fi, Ni] ⊛ kernels k [Fo, Fi, Nk]   Conv, or ConvFit to Fit.N
+//	→ ÷Fi                                         ScaleWeights(1/Fi)
+//	→ ReLU fit with ReLU, no constants            ReLUFit
+//	→ reduction to Np                             TreeHEM, KeepLargest or none
+//
+// which equals those computations run one after another, with the same
+// discrete decisions.
+type BlockSpec struct {
+	// Fit is the fused convolution-fitting's selection; Fit.N = 0 convolves
+	// instead (Conv).
+	Fit ConvFitSelect
+	// ReLU are the ReLU fit's options.
+	ReLU ReLUFitOptions
+	// Reduce is the reduction, to Np components per mixture; Np is ignored
+	// by BlockUnreduced.
+	Reduce BlockReduction
+	Np     int
+	// TreeHEM are the options of BlockTreeHEM.
+	TreeHEM TreeHEMOptions
+}
+
+// Fused reports whether the block fits the convolution (ConvFit) instead
+// of forming it.
+func (b BlockSpec) Fused() bool { return b.Fit.N > 0 }
+
+// ConvLayout returns the layout of the block's convolution (or fused
+// convolution-fitting) for data lx and kernels lk: the ReLU fit's input and
+// output.
+func (b BlockSpec) ConvLayout(lx, lk mixture.Layout) mixture.Layout {
+	if b.Fused() {
+		return ConvFitLayout(lx, lk, b.Fit.N)
+	}
+	return ConvLayout(lx, lk)
+}
+
+// Layout returns the layout of the block's output for data lx and kernels
+// lk.
+func (b BlockSpec) Layout(lx, lk mixture.Layout) mixture.Layout {
+	l := b.ConvLayout(lx, lk)
+	if b.Reduce != BlockUnreduced {
+		l.N = b.Np
+	}
+	return l
+}
+
+// Scale returns the block's weight factor 1/Fi for data lx.
+func (b BlockSpec) Scale(lx mixture.Layout) float64 { return 1 / float64(lx.C) }
+
+// Check reports a spec the block cannot compute for data lx and kernels lk
+// (whose sizes the caller has checked to match), naming the part.
+func (b BlockSpec) Check(lx, lk mixture.Layout) error {
+	if b.Fused() {
+		if err := b.Fit.Check(); err != nil {
+			return errors.Wrap(err, "block's fused convolution-fitting")
+		}
+		if nv := lx.C * lx.N * lk.N; nv > math.MaxInt32 {
+			return errors.Errorf("block's fused convolution-fitting: Fi·Ni·Nk = %d convolved Gaussians per channel exceed the limit 2³¹ − 1", nv)
+		}
+	}
+	if _, err := b.ReLU.Resolve(); err != nil {
+		return errors.Wrap(err, "block's ReLU fit")
+	}
+	lv := b.ConvLayout(lx, lk)
+	switch b.Reduce {
+	case BlockUnreduced:
+		return nil
+	case BlockTreeHEM:
+		return errors.Wrap(b.TreeHEM.Check(lv, b.Np), "block's TreeHEM")
+	case BlockKeepLargest:
+		if b.Np < 1 || b.Np > lv.N {
+			return errors.Errorf("block's keep-largest: np = %d must be in [1, N = %d]", b.Np, lv.N)
+		}
+		return nil
+	}
+	return errors.Errorf("block: unknown reduction %d", b.Reduce)
+}
+
+// String writes b as op names and errors show it.
+func (b BlockSpec) String() string {
+	conv := "conv"
+	if b.Fused() {
+		conv = fmt.Sprintf("convfit(%v)", b.Fit)
+	}
+	red := "unreduced"
+	switch b.Reduce {
+	case BlockTreeHEM:
+		red = fmt.Sprintf("treehem(np=%d T=%d under=%v)", b.Np, b.TreeHEM.Reduction, b.TreeHEM.UnderFill)
+	case BlockKeepLargest:
+		red = fmt.Sprintf("keeplargest(np=%d)", b.Np)
+	}
+	return fmt.Sprintf("%s relufit(%+v) %s", conv, b.ReLU, red)
+}
