@@ -62,16 +62,87 @@ func blockTraffic(s blockShape) (h2d, d2h, dense, launches int) {
 	return h2d, d2h, dense, 13
 }
 
+// blockOpTraffic is what one forward+backward of the same block as one
+// gm.Block op moves: its inputs and output, the incoming gradient and the
+// two gradients it asks for, nothing of F_i·N_i·N_k Gaussians. Each of the
+// op's two gradient nodes runs the block's forward again on the device.
+func blockOpTraffic(s blockShape) (h2d, d2h, dense, launches int) {
+	S := 1 + s.d + s.d*s.d
+	x := s.b * s.fi * s.ni * S
+	k := s.fo * s.fi * s.nk * S
+	z := s.b * s.fo * s.np * S
+	w, p, a := s.fo*s.fi*s.nk, s.fo*s.fi*s.nk*s.d, s.fo*s.fi*s.nk*s.d*s.d
+	h2d = a + (w + p + a) + // KernelEpsilon, AssembleKernel
+		(x + k) + // Block
+		2*(x+k+z) + // BlockBackward for ∂L/∂x and for ∂L/∂k: x, k and g
+		3*(k+a) // AssembleKernelBackward
+	d2h = k + // AssembleKernel
+		z + // Block
+		x + k + // BlockBackward
+		(w + p + a) // AssembleKernelBackward
+	// gram max, assembly; the block's conv, ÷Fi, ReLU fit, TreeHEM; per
+	// gradient those four with TreeHEM's backward instead of its forward,
+	// the ReLU fit's backward (2), ÷Fi and one convolution backward;
+	// assembly backward (3).
+	return h2d, d2h, 0, 2 + 4 + 2*8 + 3
+}
+
 // TestBlockTraffic states the bytes one forward+backward of a GMCN block
-// moves between host and device on the CUDA device: the figure that keeping
-// a block on the device must shrink. KernelEpsilon's float64 maximum adds 8
-// bytes each way.
+// moves between host and device on the CUDA device, op by op and as one
+// gm.Block op: the figure that keeping a block on the device shrinks.
+// KernelEpsilon's float64 maximum adds 8 bytes each way.
 func TestBlockTraffic(t *testing.T) {
+	s := blockShape{b: 4, fi: 3, ni: 16, fo: 5, nk: 5, np: 8, d: 2}
+	for _, c := range []struct {
+		name    string
+		traffic func(blockShape) (h2d, d2h, dense, launches int)
+		block   func(x, k *G.Node) (*G.Node, error)
+	}{
+		{"ops", blockTraffic, func(x, k *G.Node) (*G.Node, error) {
+			y, err := gmnode.Conv(x, k)
+			if err == nil {
+				y, err = gmnode.ScaleWeights(y, 1/float64(s.fi))
+			}
+			if err == nil {
+				y, err = gmnode.ReLUFitReduce(y, s.np, gmnode.UseTreeHEM(2))
+			}
+			return y, err
+		}},
+		{"gm.Block", blockOpTraffic, func(x, k *G.Node) (*G.Node, error) {
+			spec, _ := gmnode.UseTreeHEM(2).BlockSpec(s.np)
+			return gmnode.Block(x, k, spec)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := runBlockTraffic(t, s, c.block)
+			h2d, d2h, dense, launches := c.traffic(s)
+			const f32, eps = 4, 8
+			want := cudaops.Traffic{HostToDevice: int64(h2d*f32 + eps), DeviceToHost: int64(d2h*f32 + eps), Launches: int64(launches)}
+			if got != want {
+				t.Errorf("a forward+backward of block %+v moved %+v, want %+v", s, got, want)
+			}
+			t.Logf("block %+v, float32: %d B to the device, %d B back in %d launches; %.0f %% of it tensors of Fi·Ni·Nk Gaussians per mixture",
+				s, got.HostToDevice, got.DeviceToHost, got.Launches, 100*float64(dense*f32)/float64(got.HostToDevice+got.DeviceToHost))
+			// The blocks of the paper's MNIST model (1/64 → 8/32 → 16/16 → 32/8 →
+			// 64/4, N_k = 5) at batch 32, by the formula this test checks.
+			for _, p := range []blockShape{{32, 1, 64, 8, 5, 32, 2}, {32, 8, 32, 16, 5, 16, 2}, {32, 16, 16, 32, 5, 8, 2}, {32, 32, 8, 64, 5, 4, 2}} {
+				h2d, d2h, dense, _ := c.traffic(p)
+				t.Logf("paper block Fi=%d Ni=%d Fo=%d, B=32, float32: %.1f MB to the device, %.1f MB back, %.0f %% Fi·Ni·Nk-sized",
+					p.fi, p.ni, p.fo, float64(h2d*f32)/1e6, float64(d2h*f32)/1e6, 100*float64(dense)/float64(h2d+d2h))
+			}
+		})
+	}
+}
+
+// runBlockTraffic runs one forward+backward of block on the CUDA device
+// (data → block → Σ, kernels assembled from their raw learnables) and
+// returns what it moved.
+func runBlockTraffic(t *testing.T, s blockShape, block func(x, k *G.Node) (*G.Node, error)) cudaops.Traffic {
+	t.Helper()
 	dev, err := cudaops.Default()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := blockShape{b: 4, fi: 3, ni: 16, fo: 5, nk: 5, np: 8, d: 2}
 	rng := rand.New(rand.NewPCG(1, 2))
 	g := G.NewGraph()
 	if err := gmnode.SetDevice(g, cudaops.NewDevice(dev, cpu.Device())); err != nil {
@@ -84,9 +155,10 @@ func TestBlockTraffic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	y := G.Must(gmnode.Conv(x, k.Node()))
-	y = G.Must(gmnode.ScaleWeights(y, 1/float64(s.fi)))
-	y = G.Must(gmnode.ReLUFitReduce(y, s.np, gmnode.UseTreeHEM(2)))
+	y, err := block(x, k.Node())
+	if err != nil {
+		t.Fatal(err)
+	}
 	cost := G.Must(G.Sum(y))
 	if _, err := G.Grad(cost, k.Learnables()...); err != nil {
 		t.Fatal(err)
@@ -97,21 +169,5 @@ func TestBlockTraffic(t *testing.T) {
 	if err := vm.RunAll(); err != nil {
 		t.Fatal(err)
 	}
-	got := dev.Traffic().Sub(before)
-
-	h2d, d2h, dense, launches := blockTraffic(s)
-	const f32, eps = 4, 8
-	want := cudaops.Traffic{HostToDevice: int64(h2d*f32 + eps), DeviceToHost: int64(d2h*f32 + eps), Launches: int64(launches)}
-	if got != want {
-		t.Errorf("a forward+backward of block %+v moved %+v, want %+v", s, got, want)
-	}
-	t.Logf("block %+v, float32: %d B to the device, %d B back in %d launches; %.0f %% of it tensors of Fi·Ni·Nk Gaussians per mixture",
-		s, got.HostToDevice, got.DeviceToHost, got.Launches, 100*float64(dense*f32)/float64(got.HostToDevice+got.DeviceToHost))
-	// The blocks of the paper's MNIST model (1/64 → 8/32 → 16/16 → 32/8 →
-	// 64/4, N_k = 5) at batch 32, by the formula this test checks.
-	for _, p := range []blockShape{{32, 1, 64, 8, 5, 32, 2}, {32, 8, 32, 16, 5, 16, 2}, {32, 16, 16, 32, 5, 8, 2}, {32, 32, 8, 64, 5, 4, 2}} {
-		h2d, d2h, dense, _ := blockTraffic(p)
-		t.Logf("paper block Fi=%d Ni=%d Fo=%d, B=32, float32: %.1f MB to the device, %.1f MB back, %.0f %% Fi·Ni·Nk-sized",
-			p.fi, p.ni, p.fo, float64(h2d*f32)/1e6, float64(d2h*f32)/1e6, 100*float64(dense)/float64(h2d+d2h))
-	}
+	return dev.Traffic().Sub(before)
 }

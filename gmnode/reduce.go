@@ -23,6 +23,24 @@ type Reduction struct {
 	name   string
 	reduce func(x *G.Node, np int) (*G.Node, error)
 	check  func(n, np, d int) error
+	// block returns the reduction part of a gm.Block spec that reduces to
+	// np ≥ 1 as reduce does, or false where the block cannot.
+	block func(np int) (ops.BlockSpec, bool)
+}
+
+// BlockSpec returns a gm.Block spec (ops.BlockSpec, see Block) whose
+// reduction is the method's to np components, np < 0 being none, and
+// whether the block can reduce as ReLUFitReduce would: TreeHEM with
+// np ≥ T and KeepLargest can, MEM and TreeHEM to fewer than T (which adds
+// MEM) cannot. The caller sets the spec's convolution and ReLU fit.
+func (r Reduction) BlockSpec(np int) (ops.BlockSpec, bool) {
+	switch {
+	case np < 0:
+		return ops.BlockSpec{Reduce: ops.BlockUnreduced}, true
+	case r.block == nil:
+		return ops.BlockSpec{}, false
+	}
+	return r.block(np)
 }
 
 // Check reports whether the method can reduce mixtures of n Gaussians of
@@ -70,6 +88,8 @@ func UseKeepLargest() Reduction {
 			return errors.Errorf("the number of kept components np must be in [1, N = %d], got %d", n, np)
 		}
 		return nil
+	}, block: func(np int) (ops.BlockSpec, bool) {
+		return ops.BlockSpec{Reduce: ops.BlockKeepLargest, Np: np}, true
 	}}
 }
 
@@ -91,6 +111,12 @@ func UseTreeHEM(t int, opts ...TreeHEMOption) Reduction {
 			np = t
 		}
 		return ops.TreeHEMOptions{Reduction: t}.Check(mixture.Layout{B: 1, C: 1, N: n, D: d}, np)
+	}, block: func(np int) (ops.BlockSpec, bool) {
+		o := ops.TreeHEMOptions{Reduction: t}
+		for _, f := range opts {
+			f(&o)
+		}
+		return ops.BlockSpec{Reduce: ops.BlockTreeHEM, Np: np, TreeHEM: o}, np >= t
 	}}
 }
 

@@ -16,7 +16,8 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// counting is the CPU's kernels with the convolutions counted.
+// counting is the CPU's kernels with the convolutions counted, those of
+// whole blocks included.
 type counting[T device.Float] struct {
 	device.Kernels[T]
 	n *atomic.Int64
@@ -25,6 +26,11 @@ type counting[T device.Float] struct {
 func (c counting[T]) Conv(y, x, k []T, lx, lk mixture.Layout) error {
 	c.n.Add(1)
 	return c.Kernels.Conv(y, x, k, lx, lk)
+}
+
+func (c counting[T]) Block(y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec) error {
+	c.n.Add(1)
+	return c.Kernels.Block(y, x, k, lx, lk, b)
 }
 
 // TestTwoModelsTwoDevices builds the same model twice in one process, on

@@ -153,41 +153,15 @@ func Build(cfg Config) (*Model, error) {
 			return nil, errors.Wrap(err, name)
 		}
 		m.Kernels = append(m.Kernels, k)
-		stage := " (conv ÷ Fi)"
-		var targets *G.Node // the ReLU fit's targets, nil: from x itself
 		n, nv := cfg.FusedGaussians(b, fi, x.Shape()[2]), fi*x.Shape()[2]*cfg.KernelGaussians
-		switch {
-		case cfg.Fused > 0 && cfg.FusedExact && n < nv:
-			x, targets, err = gmnode.ConvFitTargets(x, k.Node(), n, 1/float64(fi), gmnode.ConvFitNegative(cfg.fusedNegative()))
-			stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi, exact targets)", n)
-		case cfg.Fused > 0:
-			x, err = gmnode.ConvFit(x, k.Node(), n, gmnode.ConvFitNegative(cfg.fusedNegative()))
-			stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi)", n)
-		default:
-			x, err = gmnode.Conv(x, k.Node())
-		}
-		if err == nil && targets == nil {
-			x, err = gmnode.ScaleWeights(x, 1/float64(fi))
+		exact := cfg.Fused > 0 && cfg.FusedExact && n < nv
+		if spec, ok := cfg.Reduction.BlockSpec(b.Gaussians); ok && kappa == nil && !exact {
+			x, err = m.block(x, k, spec, n, name)
+		} else {
+			x, kappa, err = m.composedBlock(x, k, b, fi, n, exact, kappa, name)
 		}
 		if err != nil {
-			return nil, errors.Wrap(err, name)
-		}
-		m.row(name+stage, x)
-		fit := []gmnode.ReduceOption{gmnode.WithReLUFitOptions(cfg.ReLUFit)}
-		if targets != nil {
-			fit = append(fit, gmnode.WithTargets(targets))
-		}
-		if kappa != nil {
-			if kappa, err = m.constant(kappa, k.Node(), fi, b.Channels, name); err != nil {
-				return nil, errors.Wrap(err, name)
-			}
-			m.row(name+" constant (÷ Fi, bias)", kappa)
-			// The fit replaces kappa by its new constants κ⁺, which the
-			// reduction and CovScaleNorm keep.
-			fit = append(fit, gmnode.WithConstant(kappa, &kappa))
-		}
-		if x, err = gmnode.ReLUFitReduce(x, b.Gaussians, cfg.Reduction, fit...); err != nil {
-			return nil, errors.Wrapf(err, "block %d fitting", i+1)
+			return nil, errors.Wrapf(err, "block %d", i+1)
 		}
 		var cn *ops.CovScaleNorm
 		if x, cn, err = gmnode.CovScaleNorm(x); err != nil {
@@ -312,6 +286,72 @@ func (cfg Config) fusedMin() int {
 		return DefaultFusedMin
 	}
 	return cfg.FusedMin
+}
+
+// block applies block b (convolution, ÷Fi, ReLU fit and reduction, spec
+// holding the reduction) to x as one gm.Block op, which equals the ops of
+// composedBlock and keeps its intermediates where they are made (on the
+// CUDA device in its memory). n is the fused count.
+func (m *Model) block(x *G.Node, k *gmnode.Kernel, spec ops.BlockSpec, n int, name string) (*G.Node, error) {
+	cfg := m.Config
+	spec.ReLU = cfg.ReLUFit
+	stage := " (conv ÷ Fi)"
+	if cfg.Fused > 0 {
+		spec.Fit = ops.ConvFitSelect{N: n, Negative: cfg.fusedNegative()}
+		stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi)", n)
+	}
+	lx, err := mixture.LayoutOf(x.Shape())
+	if err != nil {
+		return nil, errors.Wrap(err, name)
+	}
+	ks := k.Node().Shape()
+	lk := mixture.Layout{B: ks[0], C: ks[1], N: ks[2], D: cfg.D}
+	// The convolution's shape, which no node of the graph holds.
+	m.rows = append(m.rows, fmt.Sprintf("%-40s %v", name+stage, tensor.Shape(spec.ConvLayout(lx, lk).Shape())))
+	return gmnode.Block(x, k.Node(), spec)
+}
+
+// composedBlock applies block b to x op by op: the convolution (or fused
+// convolution-fitting, with exact targets if exact), ÷Fi, the ReLU fit
+// (with the constants kappa unless nil) and the reduction. It returns the
+// block's output and the new constants.
+func (m *Model) composedBlock(x *G.Node, k *gmnode.Kernel, b Block, fi, n int, exact bool, kappa *G.Node, name string) (*G.Node, *G.Node, error) {
+	cfg := m.Config
+	stage := " (conv ÷ Fi)"
+	var targets *G.Node // the ReLU fit's targets, nil: from x itself
+	var err error
+	switch {
+	case exact:
+		x, targets, err = gmnode.ConvFitTargets(x, k.Node(), n, 1/float64(fi), gmnode.ConvFitNegative(cfg.fusedNegative()))
+		stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi, exact targets)", n)
+	case cfg.Fused > 0:
+		x, err = gmnode.ConvFit(x, k.Node(), n, gmnode.ConvFitNegative(cfg.fusedNegative()))
+		stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi)", n)
+	default:
+		x, err = gmnode.Conv(x, k.Node())
+	}
+	if err == nil && targets == nil {
+		x, err = gmnode.ScaleWeights(x, 1/float64(fi))
+	}
+	if err != nil {
+		return nil, nil, errors.Wrap(err, name)
+	}
+	m.row(name+stage, x)
+	fit := []gmnode.ReduceOption{gmnode.WithReLUFitOptions(cfg.ReLUFit)}
+	if targets != nil {
+		fit = append(fit, gmnode.WithTargets(targets))
+	}
+	if kappa != nil {
+		if kappa, err = m.constant(kappa, k.Node(), fi, b.Channels, name); err != nil {
+			return nil, nil, errors.Wrap(err, name)
+		}
+		m.row(name+" constant (÷ Fi, bias)", kappa)
+		// The fit replaces kappa by its new constants κ⁺, which the
+		// reduction and CovScaleNorm keep.
+		fit = append(fit, gmnode.WithConstant(kappa, &kappa))
+	}
+	x, err = gmnode.ReLUFitReduce(x, b.Gaussians, cfg.Reduction, fit...)
+	return x, kappa, errors.Wrap(err, "fitting")
 }
 
 // FusedGaussians returns the component count n of block b's fused
