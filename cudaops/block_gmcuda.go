@@ -54,11 +54,23 @@ type reluParams struct {
 	coarse, floor, off float64
 }
 
-func blockReLU(b device.BlockSpec) (reluParams, error) {
-	var p reluParams
-	var err error
-	p.paper, p.coarse, p.floor, p.off, err = reluArgs(b.ReLU)
-	return p, err
+// checkBlock checks the sizes of a call of computation name: ny values of
+// the output (or of its incoming gradient), the data x, the kernels k and
+// the destinations dx and dk unless nil; it returns the ReLU fit's kernel
+// arguments and the layouts of the convolution and the output.
+func checkBlock[T Float](name string, ny int, x, k, dx, dk []T, lx, lk mixture.Layout, b device.BlockSpec) (p reluParams, lv, ly mixture.Layout, err error) {
+	lv, ly = b.ConvLayout(lx, lk), b.Layout(lx, lk)
+	if p.paper, p.coarse, p.floor, p.off, err = reluArgs(b.ReLU); err != nil {
+		return p, lv, ly, err
+	}
+	if err = checkTiles(lv.N); err != nil {
+		return p, lv, ly, err
+	}
+	if ny != ly.Len() || len(x) != lx.Len() || len(k) != lk.Len() || dx != nil && len(dx) != lx.Len() || dk != nil && len(dk) != lk.Len() {
+		err = errors.Errorf("cudaops %s: %d values of output or gradient, %d of data, %d of kernels; %v ⊛ %v → %v needs %d, %d and %d",
+			name, ny, len(x), len(k), lx.Shape(), lk.Shape(), ly.Shape(), ly.Len(), lx.Len(), lk.Len())
+	}
+	return p, lv, ly, err
 }
 
 // Block is device.Kernels.Block on the GPU: x and k go to the device, the
@@ -69,17 +81,9 @@ func (c Kernels[T]) Block(y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec
 	if !blockOnGPU(b) {
 		return c.cpu.Block(y, x, k, lx, lk, b)
 	}
-	relu, err := blockReLU(b)
+	relu, lv, ly, err := checkBlock("Block", len(y), x, k, nil, nil, lx, lk, b)
 	if err != nil {
 		return err
-	}
-	lv, ly := b.ConvLayout(lx, lk), b.Layout(lx, lk)
-	if err := checkTiles(lv.N); err != nil {
-		return err
-	}
-	if len(y) != ly.Len() || len(x) != lx.Len() || len(k) != lk.Len() {
-		return errors.Errorf("cudaops Block: %d, %d and %d values for output, data and kernels; %v, %v and %v need %d, %d and %d",
-			len(y), len(x), len(k), ly.Shape(), lx.Shape(), lk.Shape(), ly.Len(), lx.Len(), lk.Len())
 	}
 	err = c.d.run(func(s *seq) {
 		px, pk := in(s, slotIn0, x), in(s, slotIn1, k)
@@ -129,16 +133,9 @@ func (c Kernels[T]) BlockBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, b 
 			return errors.Errorf("BlockBackward: saved state made for %v ⊛ %v (%v), used for %v ⊛ %v (%v)", sv.lx.Shape(), sv.lk.Shape(), sv.b, lx.Shape(), lk.Shape(), b)
 		}
 	}
-	relu, err := blockReLU(b)
+	relu, lv, _, err := checkBlock("BlockBackward", len(g), x, k, dx, dk, lx, lk, b)
 	if err != nil {
 		return err
-	}
-	lv, ly := b.ConvLayout(lx, lk), b.Layout(lx, lk)
-	if err := checkTiles(lv.N); err != nil {
-		return err
-	}
-	if len(g) != ly.Len() || len(x) != lx.Len() || len(k) != lk.Len() || dx != nil && len(dx) != lx.Len() || dk != nil && len(dk) != lk.Len() {
-		return errors.Errorf("cudaops BlockBackward: sizes do not match %v ⊛ %v → %v", lx.Shape(), lk.Shape(), ly.Shape())
 	}
 	err = c.d.run(func(s *seq) {
 		px, pk, pg := in(s, slotIn0, x), in(s, slotIn1, k), in(s, slotIn2, g)

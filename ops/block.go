@@ -104,9 +104,6 @@ func (g blockGradKernel[T]) doSaved(dev device.Kernels[T], out operand[T], in []
 	if err != nil {
 		return err
 	}
-	dx, dk := out.data, []T(nil)
-	if g.wrt == 1 {
-		dx, dk = nil, out.data
-	}
+	dx, dk := convGradDest(g.wrt, out.data)
 	return dev.BlockBackward(dx, dk, in[3].data, in[0].data, in[1].data, lx, lk, g.s, saved)
 }

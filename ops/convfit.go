@@ -107,11 +107,17 @@ func (g convFitGradKernel[T]) doSaved(dev device.Kernels[T], out operand[T], in 
 	if err != nil {
 		return err
 	}
-	dx, dk := out.data, []T(nil)
-	if g.wrt == 1 {
-		dx, dk = nil, out.data
-	}
+	dx, dk := convGradDest(g.wrt, out.data)
 	return dev.ConvFitBackward(dx, dk, in[3].data, in[0].data, in[1].data, lx, lk, g.s, saved)
+}
+
+// convGradDest returns the destinations of a gradient op of a (data,
+// kernels) op: out is ∂L/∂data for wrt = 0 and ∂L/∂kernels for wrt = 1.
+func convGradDest[T Float](wrt int, out []T) (dx, dk []T) {
+	if wrt == 1 {
+		return nil, out
+	}
+	return out, nil
 }
 
 // resumedConvInputs is checkedConvInputs for a resuming computation: it
