@@ -67,40 +67,50 @@ func newBlockState[T Float](lx, lk mixture.Layout, b device.BlockSpec) *BlockSta
 // Conv or ConvFit, ScaleWeights(1/Fi), ReLUFit without constants, and
 // TreeHEM, KeepLargest or nothing. b must have passed b.Check(lx, lk).
 func Block[T Float](y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec) error {
-	st, err := BlockSaving(y, x, k, lx, lk, b)
-	if err == nil {
-		st.Release()
-	}
-	return err
+	st := newBlockState[T](lx, lk, b)
+	defer st.Release()
+	return st.forward(y, x, k, false)
 }
 
 // BlockSaving is Block that keeps its intermediates and its parts' saved
 // states for BlockBackward.
 func BlockSaving[T Float](y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec) (*BlockState[T], error) {
 	st := newBlockState[T](lx, lk, b)
-	if err := st.forward(y, x, k); err != nil {
+	if err := st.forward(y, x, k, true); err != nil {
 		st.Release()
 		return nil, err
 	}
 	return st, nil
 }
 
-func (st *BlockState[T]) forward(y, x, k []T) error {
+// forward runs the block into y through st's buffers, keeping its parts'
+// saved states in st if save.
+func (st *BlockState[T]) forward(y, x, k []T, save bool) error {
 	lx, lk, b := st.lx, st.lk, st.spec
 	lv := b.ConvLayout(lx, lk)
-	if b.Fused() {
+	switch {
+	case b.Fused() && save:
 		st.conv = ConvFitSaving(st.v, x, k, lx, lk, b.Fit)
-	} else {
+	case b.Fused():
+		ConvFit(st.v, x, k, lx, lk, b.Fit)
+	default:
 		Conv(st.v, x, k, lx, lk)
 	}
 	ScaleWeights(st.v, st.v, lv, T(b.Scale(lx)))
-	sums, err := ReLUFitSaving(st.r, st.v, nil, nil, lv, b.ReLU)
-	if err != nil {
+	if save {
+		sums, err := ReLUFitSaving(st.r, st.v, nil, nil, lv, b.ReLU)
+		if err != nil {
+			return errors.Wrap(err, "block's ReLU fit")
+		}
+		st.relu = sums
+	} else if err := ReLUFit(st.r, st.v, nil, nil, lv, b.ReLU); err != nil {
 		return errors.Wrap(err, "block's ReLU fit")
 	}
-	st.relu = sums
 	switch b.Reduce {
 	case device.BlockTreeHEM:
+		if !save {
+			return errors.Wrap(TreeHEM(y, st.r, lv, b.Np, b.TreeHEM), "block's TreeHEM")
+		}
 		dec, err := TreeHEMSaving(y, st.r, lv, b.Np, b.TreeHEM)
 		if err != nil {
 			return errors.Wrap(err, "block's TreeHEM")
