@@ -3,18 +3,26 @@
 package cudaops
 
 import (
+	"sync"
+
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
 )
 
 // blockSaved is what BlockSaving keeps on the GPU: the call's shapes and
-// spec. The backward runs the forward again on the device, which costs
-// less than keeping its Fi·Ni·Nk-sized intermediates from one call to the
-// next.
-type blockSaved struct {
+// spec, and which incoming gradient g the device's slotBlockDV holds the
+// gradient at the convolution's output for. The first of the op's two
+// gradient nodes (data, kernels) runs the block's forward again on the
+// device and its backward down to that gradient; the second finds it in
+// slotBlockDV, as long as no other block's backward ran in between (gen),
+// and runs only the convolution's backward.
+type blockSaved[T Float] struct {
 	lx, lk mixture.Layout
 	b      device.BlockSpec
+	mu     sync.Mutex
+	g      []T
+	gen    uint64 // the Device's blockGen when slotBlockDV was written for g; 0: never
 }
 
 // blockOnGPU reports whether every part of b has GPU kernels: the ReLU fit
@@ -73,6 +81,27 @@ func checkBlock[T Float](name string, ny int, x, k, dx, dk []T, lx, lk mixture.L
 	return p, lv, ly, err
 }
 
+// launchBlockGrad uploads g and runs the block's forward on the device
+// operands px and pk again, then its backward down to the gradient at the
+// convolution's output, which it leaves in slotBlockDV and returns.
+func launchBlockGrad[T Float](s *seq, px, pk devPtr, g []T, lx, lk, lv mixture.Layout, b device.BlockSpec, relu reluParams) devPtr {
+	pg := in(s, slotIn2, g)
+	pv, pr := launchBlockFit[T](s, px, pk, lx, lk, b, relu)
+	pdr := pg
+	switch b.Reduce {
+	case device.BlockTreeHEM:
+		pdr = out[T](s, slotBlockDR, lv.Len())
+		launchTreeHEM[T](s, true, lv, b.Np, b.TreeHEM, pdr, pr, pg)
+	case device.BlockKeepLargest:
+		pdr = out[T](s, slotBlockDR, lv.Len())
+		launchKeepLargest[T](s, "gm_keep_largest_backward", lv, b.Np, pdr, pr, pg)
+	}
+	pdv := out[T](s, slotBlockDV, lv.Len())
+	launchReLUFitBackward[T](s, pdv, pv, pdr, lv, relu.paper, relu.coarse, relu.floor, relu.off)
+	launchScaleWeights[T](s, pdv, pdv, lv, b.Scale(lx))
+	return pdv
+}
+
 // Block is device.Kernels.Block on the GPU: x and k go to the device, the
 // block's result comes back, and everything between (Fi·Ni·Nk Gaussians
 // per mixture twice) stays in device memory. A block whose ReLU fit has no
@@ -114,44 +143,46 @@ func (c Kernels[T]) BlockSaving(y, x, k []T, lx, lk mixture.Layout, b device.Blo
 	if err := c.Block(y, x, k, lx, lk, b); err != nil {
 		return nil, err
 	}
-	return blockSaved{lx, lk, b}, nil
+	return &blockSaved[T]{lx: lx, lk: lk, b: b}, nil
 }
 
 // BlockBackward is device.Kernels.BlockBackward on the GPU: x, k and g go
 // to the device, the block's forward runs again there, its parts' backward
-// kernels follow, and only ∂L/∂x and ∂L/∂k come back.
+// kernels follow, and only ∂L/∂x and ∂L/∂k come back; with the saved state
+// of the op's other gradient node for the same g, only x and k go, and only
+// the convolution's backward runs (see blockSaved).
 func (c Kernels[T]) BlockBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, b device.BlockSpec, saved device.Saved) error {
 	if !blockOnGPU(b) {
 		return c.cpu.BlockBackward(dx, dk, g, x, k, lx, lk, b, saved)
 	}
+	var sv *blockSaved[T]
 	if saved != nil {
-		sv, ok := saved.(blockSaved)
-		if !ok {
+		var ok bool
+		if sv, ok = saved.(*blockSaved[T]); !ok {
 			return errors.Errorf("BlockBackward: saved state %T is not the GPU's %T", saved, sv)
 		}
 		if sv.lx != lx || sv.lk != lk || sv.b != b {
 			return errors.Errorf("BlockBackward: saved state made for %v ⊛ %v (%v), used for %v ⊛ %v (%v)", sv.lx.Shape(), sv.lk.Shape(), sv.b, lx.Shape(), lk.Shape(), b)
 		}
+		sv.mu.Lock()
+		defer sv.mu.Unlock()
 	}
 	relu, lv, _, err := checkBlock("BlockBackward", len(g), x, k, dx, dk, lx, lk, b)
 	if err != nil {
 		return err
 	}
 	err = c.d.run(func(s *seq) {
-		px, pk, pg := in(s, slotIn0, x), in(s, slotIn1, k), in(s, slotIn2, g)
-		pv, pr := launchBlockFit[T](s, px, pk, lx, lk, b, relu)
-		pdr := pg
-		switch b.Reduce {
-		case device.BlockTreeHEM:
-			pdr = out[T](s, slotBlockDR, lv.Len())
-			launchTreeHEM[T](s, true, lv, b.Np, b.TreeHEM, pdr, pr, pg)
-		case device.BlockKeepLargest:
-			pdr = out[T](s, slotBlockDR, lv.Len())
-			launchKeepLargest[T](s, "gm_keep_largest_backward", lv, b.Np, pdr, pr, pg)
+		px, pk := in(s, slotIn0, x), in(s, slotIn1, k)
+		var pdv devPtr
+		if sv != nil && sv.gen != 0 && sv.gen == s.d.blockGen && mixture.SameBits(sv.g, g) {
+			pdv = s.d.slots[slotBlockDV].ptr
+		} else {
+			pdv = launchBlockGrad[T](s, px, pk, g, lx, lk, lv, b, relu)
+			s.d.blockGen++
+			if sv != nil && s.err == nil {
+				sv.g, sv.gen = append(sv.g[:0], g...), s.d.blockGen
+			}
 		}
-		pdv := out[T](s, slotBlockDV, lv.Len())
-		launchReLUFitBackward[T](s, pdv, pv, pdr, lv, relu.paper, relu.coarse, relu.floor, relu.off)
-		launchScaleWeights[T](s, pdv, pdv, lv, b.Scale(lx))
 		var pdx, pdk devPtr
 		if b.Fused() {
 			pdx, pdk = launchConvFitBackward[T](s, dx != nil, dk != nil, pdv, px, pk, lx, lk, b.Fit)

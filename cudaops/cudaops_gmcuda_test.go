@@ -715,6 +715,41 @@ func treeHEMTolerance[T Float](grad bool) float64 {
 	return tolerance[T](grad)
 }
 
+// TestBlockReuse checks when the second gradient node of a block reuses
+// the first's gradient at the convolution (blockSaved): not for another
+// incoming gradient, and not after another block's backward wrote the
+// device's buffer, whose result would otherwise be read.
+func TestBlockReuse(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	b := device.BlockSpec{Reduce: device.BlockTreeHEM, Np: 6, TreeHEM: device.TreeHEMOptions{Reduction: 2}}
+	lx := mixture.Layout{B: 2, C: 2, N: 11, D: 2}
+	lk := mixture.Layout{B: 3, C: 2, N: 3, D: 2}
+	ly := b.Layout(lx, lk)
+	x, k := treeHEMData[float64](rng, lx, 3, "random"), randomMixtures[float64](rng, lk)
+	x2, k2 := treeHEMData[float64](rng, lx, 3, "random"), randomMixtures[float64](rng, lk)
+	g, g2 := gmtest.Uniform[float64](rng, ly.Len(), -1, 1), gmtest.Uniform[float64](rng, ly.Len(), -1, 1)
+	y := make([]float64, ly.Len())
+	saved, err := gpu[float64]().BlockSaving(y, x, k, lx, lk, b)
+	must(t, err)
+	saved2, err := gpu[float64]().BlockSaving(y, x2, k2, lx, lk, b)
+	must(t, err)
+	want := func(x, k, g []float64) []float64 {
+		dk := make([]float64, lk.Len())
+		must(t, cpu.BlockBackward(nil, dk, g, x, k, lx, lk, b, nil))
+		return dk
+	}
+	dx, dk := make([]float64, lx.Len()), make([]float64, lk.Len())
+	// Another gradient: the first node's buffer is for g, not g2.
+	must(t, gpu[float64]().BlockBackward(dx, nil, g, x, k, lx, lk, b, saved))
+	must(t, gpu[float64]().BlockBackward(nil, dk, g2, x, k, lx, lk, b, saved))
+	compare(t, "dk for another g", dk, want(x, k, g2), 1e-9)
+	// Another block in between: its backward overwrote the buffer.
+	must(t, gpu[float64]().BlockBackward(dx, nil, g, x, k, lx, lk, b, saved))
+	must(t, gpu[float64]().BlockBackward(dx, nil, g, x2, k2, lx, lk, b, saved2))
+	must(t, gpu[float64]().BlockBackward(nil, dk, g, x, k, lx, lk, b, saved))
+	compare(t, "dk after another block", dk, want(x, k, g), 1e-9)
+}
+
 // TestBlock compares the GPU block with the CPU's (its parts one after
 // another), forward and both gradients, for the convolution and the fused
 // convolution-fitting with every reduction, 2D and 3D, float32 and float64.
@@ -752,6 +787,15 @@ func testBlock[T Float](t *testing.T) {
 				clear(dk)
 				must(t, gpu[T]().BlockBackward(nil, dk, g, x, k, lx, lk, b, nil))
 				compare(t, "dk alone", dk, wdk, tolerance[T](true))
+				// The op's two gradient nodes with the forward's saved
+				// state: the second reuses the first's gradient at the
+				// convolution, on the device.
+				clear(dx)
+				clear(dk)
+				must(t, gpu[T]().BlockBackward(dx, nil, g, x, k, lx, lk, b, saved))
+				must(t, gpu[T]().BlockBackward(nil, dk, g, x, k, lx, lk, b, saved))
+				compare(t, "dx, then dk reusing it", dx, wdx, tolerance[T](true))
+				compare(t, "dk reusing dx's", dk, wdk, tolerance[T](true))
 			})
 		}
 	}

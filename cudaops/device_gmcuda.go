@@ -29,6 +29,9 @@ type Device struct {
 	slots [numSlots]buffer
 	// events are the start and stop events of kernel timing, made on first use.
 	events [2]event
+	// blockGen counts the block backward calls that wrote slotBlockDV
+	// (block_gmcuda.go); touched only on the Device's thread.
+	blockGen uint64
 	// traffic counts what the Device moved and launched.
 	hostToDevice, deviceToHost, launches atomic.Int64
 }

@@ -64,8 +64,10 @@ func blockTraffic(s blockShape) (h2d, d2h, dense, launches int) {
 
 // blockOpTraffic is what one forward+backward of the same block as one
 // gm.Block op moves: its inputs and output, the incoming gradient and the
-// two gradients it asks for, nothing of F_i·N_i·N_k Gaussians. Each of the
-// op's two gradient nodes runs the block's forward again on the device.
+// two gradients it asks for, nothing of F_i·N_i·N_k Gaussians. The op's
+// first gradient node runs the block's forward again on the device and its
+// backward down to the convolution; the second finds that gradient on the
+// device and runs only the convolution's backward.
 func blockOpTraffic(s blockShape) (h2d, d2h, dense, launches int) {
 	S := 1 + s.d + s.d*s.d
 	x := s.b * s.fi * s.ni * S
@@ -74,17 +76,18 @@ func blockOpTraffic(s blockShape) (h2d, d2h, dense, launches int) {
 	w, p, a := s.fo*s.fi*s.nk, s.fo*s.fi*s.nk*s.d, s.fo*s.fi*s.nk*s.d*s.d
 	h2d = a + (w + p + a) + // KernelEpsilon, AssembleKernel
 		(x + k) + // Block
-		2*(x+k+z) + // BlockBackward for ∂L/∂x and for ∂L/∂k: x, k and g
+		(x + k + z) + (x + k) + // BlockBackward for ∂L/∂x and for ∂L/∂k: x, k and g, then x and k
 		3*(k+a) // AssembleKernelBackward
 	d2h = k + // AssembleKernel
 		z + // Block
 		x + k + // BlockBackward
 		(w + p + a) // AssembleKernelBackward
-	// gram max, assembly; the block's conv, ÷Fi, ReLU fit, TreeHEM; per
-	// gradient those four with TreeHEM's backward instead of its forward,
-	// the ReLU fit's backward (2), ÷Fi and one convolution backward;
-	// assembly backward (3).
-	return h2d, d2h, 0, 2 + 4 + 2*8 + 3
+	// gram max, assembly; the block's conv, ÷Fi, ReLU fit, TreeHEM; for the
+	// first gradient those four with TreeHEM's backward instead of its
+	// forward, the ReLU fit's backward (2), ÷Fi and one convolution
+	// backward, for the second the convolution backward; assembly backward
+	// (3).
+	return h2d, d2h, 0, 2 + 4 + 8 + 1 + 3
 }
 
 // TestBlockTraffic states the bytes one forward+backward of a GMCN block
