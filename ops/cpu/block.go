@@ -16,10 +16,8 @@ import (
 // and kernels) share. It is Releasable: its buffers go to the next
 // BlockSaving of the same sizes, its parts' states to theirs.
 type BlockState[T Float] struct {
-	key             blockKey
-	lx, lk          mixture.Layout
-	spec            device.BlockSpec
-	v, r            []T // ÷Fi-scaled convolution, ReLU fit output
+	key             blockKey // the layouts and spec it was made for
+	v, r            []T      // ÷Fi-scaled convolution, ReLU fit output
 	conv, relu, red device.Saved
 	// mu guards the gradient part, which the op's two gradient nodes
 	// share: g, the last incoming gradient, dr and dv its gradients at the
@@ -57,8 +55,8 @@ func newBlockState[T Float](lx, lk mixture.Layout, b device.BlockSpec) *BlockSta
 	}
 	lv, ly := b.ConvLayout(lx, lk), b.Layout(lx, lk)
 	return &BlockState[T]{
-		key: key, lx: lx, lk: lk, spec: b,
-		v: make([]T, lv.Len()), r: make([]T, lv.Len()),
+		key: key,
+		v:   make([]T, lv.Len()), r: make([]T, lv.Len()),
 		g: make([]T, ly.Len()), dr: make([]T, lv.Len()), dv: make([]T, lv.Len()),
 	}
 }
@@ -86,7 +84,7 @@ func BlockSaving[T Float](y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec
 // forward runs the block into y through st's buffers, keeping its parts'
 // saved states in st if save.
 func (st *BlockState[T]) forward(y, x, k []T, save bool) error {
-	lx, lk, b := st.lx, st.lk, st.spec
+	lx, lk, b := st.key.lx, st.key.lk, st.key.b
 	lv := b.ConvLayout(lx, lk)
 	switch {
 	case b.Fused() && save:
@@ -137,8 +135,8 @@ func BlockBackward[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, b device
 			return err
 		}
 		defer st.Release()
-	} else if st.lx != lx || st.lk != lk || st.spec != b {
-		return errors.Errorf("BlockBackward: state made for %v ⊛ %v (%v), used for %v ⊛ %v (%v)", st.lx.Shape(), st.lk.Shape(), st.spec, lx.Shape(), lk.Shape(), b)
+	} else if sk := st.key; sk.lx != lx || sk.lk != lk || sk.b != b {
+		return errors.Errorf("BlockBackward: state made for %v ⊛ %v (%v), used for %v ⊛ %v (%v)", sk.lx.Shape(), sk.lk.Shape(), sk.b, lx.Shape(), lk.Shape(), b)
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -164,7 +162,7 @@ func BlockBackward[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, b device
 // convGrad sets st.dv, the gradient at the convolution's output for the
 // incoming gradient g, and remembers g.
 func (st *BlockState[T]) convGrad(g []T) error {
-	lx, lk, b := st.lx, st.lk, st.spec
+	lx, lk, b := st.key.lx, st.key.lk, st.key.b
 	lv := b.ConvLayout(lx, lk)
 	dr := g
 	switch b.Reduce {
