@@ -116,11 +116,8 @@ __device__ int cf_select(const T *x, const T *k, const CfShape<D> &sh, ll m, ll 
 		}
 	}
 	gm_block_box(lower, upper, sc.red);
-	double scale[3] = {0, 0, 0};
-	for (int a = 0; a < d; a++) {
-		double ext = upper[a] - lower[a];
-		if (ext > 0) scale[a] = 1 / ext;
-	}
+	double scale[3];
+	gm_box_scales(d, lower, upper, scale);
 	// Keys: sign of the product (exactly, no underflow to 0) at bit 62,
 	// the Morton code at bits 32..61, the index below.
 	for (ll v = tid; v < P; v += bd) {
@@ -129,13 +126,8 @@ __device__ int cf_select(const T *x, const T *k, const CfShape<D> &sh, ll m, ll 
 			continue;
 		}
 		const T *xg = x + sh.xoff(m, v), *kg = k + sh.koff(m, v);
-		unsigned q[3] = {0, 0, 0};
-		for (int a = 0; a < d; a++) {
-			double p = (double)xg[1 + a] + (double)kg[1 + a];
-			double u = (p - lower[a]) * scale[a];
-			q[a] = (unsigned)fmin(fmax(u * 1024, 0.0), 1023.0);
-		}
-		unsigned code = gm_expand_bits(q[0]) << 2 | gm_expand_bits(q[1]) << 1 | gm_expand_bits(q[2]);
+		unsigned code = 0;
+		for (int a = 0; a < d; a++) code |= gm_morton_cell((double)xg[1 + a] + (double)kg[1 + a], lower[a], scale[a]) << (2 - a);
 		ull sign = ((xg[0] > 0 && kg[0] > 0) || (xg[0] < 0 && kg[0] < 0)) ? 1 : 0;
 		sc.keys[v] = sign << 62 | (ull)code << 32 | (ull)v;
 	}

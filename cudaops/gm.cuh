@@ -24,6 +24,27 @@ __device__ __forceinline__ unsigned gm_expand_bits(unsigned v) {
 	return v;
 }
 
+// gm_box_scales writes the per-axis factors 1/extent of the bounding box
+// [lower, upper] that gm_morton_cell takes, 0 for an axis without extent
+// (all of it maps to cell 0), as newMortonBox in ops/cpu/morton.go.
+__device__ __forceinline__ void gm_box_scales(int d, const double *lower, const double *upper, double *scale) {
+	for (int a = 0; a < 3; a++) scale[a] = 0;
+	for (int a = 0; a < d; a++) {
+		double ext = upper[a] - lower[a];
+		if (ext > 0) scale[a] = 1 / ext;
+	}
+}
+
+// gm_morton_cell returns coordinate p normalised to its axis of the box
+// (lower, scale from gm_box_scales) and quantised to [0, 1023], with the CPU's
+// float64 operations (mortonBox.quantise), spread for interleaving by
+// gm_expand_bits.
+__device__ __forceinline__ unsigned gm_morton_cell(double p, double lower, double scale) {
+	double u = (p - lower) * scale * 1024;
+	unsigned q = u >= 1023 ? 1023u : u > 0 ? (unsigned)(int)u & 1023u : 0u;
+	return gm_expand_bits(q);
+}
+
 // gm_block_sort sorts the P keys (P a power of two) ascending with the
 // whole block, by a bitonic network; each compared pair belongs to the
 // thread of its lower index. Every thread calls it after a barrier that

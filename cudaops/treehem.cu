@@ -559,22 +559,15 @@ __device__ void hem_forward(Hem<T, D, TR> &h, HemFit<T, D, 2 * TR> &f, const T *
 			lower[a] = fmin(lower[a], p), upper[a] = fmax(upper[a], p);
 		}
 	gm_block_box(lower, upper, h.red);
-	double scale[3] = {0, 0, 0};
-	for (int a = 0; a < D; a++) {
-		double ext = upper[a] - lower[a];
-		if (ext > 0) scale[a] = 1 / ext;
-	}
+	double scale[3];
+	gm_box_scales(D, lower, upper, scale);
 	for (ll v = tid; v < P; v += bd) {
 		if (v >= n) {
 			h.keys[v] = ~0ull;
 			continue;
 		}
 		unsigned code = 0;
-		for (int a = 0; a < D; a++) {
-			double u = ((double)x[v * S + 1 + a] - lower[a]) * scale[a] * 1024;
-			unsigned q = u >= 1023 ? 1023u : u > 0 ? (unsigned)(int)u & 1023u : 0u;
-			code |= gm_expand_bits(q) << (2 - a);
-		}
+		for (int a = 0; a < D; a++) code |= gm_morton_cell((double)x[v * S + 1 + a], lower[a], scale[a]) << (2 - a);
 		h.keys[v] = (ull)code << 16 | (ull)v;
 	}
 	__syncthreads();
