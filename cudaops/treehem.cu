@@ -8,7 +8,9 @@
 //  1. pre-scales the components by s = mean_k tr(Σ_k)/D,
 //  2. makes their Morton keys and sorts them (gm_block_sort),
 //  3. builds the Karras tree, one internal node per thread,
-//  4. lists the internal nodes by height (one thread, as sortByHeight),
+//  4. lists the internal nodes by height (sortByHeight's grouping; the
+//     heights bottom-up, each node made by the second of its children to
+//     arrive, then a counting sort),
 //  5. fits the nodes of one height at a time, one node per thread, by the
 //     2T → T EM step of HemFit,
 //  6. selects the output nodes top-down and fits the refit node (one thread),
@@ -392,10 +394,10 @@ template <typename T, int D, int TR> struct Hem {
 	bool under;
 	ull *keys;
 	T *xs, *gxs, *cache, *gcache, *integ, *rcache, *gref;
-	int *left, *right, *obj, *order, *lvEnd, *height, *stack, *sel, *active;
+	int *left, *right, *obj, *order, *lvEnd, *height, *parent, *sel, *active;
 	unsigned *node; // entry count | fits << 8 | kept entries << 16, per internal node
 	double *red;    // 6·blockDim.x doubles for gm_block_box
-	double *hd;     // s, √s, ∂L/∂s
+	double *hd;     // s, √s, ∂L/∂s, ∂L/∂s/(N·D)
 	int *hi;        // largest height, selected count, refit slot, refit count
 
 	__device__ int count(ll c) const { return c >= n - 1 ? 1 : (int)(node[c] & 0xFF); }
@@ -485,20 +487,31 @@ template <typename T, int D, int TR> struct Hem {
 	}
 };
 
+// hem_ordered_sum is acc + at(0) + … + at(cnt − 1), added in that order
+// (the CPU's), by one thread: eight loads are in flight at a time, where a
+// plain loop would wait for each before the next.
+template <typename T, typename F> __device__ T hem_ordered_sum(T acc, ll cnt, F at) {
+	ll i = 0;
+	GM_NO_UNROLL for (; i + 8 <= cnt; i += 8) {
+		T v[8];
+		for (int j = 0; j < 8; j++) v[j] = at(i + j);
+		for (int j = 0; j < 8; j++) acc += v[j];
+	}
+	GM_NO_UNROLL for (; i < cnt; i++) acc += at(i);
+	return acc;
+}
+
 // hem_trace_sum is Σ_k tr(Σ_k) over cnt packed Gaussians (traceSum).
 template <typename T, int D> __device__ T hem_trace_sum(const T *x, ll cnt) {
 	const int S = 1 + D + D * D;
-	T tr = 0;
-	GM_NO_UNROLL for (ll k = 0; k < cnt; k++)
-		for (int c = 0; c < D * D; c += D + 1) tr += x[k * S + 1 + D + c];
-	return tr;
+	return hem_ordered_sum(T(0), cnt * D, [&](ll i) { return x[i / D * S + 1 + D + i % D * (D + 1)]; });
 }
 
 // hem_scratch lays out block blk's part of the global scratch, per bytes
 // each (hemScratch in treehem_gmcuda.go sizes it): P keys; the T arrays
 // xs, gxs (N·S each), cache, gcache ((N−1)·T·S each), integ (N−1), rcache,
 // gref (2T·S each); the int arrays left, right (N−1), obj (N), order (N−1),
-// lvEnd (N+1), height (2N−1), stack (N), sel (Np), active and node (N−1).
+// lvEnd (N+1), height and parent (2N−1), sel (Np), active and node (N−1).
 template <typename T, int D, int TR>
 __device__ void hem_scratch(Hem<T, D, TR> &h, unsigned char *scratch, ll per, ll blk, ll P) {
 	const ll n = h.n, S = h.S, M = h.M;
@@ -519,7 +532,7 @@ __device__ void hem_scratch(Hem<T, D, TR> &h, unsigned char *scratch, ll per, ll
 	h.order = q, q += n - 1;
 	h.lvEnd = q, q += n + 1;
 	h.height = q, q += 2 * n - 1;
-	h.stack = q, q += n;
+	h.parent = q, q += 2 * n - 1;
 	h.sel = q, q += h.np;
 	h.active = q, q += n - 1;
 	h.node = (unsigned *)q;
@@ -595,41 +608,44 @@ __device__ void hem_forward(Hem<T, D, TR> &h, HemFit<T, D, 2 * TR> &f, const T *
 		h.right[i] = (int)(split + 1 == last ? split + 1 + n - 1 : split + 1);
 	}
 	__syncthreads();
-	// 4. Internal nodes by descending height (sortByHeight): pre-order,
-	// heights, a stable counting sort.
+	// 4. Internal nodes by descending height (sortByHeight). The heights
+	// bottom-up: a node's second child to arrive (counted in active) makes
+	// its height and goes on up. Then a counting sort; nodes of one height
+	// depend on none of each other, so their order within it (here the
+	// arrival's, where sortByHeight keeps the pre-order) changes no result.
+	GM_NO_UNROLL for (ll i = tid; i < n; i += bd) {
+		h.height[n - 1 + i] = 0;
+		if (i < n - 1) h.active[i] = 0, h.parent[h.left[i]] = (int)i, h.parent[h.right[i]] = (int)i;
+	}
+	GM_NO_UNROLL for (ll i = tid; i <= n; i += bd) h.lvEnd[i] = 0;
+	__syncthreads();
+	volatile int *height = h.height;
+	GM_NO_UNROLL for (ll c = n - 1 + tid; c < 2 * n - 1; c += bd)
+		for (ll x0 = c; x0 != 0;) {
+			int p = h.parent[x0];
+			__threadfence_block(); // x0's height before its arrival
+			if (atomicAdd(&h.active[p], 1) == 0) break;
+			__threadfence_block(); // the sibling's height after its arrival
+			height[p] = max(height[h.left[p]], height[h.right[p]]) + 1;
+			x0 = p;
+		}
+	__syncthreads();
+	const int top = h.height[0];
+	GM_NO_UNROLL for (ll i = tid; i < n - 1; i += bd) atomicAdd(&h.lvEnd[h.height[i]], 1);
+	__syncthreads();
+	if (tid == 0)
+		for (int j = top - 1; j >= 1; j--) h.lvEnd[j] += h.lvEnd[j + 1]; // nodes of height ≥ j
+	__syncthreads();
+	GM_NO_UNROLL for (ll i = tid; i < n - 1; i += bd) h.order[atomicSub(&h.lvEnd[h.height[i]], 1) - 1] = (int)i;
+	__syncthreads();
 	if (tid == 0) {
-		int sp = 0, cnt = 0;
-		h.stack[sp++] = 0;
-		while (sp > 0) {
-			int x0 = h.stack[--sp];
-			h.order[cnt++] = x0;
-			if (h.right[x0] < n - 1) h.stack[sp++] = h.right[x0];
-			if (h.left[x0] < n - 1) h.stack[sp++] = h.left[x0];
-		}
-		GM_NO_UNROLL for (ll c = n - 1; c < 2 * n - 1; c++) h.height[c] = 0;
-		int top = 0;
-		for (ll i = n - 2; i >= 0; i--) {
-			int x0 = h.order[i];
-			int hh = max(h.height[h.left[x0]], h.height[h.right[x0]]) + 1;
-			h.height[x0] = hh;
-			top = max(top, hh);
-		}
-		for (int j = 0; j <= top + 1; j++) h.lvEnd[j] = 0;
-		GM_NO_UNROLL for (ll i = 0; i < n - 1; i++) h.lvEnd[h.height[h.order[i]]]++;
-		for (int j = top - 1; j >= 1; j--) h.lvEnd[j] += h.lvEnd[j + 1];
-		int *sorted = h.stack;
-		for (ll i = n - 2; i >= 0; i--) {
-			int x0 = h.order[i];
-			sorted[--h.lvEnd[h.height[x0]]] = x0;
-		}
+		// lvEnd[j] is now where height j starts; make it where j − 1 starts.
 		for (int j = top + 1; j >= 2; j--) h.lvEnd[j] = h.lvEnd[j - 1];
 		h.lvEnd[1] = (int)(n - 1);
-		GM_NO_UNROLL for (ll i = 0; i < n - 1; i++) h.order[i] = sorted[i];
 		h.hi[0] = top;
 	}
 	__syncthreads();
 	// 5. Bottom-up, one height at a time.
-	const int top = h.hi[0];
 	for (int hh = 1; hh <= top; hh++) {
 		for (ll i = h.lvEnd[hh + 1] + tid; i < h.lvEnd[hh]; i += bd) h.fit_node(f, h.order[i]);
 		__syncthreads();
@@ -793,31 +809,36 @@ __device__ void gm_treehem_backward_dt(T *dx, const T *x, const T *g, unsigned c
 			}
 			__syncthreads();
 		}
-		// The pre-scaling μ' = μ/√s, Σ' = Σ/s, with s = mean_k tr(Σ_k)/D.
-		if (tid == 0) {
-			const T sc = (T)h.hd[0], sq = (T)h.hd[1];
-			T gs = (T)h.hd[2];
-			T isq = T(1) / sq, isc = T(1) / sc;
-			T isc2sq = isc * isq / 2, isc2 = isc * isc;
-			GM_NO_UNROLL for (ll k = 0; k < n; k++) {
-				const T *gk = h.gxs + k * S, *xk = xm + k * S;
-				T *dk = dm + k * S;
-				dk[0] = gk[0];
-				T pm = 0, pc = 0;
-				for (int c = 1; c <= D; c++) {
-					dk[c] = gk[c] * isq;
-					pm += gk[c] * xk[c];
-				}
-				for (int c = 1 + D; c < S; c++) {
-					dk[c] = gk[c] * isc;
-					pc += gk[c] * xk[c];
-				}
-				gs -= pm * isc2sq + pc * isc2;
+		// The pre-scaling μ' = μ/√s, Σ' = Σ/s, with s = mean_k tr(Σ_k)/D:
+		// each component's share of ∂L/∂s into its (no longer needed) xs
+		// weight, summed in the CPU's order by one thread.
+		const T sc = (T)h.hd[0], sq = (T)h.hd[1];
+		const T isq = T(1) / sq, isc = T(1) / sc;
+		const T isc2sq = isc * isq / 2, isc2 = isc * isc;
+		GM_NO_UNROLL for (ll k = tid; k < n; k += bd) {
+			const T *gk = h.gxs + k * S, *xk = xm + k * S;
+			T *dk = dm + k * S;
+			dk[0] = gk[0];
+			T pm = 0, pc = 0;
+			for (int c = 1; c <= D; c++) {
+				dk[c] = gk[c] * isq;
+				pm += gk[c] * xk[c];
 			}
-			T gtr = gs / T(n * D);
-			GM_NO_UNROLL for (ll k = 0; k < n; k++)
-				for (int c = 0; c < D * D; c += D + 1) dm[k * S + 1 + D + c] += gtr;
+			for (int c = 1 + D; c < S; c++) {
+				dk[c] = gk[c] * isc;
+				pc += gk[c] * xk[c];
+			}
+			h.xs[k * S] = pm * isc2sq + pc * isc2;
 		}
+		__syncthreads();
+		if (tid == 0) {
+			T gs = hem_ordered_sum((T)h.hd[2], n, [&](ll k) { return -h.xs[k * S]; });
+			h.hd[3] = (double)(gs / T(n * D));
+		}
+		__syncthreads();
+		const T gtr = (T)h.hd[3];
+		GM_NO_UNROLL for (ll k = tid; k < n; k += bd)
+			for (int c = 0; c < D * D; c += D + 1) dm[k * S + 1 + D + c] += gtr;
 		__syncthreads();
 	}
 }

@@ -17,8 +17,11 @@ const hemBlock = 128
 
 // hemGrid is the most blocks one TreeHEM launch runs; each block loops over
 // the mixtures m ≡ blockIdx.x (mod the grid), so the scratch is sized by the
-// grid. A variable so that the tests can make blocks loop on small inputs.
-var hemGrid = 512
+// grid. It is several times the blocks a large GPU holds at once (an H100
+// about 800 of these), so that a batch's mixtures start together rather than
+// in turns of a small grid; maxScratch bounds it too. A variable so that the
+// tests can make blocks loop on small inputs.
+var hemGrid = 4096
 
 // treeHEMSaved is what TreeHEMSaving keeps on the GPU: the call's shapes.
 // The backward makes every decision again on the device (treehem.cu); a
@@ -32,12 +35,12 @@ type treeHEMSaved struct {
 // hemScratch returns the bytes of one block's scratch and the padded key
 // count P, laid out as hem_scratch in treehem.cu says: P keys; N·S values
 // twice, (N−1)·T·S twice, N−1 and 2T·S twice of the element type (z bytes);
-// 10N − 5 + Np int32; rounded up to 8 bytes.
+// 11N − 6 + Np int32; rounded up to 8 bytes.
 func hemScratch(l mixture.Layout, np, t, z int) (per int64, p int) {
 	n, s := int64(l.N), int64(l.Stride())
 	p = 1 << bits.Len(uint(l.N-1))
 	vals := 2*n*s + 2*(n-1)*int64(t)*s + (n - 1) + 2*2*int64(t)*s
-	per = 8*int64(p) + vals*int64(z) + 4*(10*n-5+int64(np))
+	per = 8*int64(p) + vals*int64(z) + 4*(11*n-6+int64(np))
 	return (per + 7) &^ 7, p
 }
 
