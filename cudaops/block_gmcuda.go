@@ -65,7 +65,7 @@ type reluParams struct {
 // checkBlock checks the sizes of a call of computation name: ny values of
 // the output (or of its incoming gradient), the data x, the kernels k and
 // the destinations dx and dk unless nil; it returns the ReLU fit's kernel
-// arguments and the layouts of the convolution and the output.
+// arguments and the layouts of the convolution and the reduced mixtures.
 func checkBlock[T Float](name string, ny int, x, k, dx, dk []T, lx, lk mixture.Layout, b device.BlockSpec) (p reluParams, lv, ly mixture.Layout, err error) {
 	lv, ly = b.ConvLayout(lx, lk), b.Layout(lx, lk)
 	if p.paper, p.coarse, p.floor, p.off, err = reluArgs(b.ReLU); err != nil {
@@ -74,9 +74,9 @@ func checkBlock[T Float](name string, ny int, x, k, dx, dk []T, lx, lk mixture.L
 	if err = checkTiles(lv.N); err != nil {
 		return p, lv, ly, err
 	}
-	if ny != ly.Len() || len(x) != lx.Len() || len(k) != lk.Len() || dx != nil && len(dx) != lx.Len() || dk != nil && len(dk) != lk.Len() {
+	if ny != b.OutLen(lx, lk) || len(x) != lx.Len() || len(k) != lk.Len() || dx != nil && len(dx) != lx.Len() || dk != nil && len(dk) != lk.Len() {
 		err = errors.Errorf("cudaops %s: %d values of output or gradient, %d of data, %d of kernels; %v ⊛ %v → %v needs %d, %d and %d",
-			name, ny, len(x), len(k), lx.Shape(), lk.Shape(), ly.Shape(), ly.Len(), lx.Len(), lk.Len())
+			name, ny, len(x), len(k), lx.Shape(), lk.Shape(), b.Shape(lx, lk), b.OutLen(lx, lk), lx.Len(), lk.Len())
 	}
 	return p, lv, ly, err
 }
@@ -86,6 +86,12 @@ func checkBlock[T Float](name string, ny int, x, k, dx, dk []T, lx, lk mixture.L
 // convolution's output, which it leaves in slotBlockDV and returns.
 func launchBlockGrad[T Float](s *seq, px, pk devPtr, g []T, lx, lk, lv mixture.Layout, b device.BlockSpec, relu reluParams) devPtr {
 	pg := in(s, slotIn2, g)
+	if b.Integrate {
+		ly := b.Layout(lx, lk)
+		pgy := out[T](s, slotBlockDY, ly.Len())
+		launchIntegrateBackward[T](s, pgy, pg, ly)
+		pg = pgy
+	}
 	pv, pr := launchBlockFit[T](s, px, pk, lx, lk, b, relu)
 	pdr := pg
 	switch b.Reduce {
@@ -120,16 +126,24 @@ func (c Kernels[T]) Block(y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec
 		py := pr
 		switch b.Reduce {
 		case device.BlockTreeHEM:
-			py = out[T](s, slotOut, len(y))
+			py = out[T](s, slotOut, ly.Len())
 			launchTreeHEM[T](s, false, lv, b.Np, b.TreeHEM, py, pr)
 		case device.BlockKeepLargest:
-			py = out[T](s, slotOut, len(y))
+			py = out[T](s, slotOut, ly.Len())
 			launchKeepLargest[T](s, "gm_keep_largest", lv, b.Np, py, pr)
+		}
+		if b.Integrate {
+			pi := out[T](s, slotOut1, len(y))
+			launchIntegrate[T](s, pi, py, ly)
+			py = pi
 		}
 		get(s, y, py)
 	})
 	if err != nil {
 		return err
+	}
+	if b.Integrate {
+		return finiteIntegrals(y, ly, "block integral")
 	}
 	return finite(y, ly, "block output")
 }

@@ -61,6 +61,7 @@ const (
 	slotBlockR
 	slotBlockDR
 	slotBlockDV
+	slotBlockDY
 	numSlots
 )
 

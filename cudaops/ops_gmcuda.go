@@ -84,10 +84,23 @@ func (c Kernels[T]) Integrate(y, x []T, l mixture.Layout) error {
 	return c.d.run(func(s *seq) {
 		px := in(s, slotIn0, x)
 		py := out[T](s, slotOut, len(y))
-		s.launch("gm_integrate"+suffix[T](), [2]int{blocks(l.Mixtures(), warpsBlock/32), 1}, warpsBlock, 0,
-			py, px, l.Mixtures(), l.N, l.Stride())
+		launchIntegrate[T](s, py, px, l)
 		get(s, y, py)
 	})
+}
+
+// launchIntegrate writes the integrals of the device mixtures px (layout l)
+// into py.
+func launchIntegrate[T Float](s *seq, py, px devPtr, l mixture.Layout) {
+	s.launch("gm_integrate"+suffix[T](), [2]int{blocks(l.Mixtures(), warpsBlock/32), 1}, warpsBlock, 0,
+		py, px, l.Mixtures(), l.N, l.Stride())
+}
+
+// launchIntegrateBackward writes into pd the gradient (layout l) of
+// Integrate for the gradient pg of the integrals.
+func launchIntegrateBackward[T Float](s *seq, pd, pg devPtr, l mixture.Layout) {
+	s.launch("gm_integrate_backward"+suffix[T](), [2]int{blocks(l.Len(), flatBlock), 1}, flatBlock, 0,
+		pd, pg, l.Len(), l.N, l.Stride())
 }
 
 // IntegrateBackward is device.Kernels.IntegrateBackward on the GPU.
@@ -95,8 +108,7 @@ func (c Kernels[T]) IntegrateBackward(dx, g []T, l mixture.Layout) error {
 	return c.d.run(func(s *seq) {
 		pg := in(s, slotIn0, g)
 		pd := out[T](s, slotOut, len(dx))
-		s.launch("gm_integrate_backward"+suffix[T](), [2]int{blocks(len(dx), flatBlock), 1}, flatBlock, 0,
-			pd, pg, len(dx), l.N, l.Stride())
+		launchIntegrateBackward[T](s, pd, pg, l)
 		get(s, dx, pd)
 	})
 }
@@ -272,6 +284,17 @@ func launchReLUFitBackward[T Float](s *seq, pd, px, pg devPtr, l mixture.Layout,
 		pw, px, pg, l.N, l.D, paper, coarse, floor, off)
 	s.launch("gm_relufit_backward_component"+suffix[T](), grid, tileBlock, tileBlock*(reluLen+l.D+2)*sz,
 		pd, px, pg, pw, l.N, l.D, paper, coarse, floor)
+}
+
+// finiteIntegrals reports the first non-finite value of integrals y [B·C]
+// (layout l's mixtures).
+func finiteIntegrals[T Float](y []T, l mixture.Layout, what string) error {
+	for m, v := range y {
+		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+			return errors.Errorf("cudaops: %s of mixture (b=%d, c=%d) is %v", what, m/l.C, m%l.C, f)
+		}
+	}
+	return nil
 }
 
 // finite reports the first non-finite value of a result of layout l.

@@ -23,11 +23,13 @@ const (
 // convolved with kernels [Fo, Fi, Nk, 1+D+D·D] (or fitted to s.Fit.N
 // Gaussians by the fused convolution-fitting), weights divided by Fi, the
 // dense ReLU fit with s.ReLU, and the reduction s.Reduce to s.Np Gaussians,
-// [B, Fo, Np, 1+D+D·D] (unreduced: the ReLU fit's output).
+// [B, Fo, Np, 1+D+D·D] (unreduced: the ReLU fit's output); with s.Integrate
+// their integrals, [B, Fo].
 //
 // Its output and its gradients equal those of NewConv (or NewConvFit),
-// NewScaleWeights(1/Fi), NewReLUFit and NewTreeHEM (or NewKeepLargest)
-// applied one after another, with the same decisions; as one op it checks
+// NewScaleWeights(1/Fi), NewReLUFit, NewTreeHEM (or NewKeepLargest) and, if
+// s.Integrate, NewIntegrate applied one after another, with the same
+// decisions; as one op it checks
 // only its own inputs, and a device may keep the intermediates, Fi·Ni·Nk
 // Gaussians per mixture, where it makes them (on the CUDA device they never
 // cross the bus). Both inputs are differentiable. A spec the block cannot
@@ -41,10 +43,17 @@ type blockSpec struct{ s BlockSpec }
 
 func (blockSpec) name() string              { return "gm.Block" }
 func (blockSpec) inputNames() []string      { return []string{"data", "kernels"} }
-func (blockSpec) ranks() []int              { return []int{4, 4, 4} }
 func (s blockSpec) writeParams(w io.Writer) { fmt.Fprint(w, s.s) }
 func (blockSpec) diffWRT() []bool           { return []bool{true, true} }
 func (blockSpec) computations() []string    { return []string{"Block", "BlockSaving"} }
+
+// ranks: the output is [B, Fo] if the block integrates.
+func (s blockSpec) ranks() []int {
+	if s.s.Integrate {
+		return []int{4, 4, 2}
+	}
+	return []int{4, 4, 4}
+}
 
 func (s blockSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	lx, lk, err := convLayouts(in[0], in[1])
@@ -54,7 +63,7 @@ func (s blockSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	if err := s.s.Check(lx, lk); err != nil {
 		return nil, err
 	}
-	return tensor.Shape(s.s.Layout(lx, lk).Shape()), nil
+	return tensor.Shape(s.s.Shape(lx, lk)), nil
 }
 
 type blockKernel[T Float] struct{ blockSpec }

@@ -13,7 +13,7 @@ import (
 )
 
 // blockCases are the blocks of the block tests: every convolution, every
-// reduction, TreeHEM's factors and its under-filling.
+// reduction, TreeHEM's factors and its under-filling, integrating or not.
 var blockCases = []struct {
 	name string
 	spec BlockSpec
@@ -23,6 +23,8 @@ var blockCases = []struct {
 	{"convfit+TreeHEM", BlockSpec{Fit: fitN(7), Reduce: BlockTreeHEM, Np: 4, TreeHEM: TreeHEMOptions{Reduction: 2}}},
 	{"conv+KeepLargest", BlockSpec{Reduce: BlockKeepLargest, Np: 3}},
 	{"convfit unreduced", BlockSpec{Fit: fitN(5), ReLU: ReLUFitOptions{Variant: device.ReLUFitPaper}}},
+	{"conv+TreeHEM integrate", BlockSpec{Reduce: BlockTreeHEM, Np: 4, TreeHEM: TreeHEMOptions{Reduction: 2}, Integrate: true}},
+	{"conv unreduced integrate", BlockSpec{Integrate: true}},
 }
 
 // blockInputs returns data [2, 2, 6] on a jittered grid with positive
@@ -63,11 +65,14 @@ func composedBlock(s BlockSpec, x, k *G.Node) (*G.Node, error) {
 	}
 	switch s.Reduce {
 	case BlockTreeHEM:
-		return G.ApplyOp(NewTreeHEM(testDev, s.Np, s.TreeHEM), y)
+		y, err = G.ApplyOp(NewTreeHEM(testDev, s.Np, s.TreeHEM), y)
 	case BlockKeepLargest:
-		return G.ApplyOp(NewKeepLargest(testDev, s.Np), y)
+		y, err = G.ApplyOp(NewKeepLargest(testDev, s.Np), y)
 	}
-	return y, nil
+	if err != nil || !s.Integrate {
+		return y, err
+	}
+	return G.ApplyOp(NewIntegrate(testDev), y)
 }
 
 // TestBlockEqualsComposed checks that the block op's output and both
@@ -122,7 +127,7 @@ func runBlockGraph(t *testing.T, in []*tensor.Dense, dt tensor.Dtype, r []float6
 	} else {
 		rt = tensor.New(tensor.WithShape(y.Shape()...), tensor.WithBacking(append([]float64(nil), rv...)))
 	}
-	rn := G.NewTensor(g, dt, 4, G.WithShape(y.Shape()...), G.WithValue(rt), G.WithName("r"))
+	rn := G.NewTensor(g, dt, y.Shape().Dims(), G.WithShape(y.Shape()...), G.WithValue(rt), G.WithName("r"))
 	cost := G.Must(G.Sum(G.Must(G.HadamardProd(y, rn))))
 	if _, err := G.Grad(cost, nodes...); err != nil {
 		t.Fatal(err)

@@ -10,21 +10,23 @@ import (
 )
 
 // BlockState is what BlockSaving keeps for BlockBackward: the block's
-// intermediates (the convolution after ÷Fi, the ReLU fit's output), the
+// intermediates (the convolution after ÷Fi, the ReLU fit's output, the
+// reduced mixtures of a block that integrates them), the
 // saved states of its parts, and the gradient at the convolution's output
 // for the last incoming gradient, which the op's two gradient nodes (data
 // and kernels) share. It is Releasable: its buffers go to the next
 // BlockSaving of the same sizes, its parts' states to theirs.
 type BlockState[T Float] struct {
 	key             blockKey // the layouts and spec it was made for
-	v, r            []T      // ÷Fi-scaled convolution, ReLU fit output
+	v, r, y         []T      // ÷Fi-scaled convolution, ReLU fit output, reduced mixtures
 	conv, relu, red device.Saved
 	// mu guards the gradient part, which the op's two gradient nodes
-	// share: g, the last incoming gradient, dr and dv its gradients at the
-	// ReLU fit's output and at the convolution's.
-	mu        sync.Mutex
-	g, dr, dv []T
-	haveDV    bool
+	// share: g, the last incoming gradient, dy, dr and dv its gradients at
+	// the reduced mixtures (of a block that integrates them), at the ReLU
+	// fit's output and at the convolution's.
+	mu            sync.Mutex
+	g, dy, dr, dv []T
+	haveDV        bool
 }
 
 // blockKey keys recycled block states: everything that fixes their sizes.
@@ -54,16 +56,24 @@ func newBlockState[T Float](lx, lk mixture.Layout, b device.BlockSpec) *BlockSta
 		return v.(*BlockState[T])
 	}
 	lv, ly := b.ConvLayout(lx, lk), b.Layout(lx, lk)
-	return &BlockState[T]{
+	st := &BlockState[T]{
 		key: key,
 		v:   make([]T, lv.Len()), r: make([]T, lv.Len()),
-		g: make([]T, ly.Len()), dr: make([]T, lv.Len()), dv: make([]T, lv.Len()),
+		g: make([]T, b.OutLen(lx, lk)), dr: make([]T, lv.Len()), dv: make([]T, lv.Len()),
 	}
+	if b.Integrate {
+		st.dy = make([]T, ly.Len())
+		if b.Reduce != device.BlockUnreduced {
+			st.y = make([]T, ly.Len())
+		}
+	}
+	return st
 }
 
 // Block computes device.Kernels.Block by its parts, one after another:
-// Conv or ConvFit, ScaleWeights(1/Fi), ReLUFit without constants, and
-// TreeHEM, KeepLargest or nothing. b must have passed b.Check(lx, lk).
+// Conv or ConvFit, ScaleWeights(1/Fi), ReLUFit without constants,
+// TreeHEM, KeepLargest or nothing, and Integrate if b.Integrate. b must
+// have passed b.Check(lx, lk).
 func Block[T Float](y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec) error {
 	st := newBlockState[T](lx, lk, b)
 	defer st.Release()
@@ -104,20 +114,33 @@ func (st *BlockState[T]) forward(y, x, k []T, save bool) error {
 	} else if err := ReLUFit(st.r, st.v, nil, nil, lv, b.ReLU); err != nil {
 		return errors.Wrap(err, "block's ReLU fit")
 	}
+	red := y // the reduced mixtures
+	if b.Integrate {
+		red = st.y
+	}
 	switch b.Reduce {
 	case device.BlockTreeHEM:
 		if !save {
-			return errors.Wrap(TreeHEM(y, st.r, lv, b.Np, b.TreeHEM), "block's TreeHEM")
+			if err := TreeHEM(red, st.r, lv, b.Np, b.TreeHEM); err != nil {
+				return errors.Wrap(err, "block's TreeHEM")
+			}
+			break
 		}
-		dec, err := TreeHEMSaving(y, st.r, lv, b.Np, b.TreeHEM)
+		dec, err := TreeHEMSaving(red, st.r, lv, b.Np, b.TreeHEM)
 		if err != nil {
 			return errors.Wrap(err, "block's TreeHEM")
 		}
 		st.red = dec
 	case device.BlockKeepLargest:
-		KeepLargest(y, st.r, lv, b.Np)
+		KeepLargest(red, st.r, lv, b.Np)
 	default:
-		copy(y, st.r)
+		if !b.Integrate {
+			copy(y, st.r)
+		}
+		red = st.r
+	}
+	if b.Integrate {
+		Integrate(y, red, b.Layout(lx, lk))
 	}
 	return nil
 }
@@ -131,7 +154,7 @@ func (st *BlockState[T]) forward(y, x, k []T, save bool) error {
 func BlockBackward[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, b device.BlockSpec, st *BlockState[T]) error {
 	if st == nil {
 		var err error
-		if st, err = BlockSaving(make([]T, b.Layout(lx, lk).Len()), x, k, lx, lk, b); err != nil {
+		if st, err = BlockSaving(make([]T, b.OutLen(lx, lk)), x, k, lx, lk, b); err != nil {
 			return err
 		}
 		defer st.Release()
@@ -164,16 +187,21 @@ func BlockBackward[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, b device
 func (st *BlockState[T]) convGrad(g []T) error {
 	lx, lk, b := st.key.lx, st.key.lk, st.key.b
 	lv := b.ConvLayout(lx, lk)
-	dr := g
+	dy := g
+	if b.Integrate {
+		IntegrateBackward(st.dy, g, b.Layout(lx, lk))
+		dy = st.dy
+	}
+	dr := dy
 	switch b.Reduce {
 	case device.BlockTreeHEM:
 		dec, _ := st.red.(*Decisions)
-		if err := TreeHEMBackwardSaved(st.dr, st.r, g, dec); err != nil {
+		if err := TreeHEMBackwardSaved(st.dr, st.r, dy, dec); err != nil {
 			return errors.Wrap(err, "block's TreeHEM")
 		}
 		dr = st.dr
 	case device.BlockKeepLargest:
-		KeepLargestBackward(st.dr, st.r, g, lv, b.Np)
+		KeepLargestBackward(st.dr, st.r, dy, lv, b.Np)
 		dr = st.dr
 	}
 	sums, _ := st.relu.(*ReLUFitSums[T])

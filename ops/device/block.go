@@ -26,6 +26,7 @@ const (
 //	→ ÷Fi                                         ScaleWeights(1/Fi)
 //	→ ReLU fit with ReLU, no constants            ReLUFit
 //	→ reduction to Np                             TreeHEM, KeepLargest or none
+//	→ with Integrate, each mixture's integral     Integrate
 //
 // which equals those computations run one after another, with the same
 // discrete decisions.
@@ -41,6 +42,10 @@ type BlockSpec struct {
 	Np     int
 	// TreeHEM are the options of BlockTreeHEM.
 	TreeHEM TreeHEMOptions
+	// Integrate ends the block by integrating each reduced mixture: its
+	// output is [B, Fo] instead of the mixtures. A model's last block does,
+	// so that its mixtures, often its largest, never leave the device.
+	Integrate bool
 }
 
 // Fused reports whether the block fits the convolution (ConvFit) instead
@@ -57,14 +62,33 @@ func (b BlockSpec) ConvLayout(lx, lk mixture.Layout) mixture.Layout {
 	return ConvLayout(lx, lk)
 }
 
-// Layout returns the layout of the block's output for data lx and kernels
-// lk.
+// Layout returns the layout of the block's reduced mixtures for data lx and
+// kernels lk: its output unless it integrates them (Shape).
 func (b BlockSpec) Layout(lx, lk mixture.Layout) mixture.Layout {
 	l := b.ConvLayout(lx, lk)
 	if b.Reduce != BlockUnreduced {
 		l.N = b.Np
 	}
 	return l
+}
+
+// Shape returns the shape of the block's output for data lx and kernels lk:
+// [B, Fo, Np, 1+D+D·D], or [B, Fo] if it integrates.
+func (b BlockSpec) Shape(lx, lk mixture.Layout) []int {
+	l := b.Layout(lx, lk)
+	if b.Integrate {
+		return []int{l.B, l.C}
+	}
+	return l.Shape()
+}
+
+// OutLen returns the number of values of the block's output (Shape).
+func (b BlockSpec) OutLen(lx, lk mixture.Layout) int {
+	l := b.Layout(lx, lk)
+	if b.Integrate {
+		return l.Mixtures()
+	}
+	return l.Len()
 }
 
 // Scale returns the block's weight factor 1/Fi for data lx.
@@ -111,6 +135,9 @@ func (b BlockSpec) String() string {
 		red = fmt.Sprintf("treehem(np=%d T=%d under=%v)", b.Np, b.TreeHEM.Reduction, b.TreeHEM.UnderFill)
 	case BlockKeepLargest:
 		red = fmt.Sprintf("keeplargest(np=%d)", b.Np)
+	}
+	if b.Integrate {
+		red += " integrate"
 	}
 	return fmt.Sprintf("%s relufit(%+v) %s", conv, b.ReLU, red)
 }

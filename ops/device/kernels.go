@@ -43,10 +43,11 @@ type Kernels[T Float] interface {
 	// returned for these x, k, layouts and s.
 	ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, s ConvFitSelect, saved Saved) error
 
-	// Block writes into y (layout b.Layout(lx, lk)) one GMCN block of data
+	// Block writes into y (shape b.Shape(lx, lk)) one GMCN block of data
 	// x (layout lx) and kernels k (layout lk) as b describes it: the
-	// convolution or fused convolution-fitting, ÷Fi, the ReLU fit and the
-	// reduction, which it equals; b has passed b.Check(lx, lk). A device can
+	// convolution or fused convolution-fitting, ÷Fi, the ReLU fit, the
+	// reduction and the integrals if b.Integrate, which it equals; b has
+	// passed b.Check(lx, lk). A device can
 	// keep the intermediates where they are made (a GPU's memory).
 	Block(y, x, k []T, lx, lk mixture.Layout, b BlockSpec) error
 	// BlockSaving is Block that also returns what BlockBackward can reuse
