@@ -763,6 +763,8 @@ func testBlock[T Float](t *testing.T) {
 		{Fit: device.ConvFitSelect{N: 24, Negative: device.DefaultConvFitNegative}, Reduce: device.BlockTreeHEM, Np: 6, TreeHEM: device.TreeHEMOptions{Reduction: 4, UnderFill: true}},
 		{Reduce: device.BlockKeepLargest, Np: 5, ReLU: device.ReLUFitOptions{Variant: device.ReLUFitPaper}},
 		{Fit: device.ConvFitSelect{N: 9, Negative: 1}},
+		{Reduce: device.BlockTreeHEM, Np: 8, TreeHEM: device.TreeHEMOptions{Reduction: 2}, Integrate: true},
+		{Integrate: true},
 	}
 	for _, d := range []int{2, 3} {
 		for i, b := range specs {
@@ -771,13 +773,13 @@ func testBlock[T Float](t *testing.T) {
 				lx := mixture.Layout{B: 3, C: 2, N: 13, D: d}
 				lk := mixture.Layout{B: 4, C: 2, N: 3, D: d}
 				x, k := treeHEMData[T](rng, lx, 3, "random"), randomMixtures[T](rng, lk)
-				ly := b.Layout(lx, lk)
-				y, want := make([]T, ly.Len()), make([]T, ly.Len())
+				ny := b.OutLen(lx, lk)
+				y, want := make([]T, ny), make([]T, ny)
 				saved, err := gpu[T]().BlockSaving(y, x, k, lx, lk, b)
 				must(t, err)
 				must(t, cpu.Block(want, x, k, lx, lk, b))
 				compare(t, "y", y, want, tolerance[T](false))
-				g := gmtest.Uniform[T](rng, ly.Len(), -1, 1)
+				g := gmtest.Uniform[T](rng, ny, -1, 1)
 				dx, dk := make([]T, lx.Len()), make([]T, lk.Len())
 				wdx, wdk := make([]T, lx.Len()), make([]T, lk.Len())
 				must(t, gpu[T]().BlockBackward(dx, dk, g, x, k, lx, lk, b, saved))

@@ -90,6 +90,15 @@ func blockOpTraffic(s blockShape) (h2d, d2h, dense, launches int) {
 	return h2d, d2h, 0, 2 + 4 + 8 + 1 + 3
 }
 
+// blockIntegrateTraffic is blockOpTraffic for the block that integrates its
+// mixtures (a model's last): B·Fo integrals cross where the mixtures did,
+// and the integration and its backward add a launch each.
+func blockIntegrateTraffic(s blockShape) (h2d, d2h, dense, launches int) {
+	h2d, d2h, dense, launches = blockOpTraffic(s)
+	z, i := s.b*s.fo*s.np*(1+s.d+s.d*s.d), s.b*s.fo
+	return h2d - z + i, d2h - z + i, dense, launches + 2
+}
+
 // TestBlockTraffic states the bytes one forward+backward of a GMCN block
 // moves between host and device on the CUDA device, op by op and as one
 // gm.Block op: the figure that keeping a block on the device shrinks.
@@ -113,6 +122,11 @@ func TestBlockTraffic(t *testing.T) {
 		}},
 		{"gm.Block", blockOpTraffic, func(x, k *G.Node) (*G.Node, error) {
 			spec, _ := gmnode.UseTreeHEM(2).BlockSpec(s.np)
+			return gmnode.Block(x, k, spec)
+		}},
+		{"gm.Block integrating", blockIntegrateTraffic, func(x, k *G.Node) (*G.Node, error) {
+			spec, _ := gmnode.UseTreeHEM(2).BlockSpec(s.np)
+			spec.Integrate = true
 			return gmnode.Block(x, k, spec)
 		}},
 	} {

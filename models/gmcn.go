@@ -94,7 +94,8 @@ type Model struct {
 	// empty without a dense head.
 	DenseW, DenseB G.Nodes
 	// CovNorms are the blocks' running-average CovScaleNorm ops, in block
-	// order.
+	// order; a last block that integrates its own mixtures (a gm.Block op
+	// with Integrate) has none.
 	CovNorms []*ops.CovScaleNorm
 	// Biases are the blocks' [1, F_o] biases of the constants, in block
 	// order; empty with BiasNone.
@@ -156,12 +157,21 @@ func Build(cfg Config) (*Model, error) {
 		n, nv := cfg.FusedGaussians(b, fi, x.Shape()[2]), fi*x.Shape()[2]*cfg.KernelGaussians
 		exact := cfg.Fused > 0 && cfg.FusedExact && n < nv
 		if spec, ok := cfg.Reduction.BlockSpec(b.Gaussians); ok && kappa == nil && !exact {
+			// The last block integrates its own mixtures, so that they
+			// stay where they are made; its CovScaleNorm, which scales
+			// only covariances, would change neither the integrals nor
+			// their gradients.
+			spec.Integrate = i == len(l.Blocks)-1
 			x, err = m.block(x, k, spec, n, name)
 		} else {
 			x, kappa, err = m.composedBlock(x, k, b, fi, n, exact, kappa, name)
 		}
 		if err != nil {
 			return nil, errors.Wrapf(err, "block %d", i+1)
+		}
+		if x.Shape().Dims() == 2 {
+			m.row(fmt.Sprintf("block %d (ReLU fit, reduce, integrate)", i+1), x)
+			break
 		}
 		var cn *ops.CovScaleNorm
 		if x, cn, err = gmnode.CovScaleNorm(x); err != nil {
@@ -171,11 +181,13 @@ func Build(cfg Config) (*Model, error) {
 		m.row(fmt.Sprintf("block %d (ReLU fit, reduce, cov-norm)", i+1), x)
 		fi = b.Channels
 	}
-	y, err := gmnode.Integrate(x)
-	if err != nil {
-		return nil, err
+	y := x
+	if !m.lastIntegrates() {
+		if y, err = gmnode.Integrate(x); err != nil {
+			return nil, err
+		}
+		m.row("integrate", y)
 	}
-	m.row("integrate", y)
 	G.Read(y, &m.integral)
 	if y, err = m.batchNorm(y); err != nil {
 		return nil, err
@@ -483,6 +495,10 @@ func (m *Model) SetTraining(on bool) error {
 
 // Training reports whether the model is in training mode.
 func (m *Model) Training() bool { return m.training }
+
+// lastIntegrates reports whether the last block integrates its own mixtures
+// (and so has no CovScaleNorm).
+func (m *Model) lastIntegrates() bool { return len(m.CovNorms) < len(m.Config.Layout.Blocks) }
 
 func (m *Model) row(name string, n *G.Node) {
 	m.rows = append(m.rows, fmt.Sprintf("%-40s %v", name, n.Shape()))

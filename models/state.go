@@ -48,7 +48,14 @@ func (m *Model) SetState(s State) error {
 				i, s.Names[i], len(s.Params[i]), stableName(n.Name()), n.Shape().TotalSize())
 		}
 	}
-	if len(s.CovNorms) != len(m.CovNorms) {
+	covNorms := s.CovNorms
+	if len(covNorms) == len(m.CovNorms)+1 && m.lastIntegrates() {
+		// A state saved before the last block integrated its own mixtures
+		// holds that block's average too, which changed nothing the model
+		// computes.
+		covNorms = covNorms[:len(m.CovNorms)]
+	}
+	if len(covNorms) != len(m.CovNorms) {
 		return errors.Errorf("model state has %d CovScaleNorm averages, the model has %d", len(s.CovNorms), len(m.CovNorms))
 	}
 	if n := m.bnMean.Shape().TotalSize(); len(s.BNMean) != n || len(s.BNVar) != n {
@@ -60,7 +67,7 @@ func (m *Model) SetState(s State) error {
 	SetFloat64s(m.bnMean, s.BNMean)
 	SetFloat64s(m.bnVar, s.BNVar)
 	for i, c := range m.CovNorms {
-		if err := c.SetRunning(s.CovNorms[i]); err != nil {
+		if err := c.SetRunning(covNorms[i]); err != nil {
 			return errors.Wrapf(err, "CovScaleNorm %d", i+1)
 		}
 	}
