@@ -526,24 +526,39 @@ func BenchmarkConvFit(b *testing.B) {
 	})
 }
 
-// BenchmarkTreeHEM is the reduction of the paper MNIST model's second
-// block at batch 32: 32·16 mixtures of Fi·Ni·Nk = 8·32·5 = 1280 2D
-// Gaussians (the ReLU fit's output, positive) reduced to 16 with T = 2,
-// forward and backward, float32.
+// BenchmarkTreeHEM is the reductions of the paper MNIST model's blocks at
+// batch 32 (the ReLU fit's outputs, positive, to Np with T = 2), forward
+// and backward, float32; on the largest also with other block sizes.
 func BenchmarkTreeHEM(b *testing.B) {
-	l := mixture.Layout{B: 32, C: 16, N: 1280, D: 2}
-	const np = 16
 	o := device.TreeHEMOptions{Reduction: 2}
-	rng := rand.New(rand.NewPCG(7, 8))
-	x := treeHEMData[float32](rng, l, 3, "random")
-	ly := mixture.Layout{B: l.B, C: l.C, N: np, D: l.D}
-	y, g, dx := make([]float32, ly.Len()), gmtest.Uniform[float32](rng, ly.Len(), -1, 1), make([]float32, l.Len())
-	b.Run("Forward/2D_B32_C16_N1280_Np16_T2", func(b *testing.B) {
-		benchKernels(b, func() error { return gpu[float32]().TreeHEM(y, x, l, np, o) })
-	})
-	b.Run("Backward/2D_B32_C16_N1280_Np16_T2", func(b *testing.B) {
-		benchKernels(b, func() error { return gpu[float32]().TreeHEMBackward(dx, x, g, l, np, o, nil) })
-	})
+	// The TreeHEM layers of the paper's MNIST model at batch 32: N = 320 or
+	// 1280 Gaussians per mixture, 256 to 2048 mixtures.
+	for _, c := range []struct{ c, n, np int }{{8, 320, 32}, {16, 1280, 16}, {32, 1280, 8}, {64, 1280, 4}} {
+		l := mixture.Layout{B: 32, C: c.c, N: c.n, D: 2}
+		rng := rand.New(rand.NewPCG(7, 8))
+		x := treeHEMData[float32](rng, l, 3, "random")
+		ly := mixture.Layout{B: l.B, C: l.C, N: c.np, D: l.D}
+		y, g, dx := make([]float32, ly.Len()), gmtest.Uniform[float32](rng, ly.Len(), -1, 1), make([]float32, l.Len())
+		size := fmt.Sprintf("2D_B32_C%d_N%d_Np%d_T2", c.c, c.n, c.np)
+		b.Run("Forward/"+size, func(b *testing.B) {
+			benchKernels(b, func() error { return gpu[float32]().TreeHEM(y, x, l, c.np, o) })
+		})
+		b.Run("Backward/"+size, func(b *testing.B) {
+			benchKernels(b, func() error { return gpu[float32]().TreeHEMBackward(dx, x, g, l, c.np, o, nil) })
+		})
+		if c.c != 64 {
+			continue
+		}
+		// Threads per block: more share a height's nodes, fewer let more
+		// mixtures run at once.
+		for _, t := range []int{64, 256} {
+			b.Run(fmt.Sprintf("Backward/%s/threads%d", size, t), func(b *testing.B) {
+				defer func(t int) { hemBlock = t }(hemBlock)
+				hemBlock = t
+				benchKernels(b, func() error { return gpu[float32]().TreeHEMBackward(dx, x, g, l, c.np, o, nil) })
+			})
+		}
+	}
 }
 
 // BenchmarkEvaluate evaluates 21×16 mixtures of 1280 3D Gaussians at 1000

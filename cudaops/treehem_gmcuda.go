@@ -13,7 +13,8 @@ import (
 
 // hemBlock is the thread count of the TreeHEM blocks: one block per mixture,
 // whose threads share the nodes of one tree height (about N/2 at the lowest).
-const hemBlock = 128
+// A variable so that the benchmarks can try others.
+var hemBlock = 128
 
 // hemGrid is the most blocks one TreeHEM launch runs; each block loops over
 // the mixtures m ≡ blockIdx.x (mod the grid), so the scratch is sized by the
@@ -82,12 +83,10 @@ func launchTreeHEM[T Float](s *seq, backward bool, l mixture.Layout, np int, o d
 		args = append(args, q)
 	}
 	args = append(args, scratch, l.Mixtures(), l.N, l.D, np, under, int(per), p)
-	s.launch(name+suffix[T](), [2]int{grid, 1}, hemBlock, hemShared, args...)
+	// Shared: the bounding box's reduction, four doubles and four int32 of
+	// shared state.
+	s.launch(name+suffix[T](), [2]int{grid, 1}, hemBlock, 8*(6*hemBlock+4)+16, args...)
 }
-
-// hemShared is the dynamic shared memory of a TreeHEM block: the bounding
-// box's reduction, four doubles and four int32 of shared state.
-const hemShared = 8*(6*hemBlock+4) + 16
 
 // TreeHEM is device.Kernels.TreeHEM on the GPU (treehem.cu).
 func (c Kernels[T]) TreeHEM(y, x []T, l mixture.Layout, np int, o device.TreeHEMOptions) error {
