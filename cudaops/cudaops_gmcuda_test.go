@@ -506,24 +506,28 @@ func BenchmarkConv(b *testing.B) {
 	})
 }
 
-// BenchmarkConvFit is the second block of the paper-fused MNIST model at
-// batch 32: Fi 8, Ni 32, Fo 16, Nk 5 (Nv = 1280) fitted to n = 16·16,
-// forward and both gradients, float32.
+// BenchmarkConvFit is the fused convolution-fitting of the paper-fused MNIST
+// model's blocks 2 to 4 at batch 32 (Nv = Fi·Ni·Nk = 1280 fitted to n =
+// 16·Np: 512 to 2048 mixtures), and block 2 to a quarter of its n, forward
+// and both gradients, float32.
 func BenchmarkConvFit(b *testing.B) {
-	lx := mixture.Layout{B: 32, C: 8, N: 32, D: 2}
-	lk := mixture.Layout{B: 16, C: 8, N: 5, D: 2}
-	n := device.ConvFitSelect{N: 256, Negative: device.DefaultConvFitNegative}
-	ly := device.ConvFitLayout(lx, lk, n.N)
-	rng := rand.New(rand.NewPCG(5, 6))
-	x, k := randomMixtures[float32](rng, lx), randomMixtures[float32](rng, lk)
-	y, g := make([]float32, ly.Len()), gmtest.Uniform[float32](rng, ly.Len(), -1, 1)
-	dx, dk := make([]float32, lx.Len()), make([]float32, lk.Len())
-	b.Run("Forward/2D_B32_Fi8_Ni32_Fo16_Nk5_n256", func(b *testing.B) {
-		benchKernels(b, func() error { return gpu[float32]().ConvFit(y, x, k, lx, lk, n) })
-	})
-	b.Run("Backward/2D_B32_Fi8_Ni32_Fo16_Nk5_n256", func(b *testing.B) {
-		benchKernels(b, func() error { return gpu[float32]().ConvFitBackward(dx, dk, g, x, k, lx, lk, n, nil) })
-	})
+	for _, c := range []struct{ fi, ni, fo, n int }{{8, 32, 16, 256}, {8, 32, 16, 64}, {16, 16, 32, 128}, {32, 8, 64, 64}} {
+		lx := mixture.Layout{B: 32, C: c.fi, N: c.ni, D: 2}
+		lk := mixture.Layout{B: c.fo, C: c.fi, N: 5, D: 2}
+		n := device.ConvFitSelect{N: c.n, Negative: device.DefaultConvFitNegative}
+		ly := device.ConvFitLayout(lx, lk, n.N)
+		rng := rand.New(rand.NewPCG(5, 6))
+		x, k := randomMixtures[float32](rng, lx), randomMixtures[float32](rng, lk)
+		y, g := make([]float32, ly.Len()), gmtest.Uniform[float32](rng, ly.Len(), -1, 1)
+		dx, dk := make([]float32, lx.Len()), make([]float32, lk.Len())
+		size := fmt.Sprintf("2D_B32_Fi%d_Ni%d_Fo%d_Nk5_n%d", c.fi, c.ni, c.fo, c.n)
+		b.Run("Forward/"+size, func(b *testing.B) {
+			benchKernels(b, func() error { return gpu[float32]().ConvFit(y, x, k, lx, lk, n) })
+		})
+		b.Run("Backward/"+size, func(b *testing.B) {
+			benchKernels(b, func() error { return gpu[float32]().ConvFitBackward(dx, dk, g, x, k, lx, lk, n, nil) })
+		})
+	}
 }
 
 // BenchmarkTreeHEM is the reductions of the paper MNIST model's blocks at
@@ -549,12 +553,14 @@ func BenchmarkTreeHEM(b *testing.B) {
 		if c.c != 64 {
 			continue
 		}
-		// Threads per block: more share a height's nodes, fewer let more
-		// mixtures run at once.
-		for _, t := range []int{64, 256} {
-			b.Run(fmt.Sprintf("Backward/%s/threads%d", size, t), func(b *testing.B) {
-				defer func(t int) { hemBlock = t }(hemBlock)
-				hemBlock = t
+		// Threads per block (more share a height's nodes, fewer let more
+		// mixtures run at once) and grids of one to four blocks per SM of
+		// an H100 (fewer resident threads keep more of their EM fits'
+		// local memory in L1).
+		for _, v := range []struct{ threads, grid int }{{64, 4096}, {256, 4096}, {128, 132}, {128, 264}, {128, 528}, {256, 132}} {
+			b.Run(fmt.Sprintf("Backward/%s/threads%d_grid%d", size, v.threads, v.grid), func(b *testing.B) {
+				defer func(t, g int) { hemBlock, hemGrid = t, g }(hemBlock, hemGrid)
+				hemBlock, hemGrid = v.threads, v.grid
 				benchKernels(b, func() error { return gpu[float32]().TreeHEMBackward(dx, x, g, l, c.np, o, nil) })
 			})
 		}
