@@ -3,6 +3,7 @@
 package cudaops
 
 import (
+	"runtime"
 	"sync"
 
 	"github.com/gmcn-go/gmcn/ops/device"
@@ -11,18 +12,54 @@ import (
 )
 
 // blockSaved is what BlockSaving keeps on the GPU: the call's shapes and
-// spec, and which incoming gradient g the device's slotBlockDV holds the
-// gradient at the convolution's output for. The first of the op's two
-// gradient nodes (data, kernels) runs the block's forward again on the
-// device and its backward down to that gradient; the second finds it in
-// slotBlockDV, as long as no other block's backward ran in between (gen),
-// and runs only the convolution's backward.
+// spec, the forward's intermediates in device memory it owns (fwd), and
+// which incoming gradient g the device's slotBlockDV holds the gradient at
+// the convolution's output for. The first of the op's two gradient nodes
+// (data, kernels) runs the block's backward from fwd down to that gradient;
+// the second finds it in slotBlockDV, as long as no other block's backward
+// ran in between (gen), and runs only the convolution's backward. It is
+// Releasable: fwd goes back to the Device's pool for the next forward.
 type blockSaved[T Float] struct {
 	lx, lk mixture.Layout
 	b      device.BlockSpec
+	fwd    *blockBufs
 	mu     sync.Mutex
 	g      []T
 	gen    uint64 // the Device's blockGen when slotBlockDV was written for g; 0: never
+}
+
+// Release gives the state's device memory back to the Device's pool.
+func (sv *blockSaved[T]) Release() {
+	if sv.fwd != nil {
+		sv.fwd.giveBack()
+	}
+}
+
+// blockBufs is device memory a saved block state owns: the forward's
+// ÷Fi-scaled convolution (v) and ReLU fit output (r), bytes each. It goes
+// back to the pool once, on Release or, for a state dropped unreleased,
+// when the state is collected.
+type blockBufs struct {
+	d     *Device
+	bytes int64
+	v, r  devPtr
+	once  sync.Once
+}
+
+func (o *blockBufs) giveBack() { o.once.Do(func() { o.d.giveBack(o.bytes, o.v, o.r) }) }
+
+// ownBlockBufs gives sv device memory for the forward's intermediates of
+// layout lv.
+func ownBlockBufs[T Float](s *seq, sv *blockSaved[T], lv mixture.Layout) {
+	bytes := max(int64(lv.Len())*sizeOf[T](), 8)
+	v := s.own(bytes)
+	r := s.own(bytes)
+	if s.err != nil {
+		s.d.giveBack(bytes, v, r)
+		return
+	}
+	sv.fwd = &blockBufs{d: s.d, bytes: bytes, v: v, r: r}
+	runtime.AddCleanup(sv, (*blockBufs).giveBack, sv.fwd)
 }
 
 // blockOnGPU reports whether every part of b has GPU kernels: the ReLU fit
@@ -34,20 +71,16 @@ func blockOnGPU(b device.BlockSpec) bool {
 
 // launchBlockFit runs the block's convolution (or fused
 // convolution-fitting), ÷Fi and ReLU fit on the device operands px and pk,
-// leaving the ÷Fi-scaled convolution in slotBlockV and the ReLU fit's
-// output in slotBlockR, which it returns.
-func launchBlockFit[T Float](s *seq, px, pk devPtr, lx, lk mixture.Layout, b device.BlockSpec, relu reluParams) (pv, pr devPtr) {
+// leaving the ÷Fi-scaled convolution in pv and the ReLU fit's output in pr.
+func launchBlockFit[T Float](s *seq, pv, pr, px, pk devPtr, lx, lk mixture.Layout, b device.BlockSpec, relu reluParams) {
 	lv := b.ConvLayout(lx, lk)
-	pv = out[T](s, slotBlockV, lv.Len())
 	if b.Fused() {
 		launchConvFit[T](s, pv, px, pk, lx, lk, b.Fit)
 	} else {
 		launchConv[T](s, "gm_conv", blocks(lv.Len(), flatBlock), flatBlock, 0, pv, px, pk, lx, lk)
 	}
 	launchScaleWeights[T](s, pv, pv, lv, b.Scale(lx))
-	pr = out[T](s, slotBlockR, lv.Len())
 	launchReLUFit[T](s, pr, pv, lv, relu.paper, relu.coarse, relu.floor, relu.off)
-	return pv, pr
 }
 
 // launchScaleWeights multiplies the weights of the device mixtures px
@@ -81,10 +114,11 @@ func checkBlock[T Float](name string, ny int, x, k, dx, dk []T, lx, lk mixture.L
 	return p, lv, ly, err
 }
 
-// launchBlockGrad uploads g and runs the block's forward on the device
-// operands px and pk again, then its backward down to the gradient at the
-// convolution's output, which it leaves in slotBlockDV and returns.
-func launchBlockGrad[T Float](s *seq, px, pk devPtr, g []T, lx, lk, lv mixture.Layout, b device.BlockSpec, relu reluParams) devPtr {
+// launchBlockGrad uploads g and runs the block's backward down to the
+// gradient at the convolution's output, which it leaves in slotBlockDV and
+// returns: from the forward's intermediates fwd, or with fwd nil from the
+// forward run again on the device operands px and pk.
+func launchBlockGrad[T Float](s *seq, px, pk devPtr, g []T, lx, lk, lv mixture.Layout, b device.BlockSpec, relu reluParams, fwd *blockBufs) devPtr {
 	pg := in(s, slotIn2, g)
 	if b.Integrate {
 		ly := b.Layout(lx, lk)
@@ -92,7 +126,13 @@ func launchBlockGrad[T Float](s *seq, px, pk devPtr, g []T, lx, lk, lv mixture.L
 		launchIntegrateBackward[T](s, pgy, pg, ly)
 		pg = pgy
 	}
-	pv, pr := launchBlockFit[T](s, px, pk, lx, lk, b, relu)
+	var pv, pr devPtr
+	if fwd != nil {
+		pv, pr = fwd.v, fwd.r
+	} else {
+		pv, pr = out[T](s, slotBlockV, lv.Len()), out[T](s, slotBlockR, lv.Len())
+		launchBlockFit[T](s, pv, pr, px, pk, lx, lk, b, relu)
+	}
 	pdr := pg
 	switch b.Reduce {
 	case device.BlockTreeHEM:
@@ -116,13 +156,27 @@ func (c Kernels[T]) Block(y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec
 	if !blockOnGPU(b) {
 		return c.cpu.Block(y, x, k, lx, lk, b)
 	}
+	return c.block(y, x, k, lx, lk, b, nil)
+}
+
+// block runs the block's forward: with sv, into device memory sv then owns,
+// else into the Device's block slots.
+func (c Kernels[T]) block(y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec, sv *blockSaved[T]) error {
 	relu, lv, ly, err := checkBlock("Block", len(y), x, k, nil, nil, lx, lk, b)
 	if err != nil {
 		return err
 	}
 	err = c.d.run(func(s *seq) {
 		px, pk := in(s, slotIn0, x), in(s, slotIn1, k)
-		_, pr := launchBlockFit[T](s, px, pk, lx, lk, b, relu)
+		var pv, pr devPtr
+		if sv != nil {
+			if ownBlockBufs(s, sv, lv); s.err == nil {
+				pv, pr = sv.fwd.v, sv.fwd.r
+			}
+		} else {
+			pv, pr = out[T](s, slotBlockV, lv.Len()), out[T](s, slotBlockR, lv.Len())
+		}
+		launchBlockFit[T](s, pv, pr, px, pk, lx, lk, b, relu)
 		py := pr
 		switch b.Reduce {
 		case device.BlockTreeHEM:
@@ -148,23 +202,27 @@ func (c Kernels[T]) Block(y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec
 	return finite(y, ly, "block output")
 }
 
-// BlockSaving is Block; on the GPU its saved state holds only the shapes
-// (see blockSaved), on the fallback the fallback's.
+// BlockSaving is Block; on the GPU its saved state keeps the forward's
+// intermediates in device memory (see blockSaved), on the fallback it is
+// the fallback's.
 func (c Kernels[T]) BlockSaving(y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec) (device.Saved, error) {
 	if !blockOnGPU(b) {
 		return c.cpu.BlockSaving(y, x, k, lx, lk, b)
 	}
-	if err := c.Block(y, x, k, lx, lk, b); err != nil {
+	sv := &blockSaved[T]{lx: lx, lk: lk, b: b}
+	if err := c.block(y, x, k, lx, lk, b, sv); err != nil {
+		sv.Release()
 		return nil, err
 	}
-	return &blockSaved[T]{lx: lx, lk: lk, b: b}, nil
+	return sv, nil
 }
 
 // BlockBackward is device.Kernels.BlockBackward on the GPU: x, k and g go
-// to the device, the block's forward runs again there, its parts' backward
-// kernels follow, and only ∂L/∂x and ∂L/∂k come back; with the saved state
-// of the op's other gradient node for the same g, only x and k go, and only
-// the convolution's backward runs (see blockSaved).
+// to the device, its parts' backward kernels run there from the forward's
+// intermediates (the saved state's, or the forward run again without one),
+// and only ∂L/∂x and ∂L/∂k come back; with the saved state of the op's
+// other gradient node for the same g, only x and k go, and only the
+// convolution's backward runs (see blockSaved).
 func (c Kernels[T]) BlockBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, b device.BlockSpec, saved device.Saved) error {
 	if !blockOnGPU(b) {
 		return c.cpu.BlockBackward(dx, dk, g, x, k, lx, lk, b, saved)
@@ -191,7 +249,11 @@ func (c Kernels[T]) BlockBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, b 
 		if sv != nil && sv.gen != 0 && sv.gen == s.d.blockGen && mixture.SameBits(sv.g, g) {
 			pdv = s.d.slots[slotBlockDV].ptr
 		} else {
-			pdv = launchBlockGrad[T](s, px, pk, g, lx, lk, lv, b, relu)
+			var fwd *blockBufs
+			if sv != nil {
+				fwd = sv.fwd
+			}
+			pdv = launchBlockGrad[T](s, px, pk, g, lx, lk, lv, b, relu, fwd)
 			s.d.blockGen++
 			if sv != nil && s.err == nil {
 				sv.g, sv.gen = append(sv.g[:0], g...), s.d.blockGen

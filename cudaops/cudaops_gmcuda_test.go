@@ -771,6 +771,46 @@ func TestBlockReuse(t *testing.T) {
 	compare(t, "dk after another block", dk, want(x, k, g), 1e-9)
 }
 
+// TestBlockSavedRelease checks the device memory a saved block state owns
+// for its backward: two live states have their own, a released state's goes
+// to the next state of its size, and the backward from either reads its own
+// forward's intermediates.
+func TestBlockSavedRelease(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 11))
+	b := device.BlockSpec{Reduce: device.BlockTreeHEM, Np: 5, TreeHEM: device.TreeHEMOptions{Reduction: 2}}
+	lx := mixture.Layout{B: 2, C: 3, N: 9, D: 2}
+	lk := mixture.Layout{B: 2, C: 3, N: 4, D: 2}
+	ly := b.Layout(lx, lk)
+	y, g := make([]float64, ly.Len()), gmtest.Uniform[float64](rng, ly.Len(), -1, 1)
+	var xs, ks [3][]float64
+	var states [3]*blockSaved[float64]
+	for i := range 3 {
+		xs[i], ks[i] = treeHEMData[float64](rng, lx, 3, "random"), randomMixtures[float64](rng, lk)
+		if i == 2 {
+			states[0].Release()
+		}
+		saved, err := gpu[float64]().BlockSaving(y, xs[i], ks[i], lx, lk, b)
+		must(t, err)
+		states[i] = saved.(*blockSaved[float64])
+		if states[i].fwd == nil {
+			t.Fatalf("state %d owns no device memory", i)
+		}
+	}
+	own := func(s *blockSaved[float64]) []devPtr { return []devPtr{min(s.fwd.v, s.fwd.r), max(s.fwd.v, s.fwd.r)} }
+	if slices.Equal(own(states[0]), own(states[1])) {
+		t.Errorf("two live states share device memory %v", own(states[0]))
+	}
+	if !slices.Equal(own(states[2]), own(states[0])) {
+		t.Errorf("the state after a release owns %v, want the released state's %v", own(states[2]), own(states[0]))
+	}
+	for _, i := range []int{1, 2} {
+		dk, want := make([]float64, lk.Len()), make([]float64, lk.Len())
+		must(t, gpu[float64]().BlockBackward(nil, dk, g, xs[i], ks[i], lx, lk, b, states[i]))
+		must(t, cpu.BlockBackward(nil, want, g, xs[i], ks[i], lx, lk, b, nil))
+		compare(t, fmt.Sprintf("dk of state %d", i), dk, want, 1e-9)
+	}
+}
+
 // TestBlock compares the GPU block with the CPU's (its parts one after
 // another), forward and both gradients, for the convolution and the fused
 // convolution-fitting with every reduction, 2D and 3D, float32 and float64.

@@ -32,6 +32,12 @@ type Device struct {
 	// blockGen counts the block backward calls that wrote slotBlockDV
 	// (block_gmcuda.go); touched only on the Device's thread.
 	blockGen uint64
+	// pool holds the device memory saved states own from a forward to its
+	// backward (blockBufs), freed by them for the next state of its size.
+	pool struct {
+		sync.Mutex
+		free map[int64][]devPtr
+	}
 	// traffic counts what the Device moved and launched.
 	hostToDevice, deviceToHost, launches atomic.Int64
 }
@@ -209,6 +215,51 @@ func (d *Device) buf(slot int, bytes int64) (devPtr, error) {
 	}
 	b.ptr, b.bytes = p, bytes
 	return p, nil
+}
+
+// own returns device memory of bytes (a positive multiple of 4) that the
+// caller owns until it gives it back (giveBack): a buffer of that size from
+// the pool, else a new one; poisoned as output's are.
+func (s *seq) own(bytes int64) devPtr {
+	if s.err != nil {
+		return 0
+	}
+	d := s.d
+	d.pool.Lock()
+	var p devPtr
+	if f := d.pool.free[bytes]; len(f) > 0 {
+		p, d.pool.free[bytes] = f[len(f)-1], f[:len(f)-1]
+	}
+	d.pool.Unlock()
+	if p == 0 {
+		if p, s.err = d.drv.alloc(bytes); s.err != nil {
+			s.err = errors.Wrapf(s.err, "cudaops: allocating %d bytes", bytes)
+			return 0
+		}
+	}
+	if poison {
+		if err := d.drv.memsetD32(p, 0x7FF80000, bytes/4); err != nil {
+			d.giveBack(bytes, p)
+			s.err = errors.Wrap(err, "cudaops: poisoning an output")
+			return 0
+		}
+	}
+	return p
+}
+
+// giveBack returns buffers of bytes each that own handed out to the pool;
+// any goroutine may call it.
+func (d *Device) giveBack(bytes int64, ps ...devPtr) {
+	d.pool.Lock()
+	defer d.pool.Unlock()
+	if d.pool.free == nil {
+		d.pool.free = map[int64][]devPtr{}
+	}
+	for _, p := range ps {
+		if p != 0 {
+			d.pool.free[bytes] = append(d.pool.free[bytes], p)
+		}
+	}
 }
 
 // Float is the element type of every launcher.

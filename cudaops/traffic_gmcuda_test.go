@@ -65,9 +65,10 @@ func blockTraffic(s blockShape) (h2d, d2h, dense, launches int) {
 // blockOpTraffic is what one forward+backward of the same block as one
 // gm.Block op moves: its inputs and output, the incoming gradient and the
 // two gradients it asks for, nothing of F_i·N_i·N_k Gaussians. The op's
-// first gradient node runs the block's forward again on the device and its
-// backward down to the convolution; the second finds that gradient on the
-// device and runs only the convolution's backward.
+// first gradient node runs the block's backward down to the convolution
+// from the forward's intermediates, which its saved state keeps on the
+// device; the second finds that gradient on the device and runs only the
+// convolution's backward.
 func blockOpTraffic(s blockShape) (h2d, d2h, dense, launches int) {
 	S := 1 + s.d + s.d*s.d
 	x := s.b * s.fi * s.ni * S
@@ -83,11 +84,10 @@ func blockOpTraffic(s blockShape) (h2d, d2h, dense, launches int) {
 		x + k + // BlockBackward
 		(w + p + a) // AssembleKernelBackward
 	// gram max, assembly; the block's conv, ÷Fi, ReLU fit, TreeHEM; for the
-	// first gradient those four with TreeHEM's backward instead of its
-	// forward, the ReLU fit's backward (2), ÷Fi and one convolution
-	// backward, for the second the convolution backward; assembly backward
-	// (3).
-	return h2d, d2h, 0, 2 + 4 + 8 + 1 + 3
+	// first gradient TreeHEM's backward, the ReLU fit's backward (2), ÷Fi
+	// and one convolution backward, for the second the convolution
+	// backward; assembly backward (3).
+	return h2d, d2h, 0, 2 + 4 + 5 + 1 + 3
 }
 
 // blockIntegrateTraffic is blockOpTraffic for the block that integrates its
