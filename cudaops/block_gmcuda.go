@@ -36,30 +36,58 @@ func (sv *blockSaved[T]) Release() {
 }
 
 // blockBufs is device memory a saved block state owns: the forward's
-// ÷Fi-scaled convolution (v) and ReLU fit output (r), bytes each. It goes
-// back to the pool once, on Release or, for a state dropped unreleased,
-// when the state is collected.
+// ÷Fi-scaled convolution (v), ReLU fit output (r) and, in a fused block,
+// ConvFit's selection (cf). It goes back to the pool once, on Release or,
+// for a state dropped unreleased, when the state is collected.
 type blockBufs struct {
 	d     *Device
-	bytes int64
+	owned []ownedBuf
 	v, r  devPtr
+	cf    cfSel
 	once  sync.Once
 }
 
-func (o *blockBufs) giveBack() { o.once.Do(func() { o.d.giveBack(o.bytes, o.v, o.r) }) }
+// ownedBuf is one buffer from Device's pool and its size.
+type ownedBuf struct {
+	bytes int64
+	p     devPtr
+}
+
+func (o *blockBufs) giveBack() {
+	o.once.Do(func() {
+		for _, b := range o.owned {
+			o.d.giveBack(b.bytes, b.p)
+		}
+	})
+}
+
+// take returns a buffer of bytes (at least 8) from the pool, owned by o.
+func (o *blockBufs) take(s *seq, bytes int64) devPtr {
+	bytes = max(bytes, 8)
+	p := s.own(bytes)
+	if p != 0 {
+		o.owned = append(o.owned, ownedBuf{bytes, p})
+	}
+	return p
+}
 
 // ownBlockBufs gives sv device memory for the forward's intermediates of
-// layout lv.
-func ownBlockBufs[T Float](s *seq, sv *blockSaved[T], lv mixture.Layout) {
-	bytes := max(int64(lv.Len())*sizeOf[T](), 8)
-	v := s.own(bytes)
-	r := s.own(bytes)
+// block b with data lx and kernels lk.
+func ownBlockBufs[T Float](s *seq, sv *blockSaved[T], lx, lk mixture.Layout, b device.BlockSpec) {
+	o := &blockBufs{d: s.d}
+	lv := b.ConvLayout(lx, lk)
+	o.v = o.take(s, int64(lv.Len())*sizeOf[T]())
+	o.r = o.take(s, int64(lv.Len())*sizeOf[T]())
+	if b.Fused() {
+		nm, nv := int64(lv.Mixtures()), int64(lx.C*lx.N*lk.N)
+		o.cf = cfSel{perm: o.take(s, 4*nm*nv), sel: o.take(s, 8*nm*int64(b.Fit.N)), cnt: o.take(s, 4*nm)}
+	}
 	if s.err != nil {
-		s.d.giveBack(bytes, v, r)
+		o.giveBack()
 		return
 	}
-	sv.fwd = &blockBufs{d: s.d, bytes: bytes, v: v, r: r}
-	runtime.AddCleanup(sv, (*blockBufs).giveBack, sv.fwd)
+	sv.fwd = o
+	runtime.AddCleanup(sv, (*blockBufs).giveBack, o)
 }
 
 // blockOnGPU reports whether every part of b has GPU kernels: the ReLU fit
@@ -70,12 +98,13 @@ func blockOnGPU(b device.BlockSpec) bool {
 }
 
 // launchBlockFit runs the block's convolution (or fused
-// convolution-fitting), ÷Fi and ReLU fit on the device operands px and pk,
-// leaving the ÷Fi-scaled convolution in pv and the ReLU fit's output in pr.
-func launchBlockFit[T Float](s *seq, pv, pr, px, pk devPtr, lx, lk mixture.Layout, b device.BlockSpec, relu reluParams) {
+// convolution-fitting, saving its selection into save if given), ÷Fi and
+// ReLU fit on the device operands px and pk, leaving the ÷Fi-scaled
+// convolution in pv and the ReLU fit's output in pr.
+func launchBlockFit[T Float](s *seq, pv, pr, px, pk devPtr, lx, lk mixture.Layout, b device.BlockSpec, relu reluParams, save cfSel) {
 	lv := b.ConvLayout(lx, lk)
 	if b.Fused() {
-		launchConvFit[T](s, pv, px, pk, lx, lk, b.Fit)
+		launchConvFit[T](s, pv, px, pk, lx, lk, b.Fit, save)
 	} else {
 		launchConv[T](s, "gm_conv", blocks(lv.Len(), flatBlock), flatBlock, 0, pv, px, pk, lx, lk)
 	}
@@ -131,7 +160,7 @@ func launchBlockGrad[T Float](s *seq, px, pk devPtr, g []T, lx, lk, lv mixture.L
 		pv, pr = fwd.v, fwd.r
 	} else {
 		pv, pr = out[T](s, slotBlockV, lv.Len()), out[T](s, slotBlockR, lv.Len())
-		launchBlockFit[T](s, pv, pr, px, pk, lx, lk, b, relu)
+		launchBlockFit[T](s, pv, pr, px, pk, lx, lk, b, relu, cfSel{})
 	}
 	pdr := pg
 	switch b.Reduce {
@@ -169,14 +198,15 @@ func (c Kernels[T]) block(y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec
 	err = c.d.run(func(s *seq) {
 		px, pk := in(s, slotIn0, x), in(s, slotIn1, k)
 		var pv, pr devPtr
+		var save cfSel
 		if sv != nil {
-			if ownBlockBufs(s, sv, lv); s.err == nil {
-				pv, pr = sv.fwd.v, sv.fwd.r
+			if ownBlockBufs(s, sv, lx, lk, b); s.err == nil {
+				pv, pr, save = sv.fwd.v, sv.fwd.r, sv.fwd.cf
 			}
 		} else {
 			pv, pr = out[T](s, slotBlockV, lv.Len()), out[T](s, slotBlockR, lv.Len())
 		}
-		launchBlockFit[T](s, pv, pr, px, pk, lx, lk, b, relu)
+		launchBlockFit[T](s, pv, pr, px, pk, lx, lk, b, relu, save)
 		py := pr
 		switch b.Reduce {
 		case device.BlockTreeHEM:
@@ -243,16 +273,16 @@ func (c Kernels[T]) BlockBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, b 
 	if err != nil {
 		return err
 	}
+	var fwd *blockBufs // the forward's intermediates, if the state has them
+	if sv != nil {
+		fwd = sv.fwd
+	}
 	err = c.d.run(func(s *seq) {
 		px, pk := in(s, slotIn0, x), in(s, slotIn1, k)
 		var pdv devPtr
 		if sv != nil && sv.gen != 0 && sv.gen == s.d.blockGen && mixture.SameBits(sv.g, g) {
 			pdv = s.d.slots[slotBlockDV].ptr
 		} else {
-			var fwd *blockBufs
-			if sv != nil {
-				fwd = sv.fwd
-			}
 			pdv = launchBlockGrad[T](s, px, pk, g, lx, lk, lv, b, relu, fwd)
 			s.d.blockGen++
 			if sv != nil && s.err == nil {
@@ -261,7 +291,11 @@ func (c Kernels[T]) BlockBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, b 
 		}
 		var pdx, pdk devPtr
 		if b.Fused() {
-			pdx, pdk = launchConvFitBackward[T](s, dx != nil, dk != nil, pdv, px, pk, lx, lk, b.Fit)
+			var cf cfSel
+			if fwd != nil {
+				cf = fwd.cf
+			}
+			pdx, pdk = launchConvFitBackward[T](s, dx != nil, dk != nil, pdv, px, pk, lx, lk, b.Fit, cf)
 		} else {
 			pdx, pdk = launchConvBackward[T](s, dx != nil, dk != nil, pdv, px, pk, lx, lk)
 		}

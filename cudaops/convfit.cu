@@ -19,6 +19,11 @@
 // the low bits), so any correct sort gives the CPU's order, the prefix sums
 // are added in the same sequence, and the greedy split takes the largest
 // mass with the lowest slot on ties, as the CPU's first-wins scan does.
+//
+// Given global arrays for it (non-null sperm), the forward also writes each
+// mixture's selection: its sorted order (Nv), the selected nodes' bounds
+// (2n) and their count; the backward given them reads the selection there
+// instead of making it again (cf_saved).
 #include "gm.cuh"
 
 // CfShape holds the sizes of one call and where output mixture m's factors
@@ -186,6 +191,30 @@ __device__ int cf_select(const T *x, const T *k, const CfShape<D> &sh, ll m, ll 
 	return nsel;
 }
 
+// cf_saved writes mixture m's selection (sc's sorted order and nsel node
+// bounds) to the global arrays sperm [·, Nv], ssel [·, 2n] and scnt if save,
+// else reads it from them into sc and returns its count. Every thread calls
+// it; the selection is in sc when it returns.
+__device__ int cf_saved(bool save, const CfScratch &sc, ll m, ll nv, ll n, int nsel, int *sperm, int *ssel,
+                        int *scnt) {
+	const ll tid = threadIdx.x, bd = blockDim.x;
+	int *gp = sperm + m * nv, *gs = ssel + m * 2 * n;
+	if (!save) nsel = scnt[m];
+	for (ll j = tid; j < nv; j += bd)
+		if (save)
+			gp[j] = sc.perm[j];
+		else
+			sc.perm[j] = gp[j];
+	for (ll j = tid; j < 2 * nsel; j += bd)
+		if (save)
+			gs[j] = sc.sel[j];
+		else
+			sc.sel[j] = gs[j];
+	if (save && tid == 0) scnt[m] = nsel;
+	__syncthreads();
+	return nsel;
+}
+
 // CfMoments is the moment match of one node (convFitMoments on the CPU):
 // the weight sum w, A = Σ|w_v| (or the count, uniform, if that is 0), and
 // the |w|-weighted mean and covariance.
@@ -244,12 +273,14 @@ __device__ void cf_match(const T *x, const T *k, const CfShape<D> &sh, ll m, con
 // in selection order, then {0, 0, I} padding.
 template <typename T, int D>
 __device__ void gm_convfit_d(T *y, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll n, double neg,
-                             ll shared, ull *keys, ll P, int *perm, double *prefix, int *sel, double *mass) {
+                             ll shared, ull *keys, ll P, int *perm, double *prefix, int *sel, double *mass,
+                             int *sperm, int *ssel, int *scnt) {
 	const CfShape<D> sh{fi, ni, nk, fo, fi * ni * nk};
 	const ll d = D;
 	const CfScratch sc = cf_scratch(shared, keys, perm, prefix, sel, mass, blockIdx.x, P, sh.nv, n);
 	for (ll m = blockIdx.x; m < B * fo; m += gridDim.x) {
 		int nsel = cf_select(x, k, sh, m, n, neg, P, sc);
+		if (sperm) cf_saved(true, sc, m, sh.nv, n, nsel, sperm, ssel, scnt);
 		for (ll i = threadIdx.x; i < n; i += blockDim.x) {
 			T *out = y + (m * n + i) * sh.s;
 			if (i >= nsel) {
@@ -268,14 +299,16 @@ __device__ void gm_convfit_d(T *y, const T *x, const T *k, ll B, ll fi, ll ni, l
 }
 template <typename T>
 __device__ void gm_convfit(T *y, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, double neg,
-                           ll shared, ull *keys, ll P, int *perm, double *prefix, int *sel, double *mass) {
-	GM_BY_DIM(d, gm_convfit_d, y, x, k, B, fi, ni, fo, nk, n, neg, shared, keys, P, perm, prefix, sel, mass);
+                           ll shared, ull *keys, ll P, int *perm, double *prefix, int *sel, double *mass, int *sperm,
+                           int *ssel, int *scnt) {
+	GM_BY_DIM(d, gm_convfit_d, y, x, k, B, fi, ni, fo, nk, n, neg, shared, keys, P, perm, prefix, sel, mass, sperm,
+	          ssel, scnt);
 }
 #define GM_CONVFIT_PARAMS(T)                                                                                          \
 	(T * y, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, double neg, ll shared, ull *keys,  \
-	 ll P, int *perm, double *prefix, int *sel, double *mass)
+	 ll P, int *perm, double *prefix, int *sel, double *mass, int *sperm, int *ssel, int *scnt)
 GM_EXPORT(gm_convfit, GM_CONVFIT_PARAMS,
-          (y, x, k, B, fi, ni, fo, nk, d, n, neg, shared, keys, P, perm, prefix, sel, mass))
+          (y, x, k, B, fi, ni, fo, nk, d, n, neg, shared, keys, P, perm, prefix, sel, mass, sperm, ssel, scnt))
 
 // gm_convfit_backward writes gv [B·Fo, Nv, S], the gradient of every virtual
 // component (in Conv's order) given g = ∂L/∂y, with the selection ConvFit
@@ -287,13 +320,14 @@ GM_EXPORT(gm_convfit, GM_CONVFIT_PARAMS,
 template <typename T, int D>
 __device__ void gm_convfit_backward_d(T *gv, const T *g, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll n,
                                       double neg, ll shared, ull *keys, ll P, int *perm, double *prefix, int *sel,
-                                      double *mass) {
+                                      double *mass, int *sperm, int *ssel, int *scnt) {
 	const CfShape<D> sh{fi, ni, nk, fo, fi * ni * nk};
 	const ll d = D;
 	const ll s = sh.s;
 	const CfScratch sc = cf_scratch(shared, keys, perm, prefix, sel, mass, blockIdx.x, P, sh.nv, n);
 	for (ll m = blockIdx.x; m < B * fo; m += gridDim.x) {
-		int nsel = cf_select(x, k, sh, m, n, neg, P, sc);
+		int nsel = sperm ? cf_saved(false, sc, m, sh.nv, n, 0, sperm, ssel, scnt)
+		                 : cf_select(x, k, sh, m, n, neg, P, sc);
 		for (ll i = threadIdx.x; i < nsel; i += blockDim.x) {
 			ll first = sc.sel[2 * i], last = sc.sel[2 * i + 1];
 			CfMoments mm;
@@ -335,12 +369,12 @@ __device__ void gm_convfit_backward_d(T *gv, const T *g, const T *x, const T *k,
 template <typename T>
 __device__ void gm_convfit_backward(T *gv, const T *g, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d,
                                     ll n, double neg, ll shared, ull *keys, ll P, int *perm, double *prefix, int *sel,
-                                    double *mass) {
+                                    double *mass, int *sperm, int *ssel, int *scnt) {
 	GM_BY_DIM(d, gm_convfit_backward_d, gv, g, x, k, B, fi, ni, fo, nk, n, neg, shared, keys, P, perm, prefix, sel,
-	          mass);
+	          mass, sperm, ssel, scnt);
 }
 #define GM_CONVFIT_BW_PARAMS(T)                                                                                       \
 	(T * gv, const T *g, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, double neg, ll shared, \
-	 ull *keys, ll P, int *perm, double *prefix, int *sel, double *mass)
+	 ull *keys, ll P, int *perm, double *prefix, int *sel, double *mass, int *sperm, int *ssel, int *scnt)
 GM_EXPORT(gm_convfit_backward, GM_CONVFIT_BW_PARAMS,
-          (gv, g, x, k, B, fi, ni, fo, nk, d, n, neg, shared, keys, P, perm, prefix, sel, mass))
+          (gv, g, x, k, B, fi, ni, fo, nk, d, n, neg, shared, keys, P, perm, prefix, sel, mass, sperm, ssel, scnt))

@@ -34,6 +34,13 @@ type convFitSaved struct {
 	sel    device.ConvFitSelect
 }
 
+// cfSel are device arrays for ConvFit's selection of every mixture, as
+// cf_saved in convfit.cu lays them out: the sorted order [B·Fo, Nv], the
+// selected nodes' bounds [B·Fo, 2n] and their counts [B·Fo], int32. The
+// forward given them writes its selection there, the backward given them
+// reads it instead of selecting again; zero: none.
+type cfSel struct{ perm, sel, cnt devPtr }
+
 // maxShared is the dynamic shared memory a block gets without opting in on
 // every GPU since compute 3.0, and all the emulator gives.
 const maxShared = 48 << 10
@@ -82,15 +89,17 @@ func (c Kernels[T]) ConvFit(y, x, k []T, lx, lk mixture.Layout, sel device.ConvF
 	return c.d.run(func(s *seq) {
 		px, pk := in(s, slotIn0, x), in(s, slotIn1, k)
 		py := out[T](s, slotOut, len(y))
-		launchConvFit[T](s, py, px, pk, lx, lk, sel)
+		launchConvFit[T](s, py, px, pk, lx, lk, sel, cfSel{})
 		get(s, y, py)
 	})
 }
 
-// launchConvFit runs ConvFit's kernel on device operands.
-func launchConvFit[T Float](s *seq, py, px, pk devPtr, lx, lk mixture.Layout, sel device.ConvFitSelect) {
+// launchConvFit runs ConvFit's kernel on device operands, saving its
+// selection into save if given.
+func launchConvFit[T Float](s *seq, py, px, pk devPtr, lx, lk mixture.Layout, sel device.ConvFitSelect, save cfSel) {
 	grid, smem, args := convFitArgs(s, px, pk, lx, lk, sel)
-	s.launch("gm_convfit"+suffix[T](), [2]int{grid, 1}, convFitBlock, smem, append([]any{py}, args...)...)
+	args = append(append([]any{py}, args...), save.perm, save.sel, save.cnt)
+	s.launch("gm_convfit"+suffix[T](), [2]int{grid, 1}, convFitBlock, smem, args...)
 }
 
 // ConvFitSaving is ConvFit; its saved state holds only the shapes (see
@@ -119,7 +128,7 @@ func (c Kernels[T]) ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, 
 	}
 	return c.d.run(func(s *seq) {
 		px, pk, pg := in(s, slotIn0, x), in(s, slotIn1, k), in(s, slotIn2, g)
-		pdx, pdk := launchConvFitBackward[T](s, dx != nil, dk != nil, pg, px, pk, lx, lk, sel)
+		pdx, pdk := launchConvFitBackward[T](s, dx != nil, dk != nil, pg, px, pk, lx, lk, sel, cfSel{})
 		if dx != nil {
 			get(s, dx, pdx)
 		}
@@ -130,14 +139,16 @@ func (c Kernels[T]) ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, 
 }
 
 // launchConvFitBackward runs ConvFit's backward on device operands: the
-// gradient of every virtual component into slotWork, then the
-// convolution's backward kernels into slotOut (∂L/∂x, if wantX) and
-// slotOut1 (∂L/∂k, if wantK), which it returns.
-func launchConvFitBackward[T Float](s *seq, wantX, wantK bool, pg, px, pk devPtr, lx, lk mixture.Layout, sel device.ConvFitSelect) (pdx, pdk devPtr) {
+// gradient of every virtual component into slotWork (with the forward's
+// selection saved, if given), then the convolution's backward kernels into
+// slotOut (∂L/∂x, if wantX) and slotOut1 (∂L/∂k, if wantK), which it
+// returns.
+func launchConvFitBackward[T Float](s *seq, wantX, wantK bool, pg, px, pk devPtr, lx, lk mixture.Layout, sel device.ConvFitSelect, saved cfSel) (pdx, pdk devPtr) {
 	lv := device.ConvLayout(lx, lk)
 	grid, smem, args := convFitArgs(s, px, pk, lx, lk, sel)
 	pv := out[T](s, slotWork, lv.Len())
-	s.launch("gm_convfit_backward"+suffix[T](), [2]int{grid, 1}, convFitBlock, smem, append([]any{pv, pg}, args...)...)
+	args = append(append([]any{pv, pg}, args...), saved.perm, saved.sel, saved.cnt)
+	s.launch("gm_convfit_backward"+suffix[T](), [2]int{grid, 1}, convFitBlock, smem, args...)
 	return launchConvBackward[T](s, wantX, wantK, pv, px, pk, lx, lk)
 }
 

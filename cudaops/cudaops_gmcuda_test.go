@@ -776,8 +776,16 @@ func TestBlockReuse(t *testing.T) {
 // to the next state of its size, and the backward from either reads its own
 // forward's intermediates.
 func TestBlockSavedRelease(t *testing.T) {
+	for _, b := range []device.BlockSpec{
+		{Reduce: device.BlockTreeHEM, Np: 5, TreeHEM: device.TreeHEMOptions{Reduction: 2}},
+		{Fit: device.ConvFitSelect{N: 17, Negative: device.DefaultConvFitNegative}, Reduce: device.BlockTreeHEM, Np: 5, TreeHEM: device.TreeHEMOptions{Reduction: 2}},
+	} {
+		t.Run(b.String(), func(t *testing.T) { testBlockSavedRelease(t, b) })
+	}
+}
+
+func testBlockSavedRelease(t *testing.T, b device.BlockSpec) {
 	rng := rand.New(rand.NewPCG(4, 11))
-	b := device.BlockSpec{Reduce: device.BlockTreeHEM, Np: 5, TreeHEM: device.TreeHEMOptions{Reduction: 2}}
 	lx := mixture.Layout{B: 2, C: 3, N: 9, D: 2}
 	lk := mixture.Layout{B: 2, C: 3, N: 4, D: 2}
 	ly := b.Layout(lx, lk)
@@ -795,6 +803,9 @@ func TestBlockSavedRelease(t *testing.T) {
 		if states[i].fwd == nil {
 			t.Fatalf("state %d owns no device memory", i)
 		}
+		if b.Fused() && states[i].fwd.cf.perm == 0 {
+			t.Fatalf("state %d of a fused block keeps no selection", i)
+		}
 	}
 	own := func(s *blockSaved[float64]) []devPtr { return []devPtr{min(s.fwd.v, s.fwd.r), max(s.fwd.v, s.fwd.r)} }
 	if slices.Equal(own(states[0]), own(states[1])) {
@@ -804,10 +815,12 @@ func TestBlockSavedRelease(t *testing.T) {
 		t.Errorf("the state after a release owns %v, want the released state's %v", own(states[2]), own(states[0]))
 	}
 	for _, i := range []int{1, 2} {
-		dk, want := make([]float64, lk.Len()), make([]float64, lk.Len())
-		must(t, gpu[float64]().BlockBackward(nil, dk, g, xs[i], ks[i], lx, lk, b, states[i]))
-		must(t, cpu.BlockBackward(nil, want, g, xs[i], ks[i], lx, lk, b, nil))
-		compare(t, fmt.Sprintf("dk of state %d", i), dk, want, 1e-9)
+		dx, dk := make([]float64, lx.Len()), make([]float64, lk.Len())
+		wdx, wdk := make([]float64, lx.Len()), make([]float64, lk.Len())
+		must(t, gpu[float64]().BlockBackward(dx, dk, g, xs[i], ks[i], lx, lk, b, states[i]))
+		must(t, cpu.BlockBackward(wdx, wdk, g, xs[i], ks[i], lx, lk, b, nil))
+		compare(t, fmt.Sprintf("dx of state %d", i), dx, wdx, 1e-9)
+		compare(t, fmt.Sprintf("dk of state %d", i), dk, wdk, 1e-9)
 	}
 }
 
