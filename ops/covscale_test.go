@@ -271,3 +271,72 @@ func TestCovScaleBadInput(t *testing.T) {
 		}
 	})
 }
+
+// TestIntegrateIgnoresCovScaleNorm checks what lets a model's last block
+// integrate its own mixtures without CovScaleNorm: CovScaleNorm (training,
+// so its factors come from the batch) scales positions and covariances
+// only, so the integrals and their gradient with respect to the mixtures
+// are the same with and without it (bitwise on the CPU), 2D and 3D,
+// float64 and float32.
+func TestIntegrateIgnoresCovScaleNorm(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+			t.Run(fmt.Sprintf("%dD/%v", d, dt), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(41, uint64(d)))
+				x := randomMixture(rng, 3, 2, 5, d)
+				if dt == tensor.Float32 {
+					x = as32(x)
+				}
+				r := gmtest.Normal(rng, 3*2)
+				with := integrateGraph(t, x, r, true)
+				without := integrateGraph(t, x, r, false)
+				for i, what := range []string{"integrals", "∂L/∂x"} {
+					if same, e := gmtest.SameAsCPU(testDev.Name, with[i], without[i]); !same {
+						t.Errorf("%s with and without CovScaleNorm differ by %g", what, e)
+					}
+				}
+			})
+		}
+	}
+}
+
+// integrateGraph runs y = Integrate(x), after a CovScaleNorm in training if
+// norm, with the gradient of L = Σ y·r, and returns y and ∂L/∂x.
+func integrateGraph(t *testing.T, x *tensor.Dense, r []float64, norm bool) [2][]float64 {
+	t.Helper()
+	g := G.NewGraph()
+	dt := x.Dtype()
+	xn := G.NewTensor(g, dt, 4, G.WithShape(x.Shape()...), G.WithValue(x.Clone()), G.WithName("x"))
+	in := xn
+	if norm {
+		op, err := NewCovScaleNorm(testDev, x.Shape()[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in, err = G.ApplyOp(op, xn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	y, err := G.ApplyOp(NewIntegrate(testDev), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := tensor.New(tensor.WithShape(y.Shape()...), tensor.WithBacking(append([]float64(nil), r...)))
+	if dt == tensor.Float32 {
+		rt = as32(rt)
+	}
+	rn := G.NewTensor(g, dt, 2, G.WithShape(y.Shape()...), G.WithValue(rt), G.WithName("r"))
+	if _, err := G.Grad(G.Must(G.Sum(G.Must(G.HadamardProd(y, rn)))), xn); err != nil {
+		t.Fatal(err)
+	}
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	if err := vm.RunAll(); err != nil {
+		t.Fatal(err)
+	}
+	gx, err := xn.Grad()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return [2][]float64{float64s(y.Value()), float64s(gx)}
+}
