@@ -79,8 +79,8 @@ func ownBlockBufs[T Float](s *seq, sv *blockSaved[T], lx, lk mixture.Layout, b d
 	o.v = o.take(s, int64(lv.Len())*sizeOf[T]())
 	o.r = o.take(s, int64(lv.Len())*sizeOf[T]())
 	if b.Fused() {
-		nm, nv := int64(lv.Mixtures()), int64(lx.C*lx.N*lk.N)
-		o.cf = cfSel{perm: o.take(s, 4*nm*nv), sel: o.take(s, 8*nm*int64(b.Fit.N)), cnt: o.take(s, 4*nm)}
+		perm, sel, cnt := cfSelBytes(lx, lk, b.Fit.N)
+		o.cf = cfSel{perm: o.take(s, perm), sel: o.take(s, sel), cnt: o.take(s, cnt)}
 	}
 	if s.err != nil {
 		o.giveBack()

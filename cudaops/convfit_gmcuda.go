@@ -41,6 +41,13 @@ type convFitSaved struct {
 // reads it instead of selecting again; zero: none.
 type cfSel struct{ perm, sel, cnt devPtr }
 
+// cfSelBytes returns the bytes of cfSel's arrays for data lx, kernels lk
+// and n selected nodes: perm, sel, cnt.
+func cfSelBytes(lx, lk mixture.Layout, n int) (perm, sel, cnt int64) {
+	nm, nv := int64(lx.B*lk.B), int64(lx.C*lx.N*lk.N)
+	return 4 * nm * nv, 8 * nm * int64(n), 4 * nm
+}
+
 // maxShared is the dynamic shared memory a block gets without opting in on
 // every GPU since compute 3.0, and all the emulator gives.
 const maxShared = 48 << 10

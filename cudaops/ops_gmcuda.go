@@ -289,23 +289,30 @@ func launchReLUFitBackward[T Float](s *seq, pd, px, pg devPtr, l mixture.Layout,
 // finiteIntegrals reports the first non-finite value of integrals y [B·C]
 // (layout l's mixtures).
 func finiteIntegrals[T Float](y []T, l mixture.Layout, what string) error {
-	for m, v := range y {
-		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
-			return errors.Errorf("cudaops: %s of mixture (b=%d, c=%d) is %v", what, m/l.C, m%l.C, f)
-		}
+	if m, f := firstNonFinite(y); m >= 0 {
+		return errors.Errorf("cudaops: %s of mixture (b=%d, c=%d) is %v", what, m/l.C, m%l.C, f)
 	}
 	return nil
 }
 
 // finite reports the first non-finite value of a result of layout l.
 func finite[T Float](v []T, l mixture.Layout, what string) error {
-	for i, x := range v {
-		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
-			m, k := i/(l.N*l.Stride()), (i/l.Stride())%l.N
-			return errors.Errorf("cudaops: %s of mixture (b=%d, c=%d) component %d is %v", what, m/l.C, m%l.C, k, f)
-		}
+	if i, f := firstNonFinite(v); i >= 0 {
+		m, k := i/(l.N*l.Stride()), (i/l.Stride())%l.N
+		return errors.Errorf("cudaops: %s of mixture (b=%d, c=%d) component %d is %v", what, m/l.C, m%l.C, k, f)
 	}
 	return nil
+}
+
+// firstNonFinite returns the index and value of v's first NaN or infinity,
+// or −1.
+func firstNonFinite[T Float](v []T) (int, float64) {
+	for i, x := range v {
+		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
+			return i, f
+		}
+	}
+	return -1, 0
 }
 
 // MeanTraces is device.Kernels.MeanTraces on the GPU (sums in float64).
