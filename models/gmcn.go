@@ -58,12 +58,6 @@ type Config struct {
 	// 1 gives min(Fused·N_p, Fi·Ni·N_k), the count of runs saved before it
 	// existed.
 	FusedMin int
-	// FusedCoarse is the offset the dense ReLU fit of a fused block adds to
-	// its coarse weights (ops.ReLUFitOptions.CoarseOffset, the reference's
-	// 0.1 in every other block) where n is less than the block's
-	// Fi·Ni·N_k; 0 means DefaultFusedCoarse. Runs saved before it existed
-	// used 0.1.
-	FusedCoarse float64
 	// Bias selects learnable biases in the mixtures' constants before every
 	// ReLU fit (see BiasType); the zero value BiasNone is the reference's
 	// default model, without constants.
@@ -168,10 +162,9 @@ func Build(cfg Config) (*Model, error) {
 			// only covariances, would change neither the integrals nor
 			// their gradients.
 			spec.Integrate = i == len(l.Blocks)-1
-			spec.ReLU = cfg.BlockReLUFit(n, nv)
 			x, err = m.block(x, k, spec, n, name)
 		} else {
-			x, kappa, err = m.composedBlock(x, k, b, fi, n, exact, cfg.BlockReLUFit(n, nv), kappa, name)
+			x, kappa, err = m.composedBlock(x, k, b, fi, n, exact, kappa, name)
 		}
 		if err != nil {
 			return nil, errors.Wrapf(err, "block %d", i+1)
@@ -249,8 +242,6 @@ func (cfg *Config) normalise() error {
 		return errors.Errorf("model: the fused factor must be ≥ 0 (0: unfused), got %d", cfg.Fused)
 	case cfg.FusedMin < 0:
 		return errors.Errorf("model: the least fused component count must be ≥ 1 (0: the default %d), got %d", DefaultFusedMin, cfg.FusedMin)
-	case cfg.FusedCoarse < 0 || math.IsNaN(cfg.FusedCoarse) || math.IsInf(cfg.FusedCoarse, 1):
-		return errors.Errorf("model: the fused blocks' coarse offset must be a finite number > 0 (0: the default %g), got %g", DefaultFusedCoarse, cfg.FusedCoarse)
 	case cfg.FusedNegative < 0 || math.IsNaN(cfg.FusedNegative) || math.IsInf(cfg.FusedNegative, 1):
 		return errors.Errorf("model: the fused priority factor of negative groups must be a finite number > 0 (0: the default %g), got %g", ops.DefaultConvFitNegative, cfg.FusedNegative)
 	case cfg.Bias < BiasNone || cfg.Bias > BiasNegativeSoftplus:
@@ -301,29 +292,6 @@ func (cfg Config) fusedNegative() float64 {
 // (docs/fused.md, "The floor").
 const DefaultFusedMin = 96
 
-// DefaultFusedCoarse is the fused blocks' coarse offset when
-// Config.FusedCoarse is 0. The reference's 0.1 gives every group of a fused
-// block, also a negative one, a coarse weight of at least 0.1, and the fit
-// spreads the group's broad Gaussian over regions where the convolution is
-// not positive; a smaller offset gave the fused blocks a better accuracy
-// (docs/fused.md, "The coarse offset").
-const DefaultFusedCoarse = 0.01
-
-// BlockReLUFit returns the options of the dense ReLU fit of a block whose
-// fused count is n of its nv convolved Gaussians (FusedGaussians):
-// Config.ReLUFit, with the fused blocks' coarse offset (FusedCoarse) where
-// the block fuses, n < nv.
-func (cfg Config) BlockReLUFit(n, nv int) ops.ReLUFitOptions {
-	o := cfg.ReLUFit
-	if cfg.Fused > 0 && n < nv {
-		o.CoarseOffset = cfg.FusedCoarse
-		if o.CoarseOffset == 0 {
-			o.CoarseOffset = DefaultFusedCoarse
-		}
-	}
-	return o
-}
-
 // fusedMin returns FusedMin, or the default for 0.
 func (cfg Config) fusedMin() int {
 	if cfg.FusedMin == 0 {
@@ -333,11 +301,12 @@ func (cfg Config) fusedMin() int {
 }
 
 // block applies block b (convolution, ÷Fi, ReLU fit and reduction, spec
-// holding the reduction and the fit's options) to x as one gm.Block op, which equals the ops of
+// holding the reduction) to x as one gm.Block op, which equals the ops of
 // composedBlock and keeps its intermediates where they are made (on the
 // CUDA device in its memory). n is the fused count.
 func (m *Model) block(x *G.Node, k *gmnode.Kernel, spec ops.BlockSpec, n int, name string) (*G.Node, error) {
 	cfg := m.Config
+	spec.ReLU = cfg.ReLUFit
 	stage := " (conv ÷ Fi)"
 	if cfg.Fused > 0 {
 		spec.Fit = ops.ConvFitSelect{N: n, Negative: cfg.fusedNegative()}
@@ -355,10 +324,10 @@ func (m *Model) block(x *G.Node, k *gmnode.Kernel, spec ops.BlockSpec, n int, na
 }
 
 // composedBlock applies block b to x op by op: the convolution (or fused
-// convolution-fitting, with exact targets if exact), ÷Fi, the ReLU fit with
-// the options relu (and the constants kappa unless nil) and the reduction. It returns the
+// convolution-fitting, with exact targets if exact), ÷Fi, the ReLU fit
+// (with the constants kappa unless nil) and the reduction. It returns the
 // block's output and the new constants.
-func (m *Model) composedBlock(x *G.Node, k *gmnode.Kernel, b Block, fi, n int, exact bool, relu ops.ReLUFitOptions, kappa *G.Node, name string) (*G.Node, *G.Node, error) {
+func (m *Model) composedBlock(x *G.Node, k *gmnode.Kernel, b Block, fi, n int, exact bool, kappa *G.Node, name string) (*G.Node, *G.Node, error) {
 	cfg := m.Config
 	stage := " (conv ÷ Fi)"
 	var targets *G.Node // the ReLU fit's targets, nil: from x itself
@@ -380,7 +349,7 @@ func (m *Model) composedBlock(x *G.Node, k *gmnode.Kernel, b Block, fi, n int, e
 		return nil, nil, errors.Wrap(err, name)
 	}
 	m.row(name+stage, x)
-	fit := []gmnode.ReduceOption{gmnode.WithReLUFitOptions(relu)}
+	fit := []gmnode.ReduceOption{gmnode.WithReLUFitOptions(cfg.ReLUFit)}
 	if targets != nil {
 		fit = append(fit, gmnode.WithTargets(targets))
 	}
@@ -550,9 +519,6 @@ func (m *Model) Table() string {
 		}
 		if n := m.Config.fusedMin(); n != DefaultFusedMin {
 			fused += fmt.Sprintf(" (at least %d Gaussians)", n)
-		}
-		if c := m.Config.FusedCoarse; c != 0 && c != DefaultFusedCoarse {
-			fused += fmt.Sprintf(" (coarse offset %g)", c)
 		}
 	}
 	bias := ""

@@ -1,14 +1,11 @@
 package models
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/gmcn-go/gmcn/gmnode"
 	"github.com/gmcn-go/gmcn/internal/gmtest"
-	"github.com/gmcn-go/gmcn/ops"
-	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
 
@@ -196,63 +193,5 @@ func TestBuildKernelOptions(t *testing.T) {
 		if moved == 0 {
 			t.Errorf("block %d: the float32 ε changed nothing", b+1)
 		}
-	}
-}
-
-// TestFusedCoarse checks that the fused blocks' coarse offset reaches the
-// ReLU fits of the blocks that fuse and only those: on the mode fixture's
-// network fused ×4 without a floor (n = 16 of 40 and 16 of 80), the
-// default equals an explicit DefaultFusedCoarse and the reference's 0.1
-// gives other integrals; fused ×64 (n = N_v in both blocks) and the unfused
-// network give the same integrals for any offset. The fit's other options
-// pass through.
-func TestFusedCoarse(t *testing.T) {
-	f := newModeFixture(t)
-	integrals := func(cfg Config) []float64 {
-		t.Helper()
-		m, err := Build(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, integral := f.run(t, m, G.NewTapeMachine(m.Graph))
-		return integral
-	}
-	for _, c := range []struct {
-		name      string
-		fused     int
-		same      bool // whether the offsets 0.01 and 0.1 give the same integrals
-		wantTable string
-	}{{"fused ×4", 4, false, "(coarse offset 0.1)"}, {"fused ×64", 64, true, "(coarse offset 0.1)"}, {"unfused", 0, true, "unfused"}} {
-		cfg := f.cfg
-		cfg.Fused, cfg.FusedMin = c.fused, 1
-		def := integrals(cfg)
-		cfg.FusedCoarse = DefaultFusedCoarse
-		if got := integrals(cfg); !slices.Equal(got, def) {
-			t.Errorf("%s: FusedCoarse %g gives %v, the default %v", c.name, DefaultFusedCoarse, got, def)
-		}
-		cfg.FusedCoarse = 0.1
-		ref := integrals(cfg)
-		if slices.Equal(ref, def) != c.same {
-			t.Errorf("%s: the integrals with the offsets %g and 0.1 are equal: %v, want %v (%v)", c.name, DefaultFusedCoarse, !c.same, c.same, ref)
-		}
-		m, err := Build(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(m.Table(), c.wantTable) {
-			t.Errorf("%s: layer table lacks %q:\n%s", c.name, c.wantTable, m.Table())
-		}
-	}
-	cfg := Config{Fused: 4, ReLUFit: ops.ReLUFitOptions{Refine: true, Offset: 0.2}}
-	if o := cfg.BlockReLUFit(16, 40); o != (ops.ReLUFitOptions{Refine: true, Offset: 0.2, CoarseOffset: DefaultFusedCoarse}) {
-		t.Errorf("a fused block's fit options %+v", o)
-	}
-	if o := cfg.BlockReLUFit(40, 40); o != cfg.ReLUFit {
-		t.Errorf("a block of the whole convolution: fit options %+v, want %+v", o, cfg.ReLUFit)
-	}
-	cfg = f.cfg
-	cfg.Fused, cfg.FusedCoarse = 4, -1
-	if err := cfg.Check(); err == nil || !strings.Contains(err.Error(), "coarse offset") {
-		t.Errorf("FusedCoarse -1: error %v, want one about the coarse offset", err)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/gmcn-go/gmcn/gmnode"
 	"github.com/gmcn-go/gmcn/internal/atomicfile"
 	"github.com/gmcn-go/gmcn/ops"
-	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/pkg/errors"
 )
 
@@ -50,15 +49,9 @@ type Config struct {
 	// (models.Config.FusedMin), with fused_negative's convention: 0 in a
 	// new configuration means the default, which Resolve writes in; a saved
 	// fused run without it loads as 1, no floor, the count of those runs.
-	FusedMin int `json:"fused_min,omitempty"`
-	// FusedCoarse is the coarse offset of the fused blocks' ReLU fits
-	// (models.Config.FusedCoarse), with fused_negative's convention: 0 in
-	// a new configuration means the default, which Resolve writes in; a
-	// saved fused run without it loads as 0.1, the reference's offset that
-	// those runs used.
-	FusedCoarse float64 `json:"fused_coarse,omitempty"`
-	DenseHead   int     `json:"dense_head"`
-	Bias        string  `json:"bias,omitempty"` // biases of the constants: "none" or "", "normal", "negative-softplus" (models.Config.Bias)
+	FusedMin  int    `json:"fused_min,omitempty"`
+	DenseHead int    `json:"dense_head"`
+	Bias      string `json:"bias,omitempty"` // biases of the constants: "none" or "", "normal", "negative-softplus" (models.Config.Bias)
 	// ReLUFit is the dense ReLU fit: "" or "heuristic" for the reference's,
 	// "refined" for the refined fit (ops.ReLUFitOptions.Refine).
 	ReLUFit string `json:"relu_fit,omitempty"`
@@ -169,8 +162,8 @@ func SaveConfig(dir string, c Config) error {
 }
 
 // LoadConfig reads dir/run.json. A fused run saved without fused_negative
-// or fused_min gets 1 there, and one without fused_coarse 0.1: the
-// selection, the counts and the fit it was trained with.
+// or fused_min gets 1 there, the selection and the counts it was trained
+// with.
 func LoadConfig(dir string) (Config, error) {
 	path := filepath.Join(dir, ConfigFile)
 	data, err := os.ReadFile(path)
@@ -186,9 +179,6 @@ func LoadConfig(dir string) (Config, error) {
 	}
 	if c.Fused > 0 && c.FusedMin == 0 {
 		c.FusedMin = 1
-	}
-	if c.Fused > 0 && c.FusedCoarse == 0 {
-		c.FusedCoarse = device.DefaultReLUFitCoarseOffset
 	}
 	return c, nil
 }

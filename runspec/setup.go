@@ -150,12 +150,9 @@ func Resolve(c Config) (*Setup, error) {
 	if c.Fused > 0 && c.FusedMin == 0 {
 		s.Run.FusedMin = models.DefaultFusedMin
 	}
-	if c.Fused > 0 && c.FusedCoarse == 0 {
-		s.Run.FusedCoarse = models.DefaultFusedCoarse
-	}
 	s.Model = models.Config{Layout: l, D: src.dim, Classes: src.classes, Batch: c.Batch, KernelGaussians: c.Kernel,
 		Reduction: red, ReLUFit: fit, DenseHead: c.DenseHead, Fused: c.Fused, FusedExact: exact, FusedNegative: s.Run.FusedNegative,
-		FusedMin: s.Run.FusedMin, FusedCoarse: s.Run.FusedCoarse, Bias: bias, Seed: c.Seed}
+		FusedMin: s.Run.FusedMin, Bias: bias, Seed: c.Seed}
 	if err := s.Model.Check(); err != nil {
 		return nil, errors.Wrapf(err, "layers %q", c.Layers)
 	}
@@ -189,7 +186,6 @@ func checkNumbers(c Config) error {
 		{"fused", c.Fused >= 0, c.Fused, "≥ 0 (0: unfused)"},
 		{"fused_negative", c.FusedNegative >= 0 && !math.IsInf(c.FusedNegative, 1), c.FusedNegative, "a finite number > 0 (0: the default)"},
 		{"fused_min", c.FusedMin >= 0, c.FusedMin, "≥ 1 (0: the default)"},
-		{"fused_coarse", c.FusedCoarse >= 0 && !math.IsInf(c.FusedCoarse, 1), c.FusedCoarse, "a finite number > 0 (0: the default)"},
 		{"dense_head", c.DenseHead >= 0, c.DenseHead, "≥ 0 (0: none)"},
 		{"accumulate", c.Accumulate >= 0, c.Accumulate, "≥ 1 (0: 1)"},
 	} {

@@ -95,11 +95,11 @@ func TestResolveFusedTargets(t *testing.T) {
 }
 
 // TestFusedDefaults checks the fused settings whose 0 means a default:
-// the selection's priority factor of negative groups, the least component
-// count and the fit's coarse offset. A new configuration without one gets
-// the default, which Resolve writes into the run; a given one reaches the
-// model; a saved fused run without one (from before it existed) loads as
-// the value it was trained with (legacy), while an unfused one keeps 0.
+// the selection's priority factor of negative groups and the least
+// component count. A new configuration without one gets the default, which
+// Resolve writes into the run; a given one reaches the model; a saved fused
+// run without one (from before it existed) loads as 1, the rule it was
+// trained with, while an unfused one keeps 0.
 func TestFusedDefaults(t *testing.T) {
 	for _, f := range []struct {
 		name  string
@@ -108,15 +108,11 @@ func TestFusedDefaults(t *testing.T) {
 		model func(models.Config) float64
 		def   float64
 		given []float64
-		// legacy is what a saved fused run without the setting loads as.
-		legacy float64
 	}{
 		{"fused_negative", func(c *Config, v float64) { c.FusedNegative = v }, func(c Config) float64 { return c.FusedNegative },
-			func(m models.Config) float64 { return m.FusedNegative }, ops.DefaultConvFitNegative, []float64{1, 0.25}, 1},
+			func(m models.Config) float64 { return m.FusedNegative }, ops.DefaultConvFitNegative, []float64{1, 0.25}},
 		{"fused_min", func(c *Config, v float64) { c.FusedMin = int(v) }, func(c Config) float64 { return float64(c.FusedMin) },
-			func(m models.Config) float64 { return float64(m.FusedMin) }, models.DefaultFusedMin, []float64{1, 200}, 1},
-		{"fused_coarse", func(c *Config, v float64) { c.FusedCoarse = v }, func(c Config) float64 { return c.FusedCoarse },
-			func(m models.Config) float64 { return m.FusedCoarse }, models.DefaultFusedCoarse, []float64{0.1, 0.5}, 0.1},
+			func(m models.Config) float64 { return float64(m.FusedMin) }, models.DefaultFusedMin, []float64{1, 200}},
 	} {
 		for _, given := range append([]float64{0}, f.given...) {
 			rc := Presets["paper-fused"]
@@ -136,7 +132,7 @@ func TestFusedDefaults(t *testing.T) {
 		for _, c := range []struct {
 			preset string
 			want   float64
-		}{{"paper-fused", f.legacy}, {"paper", 0}} {
+		}{{"paper-fused", 1}, {"paper", 0}} {
 			dir := t.TempDir()
 			if err := SaveConfig(dir, Presets[c.preset]); err != nil {
 				t.Fatal(err)
@@ -180,8 +176,6 @@ func TestResolveErrors(t *testing.T) {
 		{"fused negative NaN", func(c *Config) { c.Fused, c.FusedNegative = 16, math.NaN() }, "fused_negative is NaN"},
 		{"fused negative Inf", func(c *Config) { c.Fused, c.FusedNegative = 16, math.Inf(1) }, "fused_negative is +Inf"},
 		{"fused min", func(c *Config) { c.Fused, c.FusedMin = 16, -1 }, "fused_min is -1, want ≥ 1"},
-		{"fused coarse", func(c *Config) { c.Fused, c.FusedCoarse = 16, -0.1 }, "fused_coarse is -0.1, want a finite number > 0"},
-		{"fused coarse Inf", func(c *Config) { c.Fused, c.FusedCoarse = 16, math.Inf(1) }, "fused_coarse is +Inf"},
 		{"fit init", func(c *Config) { c.FitInit = "fps" }, "method fps fits 3D data, the data is 2D"},
 		{"fit name", func(c *Config) { c.FitInit = "em" }, `fit method "em"`},
 	} {

@@ -93,9 +93,7 @@ func main() {
 // convolution if exact is set (--fused-targets exact). The fused
 // selection's priority factor of negative groups is negative, or 1 (the
 // rule before 2026-11-27) if that is 0; the least fused count is least, or
-// 1 (no floor, the count before 2026-11-27) if that is 0; the coarse offset
-// of the fused blocks' ReLU fits is coarse, or the reference's 0.1 (the
-// offset before 2026-11-28) if that is 0.
+// 1 (no floor, the count before 2026-11-27) if that is 0.
 type method struct {
 	name     string
 	fused    int
@@ -103,7 +101,6 @@ type method struct {
 	exact    bool
 	negative float64
 	least    int
-	coarse   float64
 }
 
 // kernels are the CPU device's float64 computations, reached through the
@@ -122,22 +119,21 @@ func keepLargest(y, x []float64, l mixture.Layout, np int) error {
 }
 
 var methods = []method{
-	{"MEM", 0, kernels.MEM, false, 0, 0, 0},
-	{"TreeHEM T=2", 0, treeHEM(2), false, 0, 0, 0},
-	{"TreeHEM T=4", 0, treeHEM(4), false, 0, 0, 0},
-	{"fused ×2 + TreeHEM T=2", 2, treeHEM(2), false, 0, 0, 0},
-	{"fused ×4 + TreeHEM T=2", 4, treeHEM(2), false, 0, 0, 0},
-	{"fused ×8 + TreeHEM T=2", 8, treeHEM(2), false, 0, 0, 0},
-	{"fused ×16 + TreeHEM T=2", 16, treeHEM(2), false, 0, 0, 0},
-	{"fused ×4 exact targets + TreeHEM T=2", 4, treeHEM(2), true, 0, 0, 0},
-	{"fused ×16 exact targets + TreeHEM T=2", 16, treeHEM(2), true, 0, 0, 0},
-	{"fused ×4 negative ½ + TreeHEM T=2", 4, treeHEM(2), false, ops.DefaultConvFitNegative, 0, 0},
-	{"fused ×16 negative ½ + TreeHEM T=2", 16, treeHEM(2), false, ops.DefaultConvFitNegative, 0, 0},
-	{"fused ×16 negative ½ floor 96 + TreeHEM T=2", 16, treeHEM(2), false, ops.DefaultConvFitNegative, 96, 0},
-	{"fused ×16 negative ½ floor 96 coarse 0.01 + TreeHEM T=2", 16, treeHEM(2), false, ops.DefaultConvFitNegative, 96, models.DefaultFusedCoarse},
-	{"fused ×2 + max", 2, keepLargest, false, 0, 0, 0},
-	{"fused ×4 + max", 4, keepLargest, false, 0, 0, 0},
-	{"fused ×8 + max", 8, keepLargest, false, 0, 0, 0},
+	{"MEM", 0, kernels.MEM, false, 0, 0},
+	{"TreeHEM T=2", 0, treeHEM(2), false, 0, 0},
+	{"TreeHEM T=4", 0, treeHEM(4), false, 0, 0},
+	{"fused ×2 + TreeHEM T=2", 2, treeHEM(2), false, 0, 0},
+	{"fused ×4 + TreeHEM T=2", 4, treeHEM(2), false, 0, 0},
+	{"fused ×8 + TreeHEM T=2", 8, treeHEM(2), false, 0, 0},
+	{"fused ×16 + TreeHEM T=2", 16, treeHEM(2), false, 0, 0},
+	{"fused ×4 exact targets + TreeHEM T=2", 4, treeHEM(2), true, 0, 0},
+	{"fused ×16 exact targets + TreeHEM T=2", 16, treeHEM(2), true, 0, 0},
+	{"fused ×4 negative ½ + TreeHEM T=2", 4, treeHEM(2), false, ops.DefaultConvFitNegative, 0},
+	{"fused ×16 negative ½ + TreeHEM T=2", 16, treeHEM(2), false, ops.DefaultConvFitNegative, 0},
+	{"fused ×16 negative ½ floor 96 + TreeHEM T=2", 16, treeHEM(2), false, ops.DefaultConvFitNegative, 96},
+	{"fused ×2 + max", 2, keepLargest, false, 0, 0},
+	{"fused ×4 + max", 4, keepLargest, false, 0, 0},
+	{"fused ×8 + max", 8, keepLargest, false, 0, 0},
 }
 
 func treeHEM(t int) func(y, x []float64, l mixture.Layout, np int) error {
@@ -207,17 +203,10 @@ func pipeline(m method, x []float64, lx mixture.Layout, layers []layer, samples 
 		start := time.Now()
 		var conv []float64
 		var lc mixture.Layout
-		fit := opts
 		if m.fused > 0 {
 			// The model's count: F·N_p, at least the method's floor and at
-			// most the convolution's Gaussians, and the model's fit options.
-			coarse := m.coarse
-			if coarse == 0 {
-				coarse = device.DefaultReLUFitCoarseOffset
-			}
-			cfg := models.Config{Fused: m.fused, KernelGaussians: layer.lk.N, FusedMin: max(m.least, 1), FusedCoarse: coarse, ReLUFit: opts}
-			n := cfg.FusedGaussians(models.Block{Gaussians: layer.np}, lin.C, lin.N)
-			fit = cfg.BlockReLUFit(n, lin.C*lin.N*layer.lk.N)
+			// most the convolution's Gaussians.
+			n := models.Config{Fused: m.fused, KernelGaussians: layer.lk.N, FusedMin: max(m.least, 1)}.FusedGaussians(models.Block{Gaussians: layer.np}, lin.C, lin.N)
 			neg := m.negative
 			if neg == 0 {
 				neg = 1
@@ -232,7 +221,7 @@ func pipeline(m method, x []float64, lx mixture.Layout, layers []layer, samples 
 			targets = exactTargets(full, lf, conv, lc)
 		}
 		dense := make([]float64, len(conv))
-		if err := kernels.ReLUFit(dense, conv, nil, targets, lc, fit); err != nil {
+		if err := kernels.ReLUFit(dense, conv, nil, targets, lc, opts); err != nil {
 			return nil, fmt.Errorf("%s layer %d ReLU fit: %w", m.name, li+1, err)
 		}
 		lr := lc

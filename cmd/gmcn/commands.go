@@ -151,9 +151,6 @@ func (presetsCmd) run(context.Context) error {
 			if p.FusedMin != 0 {
 				fmt.Printf(" (at least %d Gaussians)", p.FusedMin)
 			}
-			if p.FusedCoarse != 0 {
-				fmt.Printf(" (coarse offset %g)", p.FusedCoarse)
-			}
 		}
 		if p.TrainLimit > 0 {
 			fmt.Printf(", first %d training images", p.TrainLimit)
