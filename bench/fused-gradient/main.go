@@ -14,10 +14,25 @@
 // fused model moves the parameters the same way as one of the unfused
 // model.
 //
+// With -scan P it also measures how smooth each model's loss is along one
+// step of training: from the parameters, every parameter moves by the
+// learning rate against the sign of its gradient (Adam's first step), and
+// the loss of the same batch is computed at P+1 evenly spaced points of that
+// step. The second table gives, averaged over the batches, the loss's drop
+// over the step and that drop divided by the one the gradient predicts
+// (lr·|g|₁; 1 for a loss linear along the step), its roughness and the
+// cosine between the gradients at both ends of the step. The roughness is
+// the part of the total variation of the P slopes Δ_i = L_(i+1) − L_i that
+// a slope changing in one direction would not have,
+// (Σ|Δ_(i+1) − Δ_i| − |Δ_P − Δ_1|) / (2·Σ|Δ_i|): 0 for a smooth convex or
+// concave loss at this resolution, about the share of the loss's movement
+// made by jumps where discrete decisions change.
+//
 // Usage:
 //
 //	go run ./bench/fused-gradient -fused 4,8,16 -batches 10
 //	go run ./bench/fused-gradient -run runs/demo -fused 4,16
+//	go run ./bench/fused-gradient -fused 16 -batches 5 -scan 40
 package main
 
 import (
@@ -42,6 +57,7 @@ func main() {
 	run := flag.String("run", "", "training run whose checkpoint gives the parameters and settings (default: the demo preset, initial parameters)")
 	fused := flag.String("fused", "4,8,16", "comma-separated fused factors F to compare with the unfused blocks")
 	batches := flag.Int("batches", 10, "number of batches of test inputs")
+	scan := flag.Int("scan", 0, "points of the loss scan along one training step (0: no scan)")
 	flag.Parse()
 	var fs []int
 	for f := range strings.SplitSeq(*fused, ",") {
@@ -54,7 +70,10 @@ func main() {
 	if *batches < 1 {
 		log.Fatalf("fused-gradient: -batches %d: want ≥ 1", *batches)
 	}
-	if err := compare(*run, fs, *batches); err != nil {
+	if *scan < 0 {
+		log.Fatalf("fused-gradient: -scan %d: want ≥ 0", *scan)
+	}
+	if err := compare(*run, fs, *batches, *scan); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -66,7 +85,7 @@ type gradients struct {
 	grad [][][]float64
 }
 
-func compare(run string, fs []int, batches int) error {
+func compare(run string, fs []int, batches, scan int) error {
 	var s *runspec.Setup
 	var state *models.State
 	var err error
@@ -117,6 +136,21 @@ func compare(run string, fs []int, batches int) error {
 		}
 		fmt.Println()
 	}
+	if scan == 0 {
+		return nil
+	}
+	fmt.Printf("\n| F | loss | drop over the step | drop / lr·|g|₁ | roughness | gradient cosine across the step |\n|---|---|---|---|---|---|\n")
+	for _, f := range append([]int{0}, fs...) {
+		r, err := scanOf(s.Model, f, state, test, batches, scan, s.Run.LR)
+		if err != nil {
+			return err
+		}
+		name := strconv.Itoa(f)
+		if f == 0 {
+			name = "unfused"
+		}
+		fmt.Printf("| %s | %.4f | %.4f | %.3f | %.3f | %.3f |\n", name, mean(r.loss), mean(r.drop), mean(r.efficiency), mean(r.rough), mean(r.cos))
+	}
 	return nil
 }
 
@@ -153,34 +187,148 @@ func gradientsOf(cfg models.Config, f int, state *models.State, test *dataset.In
 	defer vm.Close()
 	var out gradients
 	for i := range batches {
-		idx := make([]int, cfg.Batch)
-		for j := range idx {
-			idx[j] = i*cfg.Batch + j
+		loss, gs, err := lossAndGradient(m, vm, test, i)
+		if err != nil {
+			return gradients{}, nil, fmt.Errorf("fused ×%d: %w", f, err)
 		}
-		if err := m.SetBatch(test, idx); err != nil {
-			return gradients{}, nil, err
-		}
-		vm.Reset()
-		if err := vm.RunAll(); err != nil {
-			return gradients{}, nil, fmt.Errorf("fused ×%d, batch %d: %w", f, i, err)
-		}
-		switch v := m.Loss.Value().Data().(type) {
-		case float32:
-			out.loss = append(out.loss, float64(v))
-		case float64:
-			out.loss = append(out.loss, v)
-		}
-		var gs [][]float64
-		for _, n := range learn {
-			gv, err := n.Grad()
-			if err != nil {
-				return gradients{}, nil, err
-			}
-			gs = append(gs, models.Float64s(gv.(*tensor.Dense)))
-		}
+		out.loss = append(out.loss, loss)
 		out.grad = append(out.grad, gs)
 	}
 	return out, blocks, nil
+}
+
+// lossAndGradient runs the machine vm of model m on batch i of test and
+// returns the loss and the gradient of every learnable parameter.
+func lossAndGradient(m *models.Model, vm G.VM, test *dataset.Inputs, i int) (float64, [][]float64, error) {
+	idx := make([]int, m.Config.Batch)
+	for j := range idx {
+		idx[j] = i*m.Config.Batch + j
+	}
+	if err := m.SetBatch(test, idx); err != nil {
+		return 0, nil, err
+	}
+	vm.Reset()
+	if err := vm.RunAll(); err != nil {
+		return 0, nil, fmt.Errorf("batch %d: %w", i, err)
+	}
+	var loss float64
+	switch v := m.Loss.Value().Data().(type) {
+	case float32:
+		loss = float64(v)
+	case float64:
+		loss = v
+	}
+	var gs [][]float64
+	for _, n := range m.Learnables() {
+		gv, err := n.Grad()
+		if err != nil {
+			return 0, nil, err
+		}
+		gs = append(gs, models.Float64s(gv.(*tensor.Dense)))
+	}
+	return loss, gs, nil
+}
+
+// scanResult holds, per batch, the loss at the parameters, its drop over
+// the step, the roughness of the loss along the step and the cosine between
+// the gradients at its ends (see the package comment).
+type scanResult struct {
+	loss, drop, rough, cos, efficiency []float64
+}
+
+// scanOf builds the model of cfg with the fused factor f, sets state unless
+// it is nil, and scans its loss on each of the first batches of test along
+// one step of lr against the sign of the gradient, at points+1 points.
+func scanOf(cfg models.Config, f int, state *models.State, test *dataset.Inputs, batches, points int, lr float64) (scanResult, error) {
+	cfg.Fused = f
+	m, err := models.Build(cfg)
+	if err != nil {
+		return scanResult{}, err
+	}
+	if state != nil {
+		if err := m.SetState(*state); err != nil {
+			return scanResult{}, err
+		}
+	}
+	learn := m.Learnables()
+	if _, err := G.Grad(m.Loss, learn...); err != nil {
+		return scanResult{}, err
+	}
+	vm := G.NewTapeMachine(m.Graph, G.BindDualValues(learn...))
+	defer vm.Close()
+	start := make([][]float64, len(learn))
+	for p, n := range learn {
+		start[p] = models.Float64s(n.Value().(*tensor.Dense))
+	}
+	// In training mode every run updates CovScaleNorm's running averages
+	// before using them, so each point starts again from the state: the
+	// loss is then a function of the parameters alone.
+	st0 := m.State()
+	// move sets the state and then the parameters to start + t·step.
+	move := func(t float64, step [][]float64) error {
+		if err := m.SetState(st0); err != nil || step == nil {
+			return err
+		}
+		for p, n := range learn {
+			v := make([]float64, len(start[p]))
+			for i := range v {
+				v[i] = start[p][i] + t*step[p][i]
+			}
+			models.SetFloat64s(n.Value().(*tensor.Dense), v)
+		}
+		return nil
+	}
+	var r scanResult
+	for b := range batches {
+		if err := move(0, nil); err != nil {
+			return scanResult{}, err
+		}
+		l0, g0, err := lossAndGradient(m, vm, test, b)
+		if err != nil {
+			return scanResult{}, fmt.Errorf("fused ×%d: %w", f, err)
+		}
+		step := make([][]float64, len(g0))
+		var predicted float64 // the drop the gradient predicts: lr·|g|₁
+		for p, g := range g0 {
+			step[p] = make([]float64, len(g))
+			for i, v := range g {
+				switch {
+				case v > 0:
+					step[p][i] = -lr
+				case v < 0:
+					step[p][i] = lr
+				}
+				predicted += lr * math.Abs(v)
+			}
+		}
+		losses := []float64{l0}
+		var g1 [][]float64
+		for i := 1; i <= points; i++ {
+			if err := move(float64(i)/float64(points), step); err != nil {
+				return scanResult{}, err
+			}
+			l, g, err := lossAndGradient(m, vm, test, b)
+			if err != nil {
+				return scanResult{}, fmt.Errorf("fused ×%d, scan point %d: %w", f, i, err)
+			}
+			losses, g1 = append(losses, l), g
+		}
+		var tv, moved float64
+		for i := 1; i <= points; i++ {
+			moved += math.Abs(losses[i] - losses[i-1])
+			if i >= 2 {
+				tv += math.Abs((losses[i] - losses[i-1]) - (losses[i-1] - losses[i-2]))
+			}
+		}
+		tv -= math.Abs((losses[points] - losses[points-1]) - (losses[1] - losses[0]))
+		c, _ := cosine(g1, g0, allParams(len(g0)))
+		r.loss = append(r.loss, l0)
+		r.drop = append(r.drop, l0-losses[points])
+		r.rough = append(r.rough, tv/(2*moved))
+		r.cos = append(r.cos, c)
+		r.efficiency = append(r.efficiency, (l0-losses[points])/predicted)
+	}
+	return r, nil
 }
 
 // allParams returns the indices 0 … n−1.
