@@ -70,8 +70,8 @@ func main() {
 	if *batches < 1 {
 		log.Fatalf("fused-gradient: -batches %d: want ≥ 1", *batches)
 	}
-	if *scan < 0 {
-		log.Fatalf("fused-gradient: -scan %d: want ≥ 0", *scan)
+	if *scan < 0 || *scan == 1 {
+		log.Fatalf("fused-gradient: -scan %d: want 0 (no scan) or ≥ 2 points (the roughness compares slopes)", *scan)
 	}
 	if err := compare(*run, fs, *batches, *scan); err != nil {
 		log.Fatal(err)
@@ -159,17 +159,11 @@ func compare(run string, fs []int, batches, scan int) error {
 // of test, and the indices of each block's kernel parameters among the
 // learnables.
 func gradientsOf(cfg models.Config, f int, state *models.State, test *dataset.Inputs, batches int) (gradients, [][]int, error) {
-	cfg.Fused = f
-	m, err := models.Build(cfg)
+	m, vm, err := gradientModel(cfg, f, state)
 	if err != nil {
 		return gradients{}, nil, err
 	}
-	if state != nil {
-		if err := m.SetState(*state); err != nil {
-			return gradients{}, nil, err
-		}
-	}
-	learn := m.Learnables()
+	defer vm.Close()
 	var blocks [][]int
 	p := 0
 	for _, k := range m.Kernels {
@@ -180,11 +174,6 @@ func gradientsOf(cfg models.Config, f int, state *models.State, test *dataset.In
 		}
 		blocks = append(blocks, idx)
 	}
-	if _, err := G.Grad(m.Loss, learn...); err != nil {
-		return gradients{}, nil, err
-	}
-	vm := G.NewTapeMachine(m.Graph, G.BindDualValues(learn...))
-	defer vm.Close()
 	var out gradients
 	for i := range batches {
 		loss, gs, err := lossAndGradient(m, vm, test, i)
@@ -195,6 +184,27 @@ func gradientsOf(cfg models.Config, f int, state *models.State, test *dataset.In
 		out.grad = append(out.grad, gs)
 	}
 	return out, blocks, nil
+}
+
+// gradientModel builds the model of cfg with the fused factor f, sets state
+// unless it is nil, and returns it with a machine that computes its loss and
+// the gradient of every learnable parameter.
+func gradientModel(cfg models.Config, f int, state *models.State) (*models.Model, G.VM, error) {
+	cfg.Fused = f
+	m, err := models.Build(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if state != nil {
+		if err := m.SetState(*state); err != nil {
+			return nil, nil, err
+		}
+	}
+	learn := m.Learnables()
+	if _, err := G.Grad(m.Loss, learn...); err != nil {
+		return nil, nil, err
+	}
+	return m, G.NewTapeMachine(m.Graph, G.BindDualValues(learn...)), nil
 }
 
 // lossAndGradient runs the machine vm of model m on batch i of test and
@@ -230,8 +240,9 @@ func lossAndGradient(m *models.Model, vm G.VM, test *dataset.Inputs, i int) (flo
 }
 
 // scanResult holds, per batch, the loss at the parameters, its drop over
-// the step, the roughness of the loss along the step and the cosine between
-// the gradients at its ends (see the package comment).
+// the step, the roughness of the loss along the step, the cosine between
+// the gradients at its ends and the drop divided by the one the gradient
+// predicts (see the package comment).
 type scanResult struct {
 	loss, drop, rough, cos, efficiency []float64
 }
@@ -240,22 +251,12 @@ type scanResult struct {
 // it is nil, and scans its loss on each of the first batches of test along
 // one step of lr against the sign of the gradient, at points+1 points.
 func scanOf(cfg models.Config, f int, state *models.State, test *dataset.Inputs, batches, points int, lr float64) (scanResult, error) {
-	cfg.Fused = f
-	m, err := models.Build(cfg)
+	m, vm, err := gradientModel(cfg, f, state)
 	if err != nil {
 		return scanResult{}, err
 	}
-	if state != nil {
-		if err := m.SetState(*state); err != nil {
-			return scanResult{}, err
-		}
-	}
-	learn := m.Learnables()
-	if _, err := G.Grad(m.Loss, learn...); err != nil {
-		return scanResult{}, err
-	}
-	vm := G.NewTapeMachine(m.Graph, G.BindDualValues(learn...))
 	defer vm.Close()
+	learn := m.Learnables()
 	start := make([][]float64, len(learn))
 	for p, n := range learn {
 		start[p] = models.Float64s(n.Value().(*tensor.Dense))
