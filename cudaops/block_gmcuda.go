@@ -90,9 +90,9 @@ func ownBlockBufs[T Float](s *seq, sv *blockSaved[T], lx, lk mixture.Layout, b d
 	runtime.AddCleanup(sv, (*blockBufs).giveBack, o)
 }
 
-// blockOnGPU reports whether every part of b has GPU kernels: the ReLU fit
-// without constants, given targets or refinement (the block has none of the
-// first two). Other blocks run on the fallback.
+// blockOnGPU reports whether every part of b has GPU kernels: all but the
+// refined ReLU fit (the block has no constants or given targets). Other
+// blocks run on the fallback.
 func blockOnGPU(b device.BlockSpec) bool {
 	return onGPU(device.ReLUFitCall("ReLUFit", false, false, b.ReLU))
 }
@@ -109,7 +109,7 @@ func launchBlockFit[T Float](s *seq, pv, pr, px, pk devPtr, lx, lk mixture.Layou
 		launchConv[T](s, "gm_conv", blocks(lv.Len(), flatBlock), flatBlock, 0, pv, px, pk, lx, lk)
 	}
 	launchScaleWeights[T](s, pv, pv, lv, b.Scale(lx))
-	launchReLUFit[T](s, pr, pv, lv, relu.paper, relu.coarse, relu.floor, relu.off)
+	launchReLUFit[T](s, pr, pv, 0, 0, lv, relu)
 }
 
 // launchScaleWeights multiplies the weights of the device mixtures px
@@ -130,7 +130,7 @@ type reluParams struct {
 // arguments and the layouts of the convolution and the reduced mixtures.
 func checkBlock[T Float](name string, ny int, x, k, dx, dk []T, lx, lk mixture.Layout, b device.BlockSpec) (p reluParams, lv, ly mixture.Layout, err error) {
 	lv, ly = b.ConvLayout(lx, lk), b.Layout(lx, lk)
-	if p.paper, p.coarse, p.floor, p.off, err = reluArgs(b.ReLU); err != nil {
+	if p, err = reluArgs(b.ReLU); err != nil {
 		return p, lv, ly, err
 	}
 	if err = checkTiles(lv.N); err != nil {
@@ -172,7 +172,7 @@ func launchBlockGrad[T Float](s *seq, px, pk devPtr, g []T, lx, lk, lv mixture.L
 		launchKeepLargest[T](s, "gm_keep_largest_backward", lv, b.Np, pdr, pr, pg)
 	}
 	pdv := out[T](s, slotBlockDV, lv.Len())
-	launchReLUFitBackward[T](s, pdv, pv, pdr, lv, relu.paper, relu.coarse, relu.floor, relu.off)
+	launchReLUFitBackward[T](s, pdv, 0, 0, pv, 0, 0, pdr, lv, relu)
 	launchScaleWeights[T](s, pdv, pdv, lv, b.Scale(lx))
 	return pdv
 }

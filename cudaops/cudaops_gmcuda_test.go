@@ -366,16 +366,34 @@ func testReLUFit[T Float](t *testing.T) {
 			must(t, gpu[T]().ReLUFitBackward(dx, nil, nil, x, nil, nil, g, l, opts, nil))
 			must(t, cpu.ReLUFitBackward(wdx, nil, nil, x, nil, nil, g, l, opts))
 			compare(t, name+" dx", dx, wdx, tolerance[T](true))
-			// With constants the fit runs on the fallback: the CPU's result.
+			// With constants, given targets or both: the GPU kernels against
+			// the CPU's, every gradient asked for.
 			kappa := gmtest.Uniform[T](rng, l.Mixtures(), -0.5, 0.5)
-			dk, wdk := make([]T, l.Mixtures()), make([]T, l.Mixtures())
-			must(t, gpu[T]().ReLUFit(y, x, kappa, nil, l, opts))
-			must(t, cpu.ReLUFit(want, x, kappa, nil, l, opts))
-			must(t, gpu[T]().ReLUFitBackward(dx, dk, nil, x, kappa, nil, g, l, opts, nil))
-			must(t, cpu.ReLUFitBackward(wdx, wdk, nil, x, kappa, nil, g, l, opts))
-			if !slices.Equal(y, want) || !slices.Equal(dx, wdx) || !slices.Equal(dk, wdk) {
-				t.Errorf("%s with constants: the CUDA device's fit differs from the CPU's", name)
+			tg := gmtest.Uniform[T](rng, l.Mixtures()*l.N, -0.5, 1)
+			for _, c := range []struct {
+				name     string
+				kappa, t []T
+			}{{"constants", kappa, nil}, {"targets", nil, tg}, {"constants and targets", kappa, tg}} {
+				cname := name + " with " + c.name
+				must(t, gpu[T]().ReLUFit(y, x, c.kappa, c.t, l, opts))
+				must(t, cpu.ReLUFit(want, x, c.kappa, c.t, l, opts))
+				compare(t, cname+" y", y, want, tolerance[T](false))
+				dk, wdk := make([]T, l.Mixtures()), make([]T, l.Mixtures())
+				var dt, wdt []T
+				if c.t != nil {
+					dt, wdt = make([]T, len(tg)), make([]T, len(tg))
+				}
+				must(t, gpu[T]().ReLUFitBackward(dx, dk, dt, x, c.kappa, c.t, g, l, opts, nil))
+				must(t, cpu.ReLUFitBackward(wdx, wdk, wdt, x, c.kappa, c.t, g, l, opts))
+				compare(t, cname+" dx", dx, wdx, tolerance[T](true))
+				compare(t, cname+" dkappa", dk, wdk, tolerance[T](true))
+				compare(t, cname+" dt", dt, wdt, tolerance[T](true))
 			}
+			// ∂L/∂κ alone, at κ = 0 (no constants given).
+			dk, wdk := make([]T, l.Mixtures()), make([]T, l.Mixtures())
+			must(t, gpu[T]().ReLUFitBackward(nil, dk, nil, x, nil, nil, g, l, opts, nil))
+			must(t, cpu.ReLUFitBackward(nil, wdk, nil, x, nil, nil, g, l, opts))
+			compare(t, name+" dkappa at κ = 0", dk, wdk, tolerance[T](true))
 		}
 	})
 }
@@ -612,7 +630,7 @@ func TestOnFallback(t *testing.T) {
 			t.Errorf("External names %s, which onFallback hands to the CPU", name)
 		}
 	}
-	if p := d.Placement(); !strings.Contains(p, "ReLUFit/constant") || !strings.Contains(p, "MEMBackward") || strings.Contains(p, "Conv,") {
+	if p := d.Placement(); !strings.Contains(p, "ReLUFit/refined") || !strings.Contains(p, "MEMBackward") || strings.Contains(p, "Conv,") {
 		t.Errorf("Placement %q", p)
 	}
 }

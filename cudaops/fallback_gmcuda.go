@@ -9,8 +9,8 @@ import (
 // onFallback holds what this device computes on its fallback instead of
 // the GPU, by the names device.Device.External uses: the device.Kernels
 // methods with no GPU kernel yet, which this file hands to the fallback
-// kernels, and the cases of the ReLU fit its GPU kernels do not cover
-// (constants, given targets, the refined fit), which its launchers hand over. It is the
+// kernels, and the case of the ReLU fit its GPU kernels do not cover (the
+// refined fit), which its launchers hand over. It is the
 // one list of what runs where: NewDevice's External is its complement, and
 // the launchers ask onGPU. The inputs already live on the host (every
 // launcher uploads and downloads), so handing over costs no transfer.
@@ -19,9 +19,7 @@ var onFallback = map[string]bool{
 	"WeightDecay": true, "WeightDecayBackward": true,
 	"Standardise": true, "StandardiseBackward": true,
 	"ScaleWeights": true, "ScaleAxes": true, "ScaleAxesBackward": true,
-	"ReLUFit/constant": true, "ReLUFit/targets": true, "ReLUFit/refined": true,
-	"ReLUFitSaving/constant": true, "ReLUFitSaving/targets": true, "ReLUFitSaving/refined": true,
-	"ReLUFitBackward/constant": true, "ReLUFitBackward/targets": true, "ReLUFitBackward/refined": true,
+	"ReLUFit/refined": true, "ReLUFitSaving/refined": true, "ReLUFitBackward/refined": true,
 }
 
 // onGPU reports whether the computation External calls name runs on the

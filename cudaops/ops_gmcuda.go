@@ -191,34 +191,32 @@ func (c Kernels[T]) EvaluateBackwardPoints(dp, x, pts, g []T, l mixture.Layout, 
 
 // reluArgs turns resolved options into the kernels' paper flag and
 // constants.
-func reluArgs(opts device.ReLUFitOptions) (paper int, coarse, floor, off float64, err error) {
+func reluArgs(opts device.ReLUFitOptions) (reluParams, error) {
 	p, err := opts.Resolve()
+	r := reluParams{coarse: p.Coarse, floor: p.Floor, off: p.Off}
 	if p.Paper {
-		paper = 1
+		r.paper = 1
 	}
-	return paper, p.Coarse, p.Floor, p.Off, err
+	return r, err
 }
 
-// ReLUFit is device.Kernels.ReLUFit on the GPU. Like the CPU kernel it reports a
-// non-finite output weight, which only extreme covariances can produce. The
-// GPU kernels fit mixtures without a constant and compute their targets
-// themselves, and the refined fit has no GPU kernel yet: the others run on
-// the fallback, forward and backward.
+// ReLUFit is device.Kernels.ReLUFit on the GPU, constants and given targets
+// included. Like the CPU kernel it reports a non-finite output weight, which
+// only extreme covariances can produce. The refined fit has no GPU kernel
+// yet: it runs on the fallback, forward and backward.
 func (c Kernels[T]) ReLUFit(y, x, kappa, t []T, l mixture.Layout, opts device.ReLUFitOptions) error {
 	if !onGPU(device.ReLUFitCall("ReLUFit", kappa != nil, t != nil, opts)) {
 		return c.cpu.ReLUFit(y, x, kappa, t, l, opts)
 	}
-	paper, coarse, floor, off, err := reluArgs(opts)
+	r, err := reluCall(kappa, t, l, opts)
 	if err != nil {
-		return err
-	}
-	if err := checkTiles(l.N); err != nil {
 		return err
 	}
 	err = c.d.run(func(s *seq) {
 		px := in(s, slotIn0, x)
+		pk, pt := optIn(s, slotIn1, kappa), optIn(s, slotIn2, t)
 		py := out[T](s, slotOut, len(y))
-		launchReLUFit[T](s, py, px, l, paper, coarse, floor, off)
+		launchReLUFit[T](s, py, px, pk, pt, l, r)
 		get(s, y, py)
 	})
 	if err != nil {
@@ -229,61 +227,122 @@ func (c Kernels[T]) ReLUFit(y, x, kappa, t []T, l mixture.Layout, opts device.Re
 
 // ReLUFitSaving is ReLUFit: the GPU kernels keep nothing between the passes,
 // since the backward recomputes the sums at the price of one more launch.
-// With constants or given targets the fallback's saving forward runs, for
-// the fallback's backward.
+// The refined fit's saving forward runs on the fallback, for the fallback's
+// backward.
 func (c Kernels[T]) ReLUFitSaving(y, x, kappa, t []T, l mixture.Layout, opts device.ReLUFitOptions) (device.Saved, error) {
 	if !onGPU(device.ReLUFitCall("ReLUFitSaving", kappa != nil, t != nil, opts)) {
 		return c.cpu.ReLUFitSaving(y, x, kappa, t, l, opts)
 	}
-	return nil, c.ReLUFit(y, x, nil, nil, l, opts)
+	return nil, c.ReLUFit(y, x, kappa, t, l, opts)
 }
 
 // ReLUFitBackward is device.Kernels.ReLUFitBackward on the GPU: a pass over the
-// centroids computes ∂L/∂t, ∂L/∂e and the direct ∂L/∂x into device scratch,
-// which a pass over the components then reads; the scratch never leaves
-// the device. ReLUFitSaving saves nothing without constants, so saved is
-// then nil; with constants, for ∂L/∂κ, with given targets or for the
-// refined fit (whose backward runs through the refinement) the fallback
-// computes the gradient (with its own saved state).
+// centroids computes ∂L/∂t, ∂L/∂e, ∂L/∂b and the direct ∂L/∂x into device
+// scratch (and ∂L/∂t into dt for given targets), a pass over the components
+// reads it and writes ∂L/∂x, and with dkappa a pass per mixture sums ∂L/∂κ;
+// the scratch never leaves the device. ReLUFitSaving saves nothing on the
+// GPU, so saved is nil there; the refined fit's gradient (which runs through
+// the refinement) is the fallback's, with its own saved state.
 func (c Kernels[T]) ReLUFitBackward(dx, dkappa, dt, x, kappa, t, g []T, l mixture.Layout, opts device.ReLUFitOptions, saved device.Saved) error {
 	if !onGPU(device.ReLUFitCall("ReLUFitBackward", kappa != nil || dkappa != nil, t != nil || dt != nil, opts)) {
 		return c.cpu.ReLUFitBackward(dx, dkappa, dt, x, kappa, t, g, l, opts, saved)
 	}
-	paper, coarse, floor, off, err := reluArgs(opts)
+	r, err := reluCall(kappa, t, l, opts)
 	if err != nil {
 		return err
 	}
-	if err := checkTiles(l.N); err != nil {
-		return err
+	if dt != nil && t == nil {
+		return errors.New("ReLU fit backward: a gradient of the targets asked for without targets")
 	}
 	err = c.d.run(func(s *seq) {
 		px, pg := in(s, slotIn0, x), in(s, slotIn1, g)
-		pd := out[T](s, slotOut, len(dx))
-		launchReLUFitBackward[T](s, pd, px, pg, l, paper, coarse, floor, off)
-		get(s, dx, pd)
+		pk, pt := optIn(s, slotIn2, kappa), optIn(s, slotIn3, t)
+		pd := out[T](s, slotOut, l.Len())
+		var pdk, pdt devPtr
+		if dkappa != nil {
+			pdk = out[T](s, slotOut1, l.Mixtures())
+		}
+		if dt != nil {
+			pdt = out[T](s, slotOut2, l.Mixtures()*l.N)
+		}
+		launchReLUFitBackward[T](s, pd, pdk, pdt, px, pk, pt, pg, l, r)
+		if dx != nil {
+			get(s, dx, pd)
+		}
+		if dkappa != nil {
+			get(s, dkappa, pdk)
+		}
+		if dt != nil {
+			get(s, dt, pdt)
+		}
 	})
 	if err != nil {
 		return err
 	}
-	return finite(dx, l, "ReLU fit gradient")
+	if dx != nil {
+		if err := finite(dx, l, "ReLU fit gradient"); err != nil {
+			return err
+		}
+	}
+	if err := mixture.CheckFinite(dt); err != nil {
+		return errors.Wrap(err, "ReLU fit: gradient of the targets")
+	}
+	return errors.Wrap(mixture.CheckFinite(dkappa), "ReLU fit: gradient of the constant")
 }
 
-// launchReLUFit runs the ReLU fit's kernel on device operands.
-func launchReLUFit[T Float](s *seq, py, px devPtr, l mixture.Layout, paper int, coarse, floor, off float64) {
-	s.launch("gm_relufit"+suffix[T](), [2]int{l.Mixtures(), blocks(l.N, tileBlock)}, tileBlock, tileBlock*reluLen*int(sizeOf[T]()),
-		py, px, l.N, l.D, paper, coarse, floor, off)
+// reluCall resolves opts into the kernels' arguments and checks the
+// lengths of the constants kappa (one per mixture) and the given targets t
+// (one per component), each nil where absent, and the mixtures' size.
+func reluCall[T Float](kappa, t []T, l mixture.Layout, opts device.ReLUFitOptions) (reluParams, error) {
+	r, err := reluArgs(opts)
+	if err != nil {
+		return r, err
+	}
+	if kappa != nil && len(kappa) != l.Mixtures() {
+		return r, errors.Errorf("ReLU fit: %d constants for %d mixtures", len(kappa), l.Mixtures())
+	}
+	if t != nil && len(t) != l.Mixtures()*l.N {
+		return r, errors.Errorf("ReLU fit targets: %d values for %d components", len(t), l.Mixtures()*l.N)
+	}
+	return r, checkTiles(l.N)
 }
+
+// optIn uploads h into slot, or returns the null pointer, which the kernels
+// read as absent, for a nil h.
+func optIn[T Float](s *seq, slot int, h []T) devPtr {
+	if h == nil {
+		return 0
+	}
+	return in(s, slot, h)
+}
+
+// launchReLUFit runs the ReLU fit's kernel on device operands; pk (the
+// constants) and pt (given targets) may be null.
+func launchReLUFit[T Float](s *seq, py, px, pk, pt devPtr, l mixture.Layout, r reluParams) {
+	s.launch("gm_relufit"+suffix[T](), [2]int{l.Mixtures(), blocks(l.N, tileBlock)}, tileBlock, tileBlock*reluLen*int(sizeOf[T]()),
+		py, px, pk, pt, l.N, l.D, r.paper, r.coarse, r.floor, r.off)
+}
+
+// reluWork is the per-component scratch of the ReLU fit's backward kernels
+// (GM_RELU_WORK in relufit.cu).
+const reluWork = 5
 
 // launchReLUFitBackward runs the ReLU fit's backward kernels on device
-// operands, with their per-centroid scratch in slotWork.
-func launchReLUFitBackward[T Float](s *seq, pd, px, pg devPtr, l mixture.Layout, paper int, coarse, floor, off float64) {
+// operands, with their per-component scratch in slotWork: ∂L/∂x into pd,
+// and ∂L/∂κ into pdk and ∂L/∂t into pdt unless they are null; the constants
+// pk and the given targets pt may be null.
+func launchReLUFitBackward[T Float](s *seq, pd, pdk, pdt, px, pk, pt, pg devPtr, l mixture.Layout, r reluParams) {
 	sz := int(sizeOf[T]())
 	grid := [2]int{l.Mixtures(), blocks(l.N, tileBlock)}
-	pw := out[T](s, slotWork, l.Mixtures()*l.N*3)
+	pw := out[T](s, slotWork, l.Mixtures()*l.N*reluWork)
 	s.launch("gm_relufit_backward_point"+suffix[T](), grid, tileBlock, tileBlock*reluLen*sz,
-		pw, px, pg, l.N, l.D, paper, coarse, floor, off)
+		pw, pdt, px, pk, pt, pg, l.N, l.D, r.paper, r.coarse, r.floor, r.off)
 	s.launch("gm_relufit_backward_component"+suffix[T](), grid, tileBlock, tileBlock*(reluLen+l.D+2)*sz,
-		pd, px, pg, pw, l.N, l.D, paper, coarse, floor)
+		pd, px, pk, pt, pg, pw, l.N, l.D, r.paper, r.coarse, r.floor)
+	if pdk != 0 {
+		s.launch("gm_relufit_backward_kappa"+suffix[T](), [2]int{blocks(l.Mixtures(), tileBlock), 1}, tileBlock, 0,
+			pdk, pk, pw, l.Mixtures(), l.N)
+	}
 }
 
 // finiteIntegrals reports the first non-finite value of integrals y [B·C]

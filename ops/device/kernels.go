@@ -220,17 +220,18 @@ func (d *Device) Check() error {
 // ReLUFitCall returns the name External gives the ReLU-fit computation name
 // (ReLUFit, ReLUFitSaving or ReLUFitBackward) when called with constants,
 // with given targets or with opts: the plain name for the plain fit, with
-// "/targets" for the fit to given targets, "/constant" for the fit with
-// constants and "/refined" for the refined fit, the cases a device may
-// compute elsewhere (given targets take precedence, then constants).
+// "/refined" for the refined fit, "/targets" for the fit to given targets and
+// "/constant" for the fit with constants, the cases a device may compute
+// elsewhere (the refined fit takes precedence, then given targets, then
+// constants).
 func ReLUFitCall(name string, constant, targets bool, opts ReLUFitOptions) string {
 	switch {
+	case opts.Refine:
+		return name + "/refined"
 	case targets:
 		return name + "/targets"
 	case constant:
 		return name + "/constant"
-	case opts.Refine:
-		return name + "/refined"
 	}
 	return name
 }
