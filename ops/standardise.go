@@ -16,8 +16,13 @@ import (
 // (cpu.StandardiseScale), treated as a constant
 // (docs/algorithms.md, "Weight standardisation"). Inputs: "mixture"
 // [B, C, N, ·] and the learnable "gain" [1].
+//
+// The op remembers the standard deviations of the samples it has seen
+// (sdCache): they depend on the sample alone, and a model's inputs repeat
+// every epoch.
 func NewStandardise(dev *device.Device) G.Op {
-	return newOp(dev, standardiseKernel[float32]{}, standardiseKernel[float64]{})
+	c := newSDCache()
+	return newOp(dev, standardiseKernel[float32]{cache: c}, standardiseKernel[float64]{cache: c})
 }
 
 type standardiseSpec struct{ noParams }
@@ -40,38 +45,36 @@ func (standardiseSpec) inferShape(in []tensor.Shape) (tensor.Shape, error) {
 	return in[0].Clone(), nil
 }
 
-type standardiseKernel[T Float] struct{ standardiseSpec }
+type standardiseKernel[T Float] struct {
+	standardiseSpec
+	cache *sdCache
+}
 
-func (standardiseKernel[T]) gradKernel(i int) gradComputation[T] {
-	return standardiseGradKernel[T]{wrt: i}
+func (k standardiseKernel[T]) gradKernel(i int) gradComputation[T] {
+	return standardiseGradKernel[T]{wrt: i, cache: k.cache}
 }
 
 func (k standardiseKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
-	_, err := k.doSaving(dev, out, in)
-	return err
-}
-
-// doSaving is do, saving the standard deviations ([]float64), which cost
-// more than the rest of the op and its gradient together (a grid of
-// evaluations per mixture), for the gain's gradient.
-func (standardiseKernel[T]) doSaving(dev device.Kernels[T], out operand[T], in []operand[T]) (device.Saved, error) {
 	l, err := checkedMixture(in[0], "mixture")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := checkedFinite(in[1], "gain"); err != nil {
-		return nil, err
+		return err
 	}
 	sd := make([]float64, l.Mixtures())
-	if err := dev.StandardiseScale(sd, in[0].data, l); err != nil {
-		return nil, err
+	if err := standardiseScale(k.cache, dev, sd, in[0].data, l); err != nil {
+		return err
 	}
-	return sd, dev.Standardise(out.data, in[0].data, sd, in[1].data[0], l)
+	return dev.Standardise(out.data, in[0].data, sd, in[1].data[0], l)
 }
 
 // standardiseGradKernel computes ∂L/∂mixture (wrt 0) or ∂L/∂gain (wrt 1)
 // from (mixture, gain, output, grad).
-type standardiseGradKernel[T Float] struct{ wrt int }
+type standardiseGradKernel[T Float] struct {
+	wrt   int
+	cache *sdCache
+}
 
 func (k standardiseGradKernel[T]) name() string {
 	return [...]string{"gm.StandardiseGradMixture", "gm.StandardiseGradGain"}[k.wrt]
@@ -81,22 +84,15 @@ func (standardiseGradKernel[T]) computations() []string {
 	return []string{"StandardiseScale", "StandardiseBackward"}
 }
 
+// do computes both gradients in one pass and keeps the one asked for; the
+// gain's needs the mixture's, so ∂L/∂gain pays for a scratch ∂L/∂mixture.
+// The standard deviations are the forward's, from the cache (or made again
+// if it has lost them).
 func (k standardiseGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T]) error {
-	return k.doSaved(dev, out, in, nil)
-}
-
-// doSaved computes both gradients in one pass and keeps the one asked for;
-// the gain's needs the mixture's, so ∂L/∂gain pays for a scratch
-// ∂L/∂mixture. The standard deviations are the forward's (saved) or made
-// again.
-func (k standardiseGradKernel[T]) doSaved(dev device.Kernels[T], out operand[T], in []operand[T], saved device.Saved) error {
 	l, _ := mixture.LayoutOf(in[0].shape)
-	sd, ok := saved.([]float64)
-	if !ok || len(sd) != l.Mixtures() {
-		sd = make([]float64, l.Mixtures())
-		if err := dev.StandardiseScale(sd, in[0].data, l); err != nil {
-			return err
-		}
+	sd := make([]float64, l.Mixtures())
+	if err := standardiseScale(k.cache, dev, sd, in[0].data, l); err != nil {
+		return err
 	}
 	dx := out.data
 	if k.wrt == 1 {

@@ -2,6 +2,7 @@ package mixture
 
 import (
 	"bytes"
+	"hash/maphash"
 	"unsafe"
 )
 
@@ -17,4 +18,11 @@ func SameBits[T Float](a, b []T) bool {
 func bitsOf[T Float](v []T) []byte {
 	var z T
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*int(unsafe.Sizeof(z)))
+}
+
+// HashBits returns the 64-bit hash under seed of v's bits (maphash.Bytes
+// of its memory): equal for SameBits slices, and for others as unlikely
+// to collide as maphash makes it.
+func HashBits[T Float](seed maphash.Seed, v []T) uint64 {
+	return maphash.Bytes(seed, bitsOf(v))
 }
