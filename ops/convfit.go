@@ -32,16 +32,35 @@ const DefaultConvFitNegative = device.DefaultConvFitNegative
 // the groups held fixed. A selection that fails s.Check is reported when the
 // op is applied.
 func NewConvFit(dev *device.Device, s ConvFitSelect) G.Op {
-	spec := convFitSpec{s}
+	return NewConvFitJittered(dev, s, nil)
+}
+
+// NewConvFitJittered is NewConvFit whose runs move their Morton boxes by
+// the seed j holds at the time (s.Jitter is replaced by it; nil: the tight
+// box). Training sets a new seed every step (train, models.Config.FusedJitter).
+func NewConvFitJittered(dev *device.Device, s ConvFitSelect, j *Jitter) G.Op {
+	spec := convFitSpec{s, j}
 	return newOp(dev, convFitKernel[float32]{spec}, convFitKernel[float64]{spec})
 }
 
-type convFitSpec struct{ s ConvFitSelect }
+type convFitSpec struct {
+	s   ConvFitSelect
+	jit *Jitter
+}
+
+// run returns the selection of a run now: s with the seed of jit.
+func (s convFitSpec) run() ConvFitSelect {
+	r := s.s
+	if s.jit != nil {
+		r.Jitter = s.jit.Seed()
+	}
+	return r
+}
 
 func (convFitSpec) name() string              { return "gm.ConvFit" }
 func (convFitSpec) inputNames() []string      { return []string{"data", "kernels"} }
 func (convFitSpec) ranks() []int              { return []int{4, 4, 4} }
-func (s convFitSpec) writeParams(w io.Writer) { fmt.Fprint(w, s.s) }
+func (s convFitSpec) writeParams(w io.Writer) { fmt.Fprint(w, s.s, s.jit != nil) }
 func (convFitSpec) diffWRT() []bool           { return []bool{true, true} }
 func (convFitSpec) computations() []string    { return []string{"ConvFit", "ConvFitSaving"} }
 
@@ -71,7 +90,7 @@ func (k convFitKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand
 	if err != nil {
 		return err
 	}
-	return dev.ConvFit(out.data, in[0].data, in[1].data, lx, lk, k.s)
+	return dev.ConvFit(out.data, in[0].data, in[1].data, lx, lk, k.run())
 }
 
 func (k convFitKernel[T]) doSaving(dev device.Kernels[T], out operand[T], in []operand[T]) (device.Saved, error) {
@@ -79,7 +98,7 @@ func (k convFitKernel[T]) doSaving(dev device.Kernels[T], out operand[T], in []o
 	if err != nil {
 		return nil, err
 	}
-	return dev.ConvFitSaving(out.data, in[0].data, in[1].data, lx, lk, k.s)
+	return dev.ConvFitSaving(out.data, in[0].data, in[1].data, lx, lk, k.run())
 }
 
 // convFitGradKernel computes ∂L/∂data (wrt = 0) or ∂L/∂kernels (wrt = 1)
@@ -94,7 +113,9 @@ func (g convFitGradKernel[T]) name() string {
 	return [...]string{"gm.ConvFitGradData", "gm.ConvFitGradKernels"}[g.wrt]
 }
 
-func (g convFitGradKernel[T]) writeParams(w io.Writer) { fmt.Fprintf(w, "%v wrt=%d", g.s, g.wrt) }
+func (g convFitGradKernel[T]) writeParams(w io.Writer) {
+	fmt.Fprintf(w, "%v %v wrt=%d", g.s, g.jit != nil, g.wrt)
+}
 
 func (convFitGradKernel[T]) computations() []string { return []string{"ConvFitBackward"} }
 
@@ -108,7 +129,7 @@ func (g convFitGradKernel[T]) doSaved(dev device.Kernels[T], out operand[T], in 
 		return err
 	}
 	dx, dk := convGradDest(g.wrt, out.data)
-	return dev.ConvFitBackward(dx, dk, in[3].data, in[0].data, in[1].data, lx, lk, g.s, saved)
+	return dev.ConvFitBackward(dx, dk, in[3].data, in[0].data, in[1].data, lx, lk, g.run(), saved)
 }
 
 // convGradDest returns the destinations of a gradient op of a (data,
