@@ -82,36 +82,15 @@ __device__ CfScratch cf_scratch(ll shared, ull *keys, int *perm, double *prefix,
 	return sc;
 }
 
-// cf_mix64 is device.Mix64, SplitMix64's finaliser.
-__device__ __forceinline__ ull cf_mix64(ull z) {
-	z += 0x9e3779b97f4a7c15ull;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-// cf_jitter_box is device.JitterBox: mixture m's box moved for the seed,
-// with the CPU's rounded operations (no fused multiply-add).
-__device__ void cf_jitter_box(ull seed, ll m, int d, double *lower, double *upper) {
-	for (int a = 0; a < d; a++) {
-		ull r = cf_mix64(cf_mix64(cf_mix64(seed) ^ (ull)m) ^ (ull)a);
-		double u = (double)(r >> 11) / 9007199254740992.0; // 2^53
-		double ext = __dsub_rn(upper[a], lower[a]);
-		lower[a] = __dsub_rn(lower[a], __dmul_rn(u, ext));
-		upper[a] = __dadd_rn(lower[a], __dmul_rn(2.0, ext));
-	}
-}
-
 // cf_priority is the priority of a node of mass w in the greedy split:
 // w if positive, else neg·|w| (choose in ops/cpu/convfit.go).
 __device__ double cf_priority(double w, double neg) { return w > 0 ? w : -w * neg; }
 
 // cf_select makes the sorted keys, perm and prefix of output mixture m and
 // selects at most n nodes, splitting the node of highest cf_priority first,
-// into sc.sel; it returns how many, in every thread. A jitter other than 0
-// moves the box first (cf_jitter_box).
+// into sc.sel; it returns how many, in every thread.
 template <typename T, int D>
-__device__ int cf_select(const T *x, const T *k, const CfShape<D> &sh, ll m, ll n, double neg, ull jitter, ll P,
+__device__ int cf_select(const T *x, const T *k, const CfShape<D> &sh, ll m, ll n, double neg, ll P,
                          const CfScratch &sc) {
 	int *cnt = sc.cnt;
 	const ll tid = threadIdx.x, bd = blockDim.x;
@@ -142,7 +121,6 @@ __device__ int cf_select(const T *x, const T *k, const CfShape<D> &sh, ll m, ll 
 		}
 	}
 	gm_block_box(lower, upper, sc.red);
-	if (jitter) cf_jitter_box(jitter, m, (int)d, lower, upper);
 	double scale[3];
 	gm_box_scales(d, lower, upper, scale);
 	// Keys: sign of the product (exactly, no underflow to 0) at bit 62,
@@ -295,13 +273,13 @@ __device__ void cf_match(const T *x, const T *k, const CfShape<D> &sh, ll m, con
 // in selection order, then {0, 0, I} padding.
 template <typename T, int D>
 __device__ void gm_convfit_d(T *y, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll n, double neg,
-                             ull jitter, ll shared, ull *keys, ll P, int *perm, double *prefix, int *sel, double *mass,
+                             ll shared, ull *keys, ll P, int *perm, double *prefix, int *sel, double *mass,
                              int *sperm, int *ssel, int *scnt) {
 	const CfShape<D> sh{fi, ni, nk, fo, fi * ni * nk};
 	const ll d = D;
 	const CfScratch sc = cf_scratch(shared, keys, perm, prefix, sel, mass, blockIdx.x, P, sh.nv, n);
 	for (ll m = blockIdx.x; m < B * fo; m += gridDim.x) {
-		int nsel = cf_select(x, k, sh, m, n, neg, jitter, P, sc);
+		int nsel = cf_select(x, k, sh, m, n, neg, P, sc);
 		if (sperm) cf_saved(true, sc, m, sh.nv, n, nsel, sperm, ssel, scnt);
 		for (ll i = threadIdx.x; i < n; i += blockDim.x) {
 			T *out = y + (m * n + i) * sh.s;
@@ -321,16 +299,16 @@ __device__ void gm_convfit_d(T *y, const T *x, const T *k, ll B, ll fi, ll ni, l
 }
 template <typename T>
 __device__ void gm_convfit(T *y, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, double neg,
-                           ull jitter, ll shared, ull *keys, ll P, int *perm, double *prefix, int *sel, double *mass,
-                           int *sperm, int *ssel, int *scnt) {
-	GM_BY_DIM(d, gm_convfit_d, y, x, k, B, fi, ni, fo, nk, n, neg, jitter, shared, keys, P, perm, prefix, sel, mass,
-	          sperm, ssel, scnt);
+                           ll shared, ull *keys, ll P, int *perm, double *prefix, int *sel, double *mass, int *sperm,
+                           int *ssel, int *scnt) {
+	GM_BY_DIM(d, gm_convfit_d, y, x, k, B, fi, ni, fo, nk, n, neg, shared, keys, P, perm, prefix, sel, mass, sperm,
+	          ssel, scnt);
 }
 #define GM_CONVFIT_PARAMS(T)                                                                                          \
-	(T * y, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, double neg, ull jitter, ll shared, \
-	 ull *keys, ll P, int *perm, double *prefix, int *sel, double *mass, int *sperm, int *ssel, int *scnt)
+	(T * y, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, double neg, ll shared, ull *keys,  \
+	 ll P, int *perm, double *prefix, int *sel, double *mass, int *sperm, int *ssel, int *scnt)
 GM_EXPORT(gm_convfit, GM_CONVFIT_PARAMS,
-          (y, x, k, B, fi, ni, fo, nk, d, n, neg, jitter, shared, keys, P, perm, prefix, sel, mass, sperm, ssel, scnt))
+          (y, x, k, B, fi, ni, fo, nk, d, n, neg, shared, keys, P, perm, prefix, sel, mass, sperm, ssel, scnt))
 
 // gm_convfit_backward writes gv [B·Fo, Nv, S], the gradient of every virtual
 // component (in Conv's order) given g = ∂L/∂y, with the selection ConvFit
@@ -341,7 +319,7 @@ GM_EXPORT(gm_convfit, GM_CONVFIT_PARAMS,
 // written once.
 template <typename T, int D>
 __device__ void gm_convfit_backward_d(T *gv, const T *g, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll n,
-                                      double neg, ull jitter, ll shared, ull *keys, ll P, int *perm, double *prefix, int *sel,
+                                      double neg, ll shared, ull *keys, ll P, int *perm, double *prefix, int *sel,
                                       double *mass, int *sperm, int *ssel, int *scnt) {
 	const CfShape<D> sh{fi, ni, nk, fo, fi * ni * nk};
 	const ll d = D;
@@ -349,7 +327,7 @@ __device__ void gm_convfit_backward_d(T *gv, const T *g, const T *x, const T *k,
 	const CfScratch sc = cf_scratch(shared, keys, perm, prefix, sel, mass, blockIdx.x, P, sh.nv, n);
 	for (ll m = blockIdx.x; m < B * fo; m += gridDim.x) {
 		int nsel = sperm ? cf_saved(false, sc, m, sh.nv, n, 0, sperm, ssel, scnt)
-		                 : cf_select(x, k, sh, m, n, neg, jitter, P, sc);
+		                 : cf_select(x, k, sh, m, n, neg, P, sc);
 		for (ll i = threadIdx.x; i < nsel; i += blockDim.x) {
 			ll first = sc.sel[2 * i], last = sc.sel[2 * i + 1];
 			CfMoments mm;
@@ -390,13 +368,13 @@ __device__ void gm_convfit_backward_d(T *gv, const T *g, const T *x, const T *k,
 }
 template <typename T>
 __device__ void gm_convfit_backward(T *gv, const T *g, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d,
-                                    ll n, double neg, ull jitter, ll shared, ull *keys, ll P, int *perm, double *prefix,
-                                    int *sel, double *mass, int *sperm, int *ssel, int *scnt) {
-	GM_BY_DIM(d, gm_convfit_backward_d, gv, g, x, k, B, fi, ni, fo, nk, n, neg, jitter, shared, keys, P, perm, prefix,
-	          sel, mass, sperm, ssel, scnt);
+                                    ll n, double neg, ll shared, ull *keys, ll P, int *perm, double *prefix, int *sel,
+                                    double *mass, int *sperm, int *ssel, int *scnt) {
+	GM_BY_DIM(d, gm_convfit_backward_d, gv, g, x, k, B, fi, ni, fo, nk, n, neg, shared, keys, P, perm, prefix, sel,
+	          mass, sperm, ssel, scnt);
 }
-#define GM_CONVFIT_BW_PARAMS(T)                                                                                        \
-	(T * gv, const T *g, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, double neg, ull jitter, \
-	 ll shared, ull *keys, ll P, int *perm, double *prefix, int *sel, double *mass, int *sperm, int *ssel, int *scnt)
+#define GM_CONVFIT_BW_PARAMS(T)                                                                                       \
+	(T * gv, const T *g, const T *x, const T *k, ll B, ll fi, ll ni, ll fo, ll nk, ll d, ll n, double neg, ll shared, \
+	 ull *keys, ll P, int *perm, double *prefix, int *sel, double *mass, int *sperm, int *ssel, int *scnt)
 GM_EXPORT(gm_convfit_backward, GM_CONVFIT_BW_PARAMS,
-          (gv, g, x, k, B, fi, ni, fo, nk, d, n, neg, jitter, shared, keys, P, perm, prefix, sel, mass, sperm, ssel, scnt))
+          (gv, g, x, k, B, fi, ni, fo, nk, d, n, neg, shared, keys, P, perm, prefix, sel, mass, sperm, ssel, scnt))

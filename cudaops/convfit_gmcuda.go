@@ -67,7 +67,7 @@ func convFitArgs(s *seq, px, pk devPtr, lx, lk mixture.Layout, sel device.ConvFi
 	local := 8*max(p, 6*convFitBlock) + 8*(nv+1) + 8*n + 4*nv + 8*n + 8
 	if local <= maxShared {
 		var none devPtr // the kernel reads no global scratch
-		return grid, local, []any{px, pk, lx.B, lx.C, lx.N, lk.B, lk.N, lx.D, n, sel.Negative, sel.Jitter, 1, none, p, none, none, none, none}
+		return grid, local, []any{px, pk, lx.B, lx.C, lx.N, lk.B, lk.N, lx.D, n, sel.Negative, 1, none, p, none, none, none, none}
 	}
 	// Per block in global memory: p keys, nv + 1 prefix sums and n masses
 	// (8 bytes each), nv sorted indices and 2n node bounds (4 bytes each),
@@ -86,7 +86,7 @@ func convFitArgs(s *seq, px, pk devPtr, lx, lk mixture.Layout, sel device.ConvFi
 	perm := mass + devPtr(8*grid*n)
 	nodes := perm + devPtr(4*grid*nv)
 	return grid, (6*convFitBlock + 1) * 8,
-		[]any{px, pk, lx.B, lx.C, lx.N, lk.B, lk.N, lx.D, n, sel.Negative, sel.Jitter, 0, keys, p, perm, prefix, nodes, mass}
+		[]any{px, pk, lx.B, lx.C, lx.N, lk.B, lk.N, lx.D, n, sel.Negative, 0, keys, p, perm, prefix, nodes, mass}
 }
 
 // ConvFit is device.Kernels.ConvFit on the GPU: one block per output

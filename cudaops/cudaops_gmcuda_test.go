@@ -255,11 +255,10 @@ func testConvFit[T Float](t *testing.T) {
 						x[i] = 0
 					}
 				}
-				// Both selection rules, alternating over the sizes, and the
-				// tight and a moved box (Jitter) in turns of two: each makes
-				// other decisions, run in every combination the emulator is slow.
+				// Both selection rules, alternating over the sizes: each
+				// makes other decisions, run twice the emulator is slow.
 				for i, n := range slices.Compact([]int{1, 7, max(nv/3, 1), nv + 3}) {
-					sel := device.ConvFitSelect{N: n, Negative: []float64{1, device.DefaultConvFitNegative}[i%2], Jitter: uint64(i/2) * 0x51ed2701}
+					sel := device.ConvFitSelect{N: n, Negative: []float64{1, device.DefaultConvFitNegative}[i%2]}
 					testConvFitCase(t, rng, fmt.Sprintf("Nk%d %s %v", nk, data, sel), x, k, lx, lk, sel)
 				}
 			}
@@ -278,7 +277,7 @@ func TestConvFitLooping(t *testing.T) {
 	lk := mixture.Layout{B: 3, C: 2, N: 5, D: 2}
 	x, k := randomMixtures[float64](rng, lx), randomMixtures[float64](rng, lk)
 	for _, n := range []int{9, 1303} { // Nv = 1300; 1303 needs more than 48 KiB of scratch
-		sel := device.ConvFitSelect{N: n, Negative: device.DefaultConvFitNegative, Jitter: uint64(n)}
+		sel := device.ConvFitSelect{N: n, Negative: device.DefaultConvFitNegative}
 		testConvFitCase(t, rng, fmt.Sprintf("grid 2 %v", sel), x, k, lx, lk, sel)
 	}
 }
@@ -853,7 +852,7 @@ func TestBlock(t *testing.T) {
 func testBlock[T Float](t *testing.T) {
 	specs := []device.BlockSpec{
 		{Reduce: device.BlockTreeHEM, Np: 8, TreeHEM: device.TreeHEMOptions{Reduction: 2}},
-		{Fit: device.ConvFitSelect{N: 24, Negative: device.DefaultConvFitNegative, Jitter: 0x2545f491}, Reduce: device.BlockTreeHEM, Np: 6, TreeHEM: device.TreeHEMOptions{Reduction: 4, UnderFill: true}},
+		{Fit: device.ConvFitSelect{N: 24, Negative: device.DefaultConvFitNegative}, Reduce: device.BlockTreeHEM, Np: 6, TreeHEM: device.TreeHEMOptions{Reduction: 4, UnderFill: true}},
 		{Reduce: device.BlockKeepLargest, Np: 5, ReLU: device.ReLUFitOptions{Variant: device.ReLUFitPaper}},
 		{Fit: device.ConvFitSelect{N: 9, Negative: 1}},
 		{Reduce: device.BlockTreeHEM, Np: 8, TreeHEM: device.TreeHEMOptions{Reduction: 2}, Integrate: true},

@@ -313,8 +313,8 @@ func download[T Float](d *Device, h []T, p devPtr) error {
 
 // launch runs kernel name on a grid of grid blocks of block threads with
 // shared bytes of dynamic shared memory and waits for it. Every argument
-// becomes one 8-byte kernel parameter: device pointers, ints and uint64s as
-// 64-bit integers, float64 as its bits.
+// becomes one 8-byte kernel parameter: device pointers and ints as 64-bit
+// integers, float64 as its bits.
 func (d *Device) launch(name string, grid [2]int, block, shared int, args ...any) error {
 	f, ok := d.fns[name]
 	if !ok {
@@ -330,8 +330,6 @@ func (d *Device) launch(name string, grid [2]int, block, shared int, args ...any
 			vals[i] = uint64(v)
 		case int:
 			vals[i] = uint64(int64(v))
-		case uint64:
-			vals[i] = v
 		case float64:
 			vals[i] = math.Float64bits(v)
 		default:

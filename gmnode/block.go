@@ -15,10 +15,3 @@ import (
 func Block(x, kernels *G.Node, s ops.BlockSpec) (*G.Node, error) {
 	return G.ApplyOp(ops.NewBlock(on(x), s), x, kernels)
 }
-
-// BlockJittered is Block whose fused convolution-fitting moves its Morton
-// boxes by the seed j holds at each run (ops.NewBlockJittered): training
-// sets a new one every step; nil or seed 0 is Block.
-func BlockJittered(x, kernels *G.Node, s ops.BlockSpec, j *ops.Jitter) (*G.Node, error) {
-	return G.ApplyOp(ops.NewBlockJittered(on(x), s, j), x, kernels)
-}

@@ -54,28 +54,14 @@ func ScaleWeights(x *G.Node, s float64) (*G.Node, error) {
 }
 
 // ConvFitOption adjusts how ConvFit selects its groups.
-type ConvFitOption func(*convFitConfig)
-
-// convFitConfig is what the ConvFitOptions set.
-type convFitConfig struct {
-	s   ops.ConvFitSelect
-	jit *ops.Jitter
-}
+type ConvFitOption func(*ops.ConvFitSelect)
 
 // ConvFitNegative sets the priority factor of groups of negative weights
 // (ops.ConvFitSelect.Negative): 1 splits groups of either sign by their
 // mass alone; the default, ops.DefaultConvFitNegative, counts a negative
 // group's mass half (docs/fused.md).
 func ConvFitNegative(f float64) ConvFitOption {
-	return func(c *convFitConfig) { c.s.Negative = f }
-}
-
-// ConvFitJitter makes every run move its Morton boxes by the seed j holds
-// at the time (ops.NewConvFitJittered): training sets a new one every step
-// so that the kernels do not learn one grid's groups (docs/fused.md); nil
-// or seed 0 is the tight box.
-func ConvFitJitter(j *ops.Jitter) ConvFitOption {
-	return func(c *convFitConfig) { c.jit = j }
+	return func(s *ops.ConvFitSelect) { s.Negative = f }
 }
 
 // ConvFit returns the fused convolution-fitting of the data x [B, Fi, Ni, ·]
@@ -84,11 +70,11 @@ func ConvFitJitter(j *ops.Jitter) ConvFitOption {
 // computed, without storing it (see ops.NewConvFit). With n ≥ Fi·Ni·Nk the
 // result is Conv's, reordered and padded.
 func ConvFit(x, kernels *G.Node, n int, opts ...ConvFitOption) (*G.Node, error) {
-	c := convFitConfig{s: ops.ConvFitSelect{N: n, Negative: ops.DefaultConvFitNegative}}
+	s := ops.ConvFitSelect{N: n, Negative: ops.DefaultConvFitNegative}
 	for _, o := range opts {
-		o(&c)
+		o(&s)
 	}
-	return G.ApplyOp(ops.NewConvFitJittered(on(x), c.s, c.jit), x, kernels)
+	return G.ApplyOp(ops.NewConvFit(on(x), s), x, kernels)
 }
 
 // ConvAt returns the values of Conv(x, kernels) at the points

@@ -58,12 +58,6 @@ type Config struct {
 	// 1 gives min(Fused·N_p, Fi·Ni·N_k), the count of runs saved before it
 	// existed.
 	FusedMin int
-	// FusedJitter moves the Morton grid of every fused block to a new
-	// place at every training step (ops.ConvFitSelect.Jitter, seeds from
-	// SetJitter), so that the kernels do not learn one grid's groups;
-	// evaluation keeps the tight grid. False: the tight grid in training
-	// too, as in runs saved before it existed (docs/fused.md).
-	FusedJitter bool
 	// Bias selects learnable biases in the mixtures' constants before every
 	// ReLU fit (see BiasType); the zero value BiasNone is the reference's
 	// default model, without constants.
@@ -106,9 +100,6 @@ type Model struct {
 	// Biases are the blocks' [1, F_o] biases of the constants, in block
 	// order; empty with BiasNone.
 	Biases G.Nodes
-	// jitter is the fused blocks' grid seed (nil unless Fused and
-	// FusedJitter).
-	jitter *ops.Jitter
 
 	logProb  G.Value
 	integral G.Value
@@ -134,9 +125,6 @@ func Build(cfg Config) (*Model, error) {
 		}
 	}
 	m := &Model{Config: cfg, Graph: g, training: true}
-	if cfg.Fused > 0 && cfg.FusedJitter {
-		m.jitter = new(ops.Jitter)
-	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15))
 	p := mixture.PackedLen(cfg.D)
 	m.Input = G.NewTensor(g, cfg.Dtype, 4, G.WithShape(cfg.Batch, l.InputChannels, l.InputGaussians, p), G.WithName("input"))
@@ -323,9 +311,6 @@ func (m *Model) block(x *G.Node, k *gmnode.Kernel, spec ops.BlockSpec, n int, na
 	if cfg.Fused > 0 {
 		spec.Fit = ops.ConvFitSelect{N: n, Negative: cfg.fusedNegative()}
 		stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi)", n)
-		if m.jitter != nil {
-			stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi, moving grid)", n)
-		}
 	}
 	lx, err := mixture.LayoutOf(x.Shape())
 	if err != nil {
@@ -335,7 +320,7 @@ func (m *Model) block(x *G.Node, k *gmnode.Kernel, spec ops.BlockSpec, n int, na
 	lk := mixture.Layout{B: ks[0], C: ks[1], N: ks[2], D: cfg.D}
 	// The convolution's shape, which no node of the graph holds.
 	m.rows = append(m.rows, fmt.Sprintf("%-40s %v", name+stage, tensor.Shape(spec.ConvLayout(lx, lk).Shape())))
-	return gmnode.BlockJittered(x, k.Node(), spec, m.jitter)
+	return gmnode.Block(x, k.Node(), spec)
 }
 
 // composedBlock applies block b to x op by op: the convolution (or fused
@@ -349,10 +334,10 @@ func (m *Model) composedBlock(x *G.Node, k *gmnode.Kernel, b Block, fi, n int, e
 	var err error
 	switch {
 	case exact:
-		x, targets, err = gmnode.ConvFitTargets(x, k.Node(), n, 1/float64(fi), gmnode.ConvFitNegative(cfg.fusedNegative()), gmnode.ConvFitJitter(m.jitter))
+		x, targets, err = gmnode.ConvFitTargets(x, k.Node(), n, 1/float64(fi), gmnode.ConvFitNegative(cfg.fusedNegative()))
 		stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi, exact targets)", n)
 	case cfg.Fused > 0:
-		x, err = gmnode.ConvFit(x, k.Node(), n, gmnode.ConvFitNegative(cfg.fusedNegative()), gmnode.ConvFitJitter(m.jitter))
+		x, err = gmnode.ConvFit(x, k.Node(), n, gmnode.ConvFitNegative(cfg.fusedNegative()))
 		stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi)", n)
 	default:
 		x, err = gmnode.Conv(x, k.Node())
@@ -505,18 +490,8 @@ func (m *Model) ParamCount() (paper, total int) {
 // after SetTraining or SetState, nor whether it was made with EvalMode.
 func (m *Model) SetTraining(on bool) error {
 	m.training = on
-	if !on {
-		m.SetJitter(0)
-	}
 	return m.applyMode()
 }
-
-// SetJitter sets the seed of the fused blocks' grid for the next runs of
-// the graph (Config.FusedJitter; the training loop gives every step its
-// own): 0 is the tight grid, which evaluation uses and SetTraining(false)
-// restores. It does nothing without FusedJitter. Never call it while the
-// graph runs.
-func (m *Model) SetJitter(seed uint64) { m.jitter.Set(seed) }
 
 // Training reports whether the model is in training mode.
 func (m *Model) Training() bool { return m.training }
@@ -544,9 +519,6 @@ func (m *Model) Table() string {
 		}
 		if n := m.Config.fusedMin(); n != DefaultFusedMin {
 			fused += fmt.Sprintf(" (at least %d Gaussians)", n)
-		}
-		if m.Config.FusedJitter {
-			fused += " (a new grid every step)"
 		}
 	}
 	bias := ""

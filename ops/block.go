@@ -35,34 +35,15 @@ const (
 // cross the bus). Both inputs are differentiable. A spec the block cannot
 // compute is reported when the op is applied.
 func NewBlock(dev *device.Device, s BlockSpec) G.Op {
-	return NewBlockJittered(dev, s, nil)
-}
-
-// NewBlockJittered is NewBlock whose fused convolution-fitting moves its
-// Morton boxes by the seed j holds at the time of each run (see
-// NewConvFitJittered; nil: the tight box).
-func NewBlockJittered(dev *device.Device, s BlockSpec, j *Jitter) G.Op {
-	spec := blockSpec{s, j}
+	spec := blockSpec{s}
 	return newOp(dev, blockKernel[float32]{spec}, blockKernel[float64]{spec})
 }
 
-type blockSpec struct {
-	s   BlockSpec
-	jit *Jitter
-}
-
-// run returns the spec of a run now: s with the seed of jit.
-func (s blockSpec) run() BlockSpec {
-	r := s.s
-	if s.jit != nil {
-		r.Fit.Jitter = s.jit.Seed()
-	}
-	return r
-}
+type blockSpec struct{ s BlockSpec }
 
 func (blockSpec) name() string              { return "gm.Block" }
 func (blockSpec) inputNames() []string      { return []string{"data", "kernels"} }
-func (s blockSpec) writeParams(w io.Writer) { fmt.Fprint(w, s.s, s.jit != nil) }
+func (s blockSpec) writeParams(w io.Writer) { fmt.Fprint(w, s.s) }
 func (blockSpec) diffWRT() []bool           { return []bool{true, true} }
 func (blockSpec) computations() []string    { return []string{"Block", "BlockSaving"} }
 
@@ -96,7 +77,7 @@ func (k blockKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand[T
 	if err != nil {
 		return err
 	}
-	return dev.Block(out.data, in[0].data, in[1].data, lx, lk, k.run())
+	return dev.Block(out.data, in[0].data, in[1].data, lx, lk, k.s)
 }
 
 func (k blockKernel[T]) doSaving(dev device.Kernels[T], out operand[T], in []operand[T]) (device.Saved, error) {
@@ -104,7 +85,7 @@ func (k blockKernel[T]) doSaving(dev device.Kernels[T], out operand[T], in []ope
 	if err != nil {
 		return nil, err
 	}
-	return dev.BlockSaving(out.data, in[0].data, in[1].data, lx, lk, k.run())
+	return dev.BlockSaving(out.data, in[0].data, in[1].data, lx, lk, k.s)
 }
 
 // blockGradKernel computes ∂L/∂data (wrt = 0) or ∂L/∂kernels (wrt = 1)
@@ -119,9 +100,7 @@ func (g blockGradKernel[T]) name() string {
 	return [...]string{"gm.BlockGradData", "gm.BlockGradKernels"}[g.wrt]
 }
 
-func (g blockGradKernel[T]) writeParams(w io.Writer) {
-	fmt.Fprintf(w, "%v %v wrt=%d", g.s, g.jit != nil, g.wrt)
-}
+func (g blockGradKernel[T]) writeParams(w io.Writer) { fmt.Fprintf(w, "%v wrt=%d", g.s, g.wrt) }
 
 func (blockGradKernel[T]) computations() []string { return []string{"BlockBackward"} }
 
@@ -135,5 +114,5 @@ func (g blockGradKernel[T]) doSaved(dev device.Kernels[T], out operand[T], in []
 		return err
 	}
 	dx, dk := convGradDest(g.wrt, out.data)
-	return dev.BlockBackward(dx, dk, in[3].data, in[0].data, in[1].data, lx, lk, g.run(), saved)
+	return dev.BlockBackward(dx, dk, in[3].data, in[0].data, in[1].data, lx, lk, g.s, saved)
 }

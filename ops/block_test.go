@@ -21,7 +21,6 @@ var blockCases = []struct {
 	{"conv+TreeHEM", BlockSpec{Reduce: BlockTreeHEM, Np: 4, TreeHEM: TreeHEMOptions{Reduction: 2}}},
 	{"conv+TreeHEM T4 under", BlockSpec{Reduce: BlockTreeHEM, Np: 5, TreeHEM: TreeHEMOptions{Reduction: 4, UnderFill: true}}},
 	{"convfit+TreeHEM", BlockSpec{Fit: fitN(7), Reduce: BlockTreeHEM, Np: 4, TreeHEM: TreeHEMOptions{Reduction: 2}}},
-	{"convfit+TreeHEM moved grid", BlockSpec{Fit: ConvFitSelect{N: 7, Negative: device.DefaultConvFitNegative, Jitter: 0x13198a2e03707344}, Reduce: BlockTreeHEM, Np: 4, TreeHEM: TreeHEMOptions{Reduction: 2}}},
 	{"conv+KeepLargest", BlockSpec{Reduce: BlockKeepLargest, Np: 3}},
 	{"convfit unreduced", BlockSpec{Fit: fitN(5), ReLU: ReLUFitOptions{Variant: device.ReLUFitPaper}}},
 	{"conv+TreeHEM integrate", BlockSpec{Reduce: BlockTreeHEM, Np: 4, TreeHEM: TreeHEMOptions{Reduction: 2}, Integrate: true}},

@@ -32,35 +32,16 @@ const DefaultConvFitNegative = device.DefaultConvFitNegative
 // the groups held fixed. A selection that fails s.Check is reported when the
 // op is applied.
 func NewConvFit(dev *device.Device, s ConvFitSelect) G.Op {
-	return NewConvFitJittered(dev, s, nil)
-}
-
-// NewConvFitJittered is NewConvFit whose runs move their Morton boxes by
-// the seed j holds at the time (s.Jitter is replaced by it; nil: the tight
-// box). Training sets a new seed every step (train, models.Config.FusedJitter).
-func NewConvFitJittered(dev *device.Device, s ConvFitSelect, j *Jitter) G.Op {
-	spec := convFitSpec{s, j}
+	spec := convFitSpec{s}
 	return newOp(dev, convFitKernel[float32]{spec}, convFitKernel[float64]{spec})
 }
 
-type convFitSpec struct {
-	s   ConvFitSelect
-	jit *Jitter
-}
-
-// run returns the selection of a run now: s with the seed of jit.
-func (s convFitSpec) run() ConvFitSelect {
-	r := s.s
-	if s.jit != nil {
-		r.Jitter = s.jit.Seed()
-	}
-	return r
-}
+type convFitSpec struct{ s ConvFitSelect }
 
 func (convFitSpec) name() string              { return "gm.ConvFit" }
 func (convFitSpec) inputNames() []string      { return []string{"data", "kernels"} }
 func (convFitSpec) ranks() []int              { return []int{4, 4, 4} }
-func (s convFitSpec) writeParams(w io.Writer) { fmt.Fprint(w, s.s, s.jit != nil) }
+func (s convFitSpec) writeParams(w io.Writer) { fmt.Fprint(w, s.s) }
 func (convFitSpec) diffWRT() []bool           { return []bool{true, true} }
 func (convFitSpec) computations() []string    { return []string{"ConvFit", "ConvFitSaving"} }
 
@@ -90,7 +71,7 @@ func (k convFitKernel[T]) do(dev device.Kernels[T], out operand[T], in []operand
 	if err != nil {
 		return err
 	}
-	return dev.ConvFit(out.data, in[0].data, in[1].data, lx, lk, k.run())
+	return dev.ConvFit(out.data, in[0].data, in[1].data, lx, lk, k.s)
 }
 
 func (k convFitKernel[T]) doSaving(dev device.Kernels[T], out operand[T], in []operand[T]) (device.Saved, error) {
@@ -98,7 +79,7 @@ func (k convFitKernel[T]) doSaving(dev device.Kernels[T], out operand[T], in []o
 	if err != nil {
 		return nil, err
 	}
-	return dev.ConvFitSaving(out.data, in[0].data, in[1].data, lx, lk, k.run())
+	return dev.ConvFitSaving(out.data, in[0].data, in[1].data, lx, lk, k.s)
 }
 
 // convFitGradKernel computes ∂L/∂data (wrt = 0) or ∂L/∂kernels (wrt = 1)
@@ -113,9 +94,7 @@ func (g convFitGradKernel[T]) name() string {
 	return [...]string{"gm.ConvFitGradData", "gm.ConvFitGradKernels"}[g.wrt]
 }
 
-func (g convFitGradKernel[T]) writeParams(w io.Writer) {
-	fmt.Fprintf(w, "%v %v wrt=%d", g.s, g.jit != nil, g.wrt)
-}
+func (g convFitGradKernel[T]) writeParams(w io.Writer) { fmt.Fprintf(w, "%v wrt=%d", g.s, g.wrt) }
 
 func (convFitGradKernel[T]) computations() []string { return []string{"ConvFitBackward"} }
 
@@ -129,7 +108,7 @@ func (g convFitGradKernel[T]) doSaved(dev device.Kernels[T], out operand[T], in 
 		return err
 	}
 	dx, dk := convGradDest(g.wrt, out.data)
-	return dev.ConvFitBackward(dx, dk, in[3].data, in[0].data, in[1].data, lx, lk, g.run(), saved)
+	return dev.ConvFitBackward(dx, dk, in[3].data, in[0].data, in[1].data, lx, lk, g.s, saved)
 }
 
 // convGradDest returns the destinations of a gradient op of a (data,

@@ -3,7 +3,6 @@ package ops
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/gmcn-go/gmcn/internal/gmtest"
@@ -116,57 +115,5 @@ func TestKeepLargestBadInput(t *testing.T) {
 			_, err := NewKeepLargest(testDev, c.np).Do(c.x)
 			gmtest.WantErr(t, err, append([]string{"gm.KeepLargest"}, c.contains...)...)
 		})
-	}
-}
-
-// TestConvFitJitterSource checks that a jittered op runs with the seed its
-// Jitter holds at the time of the run: the op of ConvFitSelect.Jitter set
-// to it, and NewConvFit's tight box for seed 0; the same for the block op.
-func TestConvFitJitterSource(t *testing.T) {
-	for _, d := range []int{2, 3} {
-		rng := rand.New(rand.NewPCG(17, uint64(d)))
-		in := []*tensor.Dense{randomMixture(rng, 2, 3, 6, d), randomMixture(rng, 2, 3, 3, d)}
-		j := new(Jitter)
-		jittered := NewConvFitJittered(testDev, fitN(7), j)
-		changed := false
-		for _, seed := range []uint64{0, 0xa4093822299f31d0, 0x082efa98ec4e6c89} {
-			j.Set(seed)
-			s := fitN(7)
-			s.Jitter = seed
-			got, err := jittered.Do(in[0], in[1])
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := NewConvFit(testDev, s).Do(in[0], in[1])
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slicesEqual(got.Data(), want.Data()) {
-				t.Errorf("D=%d seed %#x: the jittered op differs from the op of that seed", d, seed)
-			}
-			tight, err := NewConvFit(testDev, fitN(7)).Do(in[0], in[1])
-			if err != nil {
-				t.Fatal(err)
-			}
-			changed = changed || !slicesEqual(got.Data(), tight.Data())
-		}
-		if !changed {
-			t.Errorf("D=%d: no seed moved a group", d)
-		}
-		spec := BlockSpec{Fit: fitN(7), Reduce: BlockTreeHEM, Np: 3, TreeHEM: TreeHEMOptions{Reduction: 2}}
-		bj := NewBlockJittered(testDev, spec, j)
-		j.Set(0x452821e638d01377)
-		spec.Fit.Jitter = 0x452821e638d01377
-		got, err := bj.Do(in[0], in[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := NewBlock(testDev, spec).Do(in[0], in[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slicesEqual(got.Data(), want.Data()) {
-			t.Errorf("D=%d: the jittered block differs from the block of its seed", d)
-		}
 	}
 }

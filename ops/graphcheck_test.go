@@ -61,12 +61,6 @@ func TestGraphGrads(t *testing.T) {
 		{"ConvFit n=5", 41, mixtures([3]int{2, 3, 4}, [3]int{2, 3, 3}), convFitScaled(5), []int{0, 1}},
 		{"ConvFit n=36", 41, mixtures([3]int{2, 3, 4}, [3]int{2, 3, 3}), convFitScaled(36), []int{0, 1}},
 		{"ConvFit n=40", 41, mixtures([3]int{2, 3, 4}, [3]int{2, 3, 3}), convFitScaled(40), []int{0, 1}},
-		// In a moved box, its seed read from a Jitter as in training.
-		{"ConvFit n=5 moved grid", 41, mixtures([3]int{2, 3, 4}, [3]int{2, 3, 3}), scaled(func() G.Op {
-			j := new(Jitter)
-			j.Set(0x243f6a8885a308d3)
-			return NewConvFitJittered(testDev, fitN(5), j)
-		}), []int{0, 1}},
 		// The weights of randomMixture are distinct, so the kept set does not
 		// change under the difference step.
 		{"KeepLargest", 43, mixtures([3]int{2, 3, 7}), apply(func() G.Op { return NewKeepLargest(testDev, 3) }), []int{0}},

@@ -49,13 +49,7 @@ type Config struct {
 	// (models.Config.FusedMin), with fused_negative's convention: 0 in a
 	// new configuration means the default, which Resolve writes in; a saved
 	// fused run without it loads as 1, no floor, the count of those runs.
-	FusedMin int `json:"fused_min,omitempty"`
-	// FusedGrid is where a fused block's tree gets its Morton grid in
-	// training (models.Config.FusedJitter): "jitter" for a new one every
-	// step, "fixed" for the tight box. "" in a new configuration means the
-	// default, "jitter", which Resolve writes in; a saved fused run without
-	// it loads as "fixed", the grid of those runs.
-	FusedGrid string `json:"fused_grid,omitempty"`
+	FusedMin  int    `json:"fused_min,omitempty"`
 	DenseHead int    `json:"dense_head"`
 	Bias      string `json:"bias,omitempty"` // biases of the constants: "none" or "", "normal", "negative-softplus" (models.Config.Bias)
 	// ReLUFit is the dense ReLU fit: "" or "heuristic" for the reference's,
@@ -153,18 +147,6 @@ func ParseFusedTargets(s string) (exact bool, err error) {
 	return false, errors.Errorf("unknown fused targets %q (want coarse or exact)", s)
 }
 
-// ParseFusedGrid parses the fused blocks' training grid: "jitter" (or ""
-// for the default) moves it every step, "fixed" keeps the tight box.
-func ParseFusedGrid(s string) (jitter bool, err error) {
-	switch strings.ToLower(s) {
-	case "jitter", "":
-		return true, nil
-	case "fixed":
-		return false, nil
-	}
-	return false, errors.Errorf("unknown fused grid %q (want jitter or fixed)", s)
-}
-
 // SaveConfig writes c as dir/run.json atomically, creating dir if
 // needed. The file is meant to be read by people too, so "->" in the layer
 // string is written as is rather than escaped for HTML.
@@ -180,8 +162,8 @@ func SaveConfig(dir string, c Config) error {
 }
 
 // LoadConfig reads dir/run.json. A fused run saved without fused_negative
-// or fused_min gets 1 there, and without fused_grid "fixed": the selection,
-// the counts and the grid it was trained with.
+// or fused_min gets 1 there, the selection and the counts it was trained
+// with.
 func LoadConfig(dir string) (Config, error) {
 	path := filepath.Join(dir, ConfigFile)
 	data, err := os.ReadFile(path)
@@ -197,9 +179,6 @@ func LoadConfig(dir string) (Config, error) {
 	}
 	if c.Fused > 0 && c.FusedMin == 0 {
 		c.FusedMin = 1
-	}
-	if c.Fused > 0 && c.FusedGrid == "" {
-		c.FusedGrid = "fixed"
 	}
 	return c, nil
 }

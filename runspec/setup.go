@@ -144,22 +144,15 @@ func Resolve(c Config) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	jitter, err := ParseFusedGrid(c.FusedGrid)
-	if err != nil {
-		return nil, err
-	}
 	if c.Fused > 0 && c.FusedNegative == 0 {
 		s.Run.FusedNegative = ops.DefaultConvFitNegative // run.json records the rule
 	}
 	if c.Fused > 0 && c.FusedMin == 0 {
 		s.Run.FusedMin = models.DefaultFusedMin
 	}
-	if c.Fused > 0 && c.FusedGrid == "" {
-		s.Run.FusedGrid = "jitter"
-	}
 	s.Model = models.Config{Layout: l, D: src.dim, Classes: src.classes, Batch: c.Batch, KernelGaussians: c.Kernel,
 		Reduction: red, ReLUFit: fit, DenseHead: c.DenseHead, Fused: c.Fused, FusedExact: exact, FusedNegative: s.Run.FusedNegative,
-		FusedMin: s.Run.FusedMin, FusedJitter: c.Fused > 0 && jitter, Bias: bias, Seed: c.Seed}
+		FusedMin: s.Run.FusedMin, Bias: bias, Seed: c.Seed}
 	if err := s.Model.Check(); err != nil {
 		return nil, errors.Wrapf(err, "layers %q", c.Layers)
 	}

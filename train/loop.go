@@ -13,7 +13,6 @@ import (
 	"github.com/gmcn-go/gmcn/gmnode"
 	"github.com/gmcn-go/gmcn/models"
 	"github.com/gmcn-go/gmcn/ops"
-	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/train/checkpoint"
 	"github.com/gmcn-go/gmcn/train/optim"
 	"github.com/gmcn-go/gmcn/train/report"
@@ -412,33 +411,17 @@ func (t *trainer) step(g int) (loss float64, correct, real int, err error) {
 	return loss, s.correct, s.real, nil
 }
 
-// forwardBackward runs the training graph on the samples idx, the fused
-// blocks' grid moved by jitter (models.Model.SetJitter), and returns the
+// forwardBackward runs the training graph on the samples idx and returns the
 // summed loss and the number of correct predictions over the first real.
-func (t *trainer) forwardBackward(idx []int, real int, jitter uint64) (float64, int, error) {
+func (t *trainer) forwardBackward(idx []int, real int) (float64, int, error) {
 	if err := t.m.SetBatch(t.train, idx); err != nil {
 		return 0, 0, err
 	}
-	t.m.SetJitter(jitter)
 	t.vm.Reset()
-	err := t.vm.RunAll()
-	t.m.SetJitter(0)
-	if err != nil {
+	if err := t.vm.RunAll(); err != nil {
 		return 0, 0, err
 	}
 	return t.m.BatchStats(t.train, idx, real, nil)
-}
-
-// jitterSeed returns the fused blocks' grid seed for shard s of batch g of
-// the epoch in progress: a function of the run's seed and the step, so that
-// a resumed run moves its grids as the uninterrupted one did, and never 0
-// (the tight grid).
-func (t *trainer) jitterSeed(g, s int) uint64 {
-	h := device.Mix64(t.cfg.Seed)
-	for _, v := range []int{t.st.Epoch, g, s} {
-		h = device.Mix64(h ^ uint64(v))
-	}
-	return h | 1
 }
 
 // decay takes the reference's weight-decay step on every kernel with

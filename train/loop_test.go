@@ -50,68 +50,28 @@ func TestTrainSynthetic(t *testing.T) {
 }
 
 // TestResumeMatchesUninterrupted interrupts a run mid-epoch, resumes it from
-// the checkpoint and requires exactly the metrics of an uninterrupted run;
-// also for fused blocks whose grid moves every step (the seeds come from the
-// run's seed and the step, so the resumed run moves it alike).
+// the checkpoint and requires exactly the metrics of an uninterrupted run.
 func TestResumeMatchesUninterrupted(t *testing.T) {
 	trainSet, testSet := SyntheticLines(40, 8, 3), SyntheticLines(16, 8, 4)
-	for _, fused := range []bool{false, true} {
-		cfg := tinyConfig(t)
-		if fused {
-			cfg.Fused, cfg.FusedMin, cfg.FusedJitter = 1, 5, true // n = 5 of 40 convolved Gaussians
-		}
-		wantDir := t.TempDir()
-		opt := testOptions(2, 1e-2, wantDir)
-		want, err := Run(context.Background(), cfg, trainSet, testSet, opt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir := t.TempDir()
-		opt.Hooks = DefaultHooks(dir)
-		opt.StopAfter = 7 // one epoch has 5 batches: stop in the middle of the second
-		if _, err := Run(context.Background(), cfg, trainSet, testSet, opt); !errors.Is(err, ErrInterrupted) {
-			t.Fatalf("fused %v: interrupted run returned %v, want ErrInterrupted", fused, err)
-		}
-		opt.StopAfter, opt.Resume = 0, filepath.Join(dir, runspec.CheckpointFile)
-		got, err := Run(context.Background(), cfg, trainSet, testSet, opt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sameMetrics(t, got, want)
-		sameFile(t, filepath.Join(dir, runspec.StepsFile), filepath.Join(wantDir, runspec.StepsFile))
-		if !fused {
-			continue
-		}
-		// The moving grid is not the fixed one.
-		cfg.FusedJitter = false
-		opt = testOptions(2, 1e-2, t.TempDir())
-		fixed, err := Run(context.Background(), cfg, trainSet, testSet, opt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fixed[0].TrainLoss == want[0].TrainLoss {
-			t.Error("training with a moving grid gave the fixed grid's loss")
-		}
+	wantDir := t.TempDir()
+	opt := testOptions(2, 1e-2, wantDir)
+	want, err := Run(context.Background(), tinyConfig(t), trainSet, testSet, opt)
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-// TestJitterSeed checks the grid seeds of the steps: never 0 (the tight
-// grid), distinct for other epochs, batches and shards.
-func TestJitterSeed(t *testing.T) {
-	tr := &trainer{cfg: models.Config{Seed: 5}, st: &checkpoint.State{}}
-	seen := map[uint64]bool{}
-	for e := range 3 {
-		tr.st.Epoch = e
-		for g := range 4 {
-			for s := range 3 {
-				v := tr.jitterSeed(g, s)
-				if v == 0 || seen[v] || v != tr.jitterSeed(g, s) {
-					t.Fatalf("epoch %d batch %d shard %d: seed %#x is 0, repeated or not a function of the step", e, g, s, v)
-				}
-				seen[v] = true
-			}
-		}
+	dir := t.TempDir()
+	opt.Hooks = DefaultHooks(dir)
+	opt.StopAfter = 7 // one epoch has 5 batches: stop in the middle of the second
+	if _, err := Run(context.Background(), tinyConfig(t), trainSet, testSet, opt); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("interrupted run returned %v, want ErrInterrupted", err)
 	}
+	opt.StopAfter, opt.Resume = 0, filepath.Join(dir, runspec.CheckpointFile)
+	got, err := Run(context.Background(), tinyConfig(t), trainSet, testSet, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameMetrics(t, got, want)
+	sameFile(t, filepath.Join(dir, runspec.StepsFile), filepath.Join(wantDir, runspec.StepsFile))
 }
 
 // sameMetrics fails t unless a resumed run's metrics equal an uninterrupted

@@ -33,7 +33,7 @@ func (t *trainer) shardSums(g int) (stepSums, error) {
 	B, n, K := t.cfg.Batch, t.train.Len(), t.opt.Accumulate
 	if t.shards == 1 {
 		real := min(B, n-g*B)
-		loss, correct, err := t.forwardBackward(models.BatchIndices(t.st.EpochPerm, g, B), real, t.jitterSeed(g, 0))
+		loss, correct, err := t.forwardBackward(models.BatchIndices(t.st.EpochPerm, g, B), real)
 		return stepSums{loss, correct, real}, err
 	}
 	global := models.BatchIndices(t.st.EpochPerm, g, t.shards*B)
@@ -55,7 +55,7 @@ func (t *trainer) shardSums(g int) (stepSums, error) {
 				break
 			}
 		}
-		loss, correct, err := t.forwardBackward(global[s*B:(s+1)*B], real, t.jitterSeed(g, s))
+		loss, correct, err := t.forwardBackward(global[s*B:(s+1)*B], real)
 		if err == nil {
 			err = addGrads(t.learn, acc[:np])
 		}

@@ -126,7 +126,6 @@ func TestBadCommandLines(t *testing.T) {
 		{"train --lr -1", 2, `"-1" for flag --lr: want a value in (0, 1]`},
 		{"train --fused 16 --fused-negative 0", 2, `"0" for flag --fused-negative: want a value in (0, 1e+06]`},
 		{"train --fused 16 --fused-min 0", 2, `"0" for flag --fused-min: want a value in [1, 1048576]`},
-		{"train --fused 16 --fused-grid sometimes", 2, `unknown fused grid "sometimes" (want jitter or fixed)`},
 		{"train --lr 0", 2, "-lr"},
 		{"train --lr NaN", 2, `"NaN" for flag --lr`},
 		{"train --lr Inf", 2, "-lr"},

@@ -30,11 +30,11 @@ func TestParseTrain(t *testing.T) {
 		{"--root d --data d --cache c --out o --checkpoint-every 0", func(c *runspec.Config) { c.DataDir, c.CacheDir = "d", "c" }, "o", 0},
 		{"--preset paper --fused 2", func(c *runspec.Config) {
 			*c = runspec.Presets["paper"]
-			c.Fused, c.FusedNegative, c.FusedMin, c.FusedGrid = 2, ops.DefaultConvFitNegative, models.DefaultFusedMin, "jitter"
+			c.Fused, c.FusedNegative, c.FusedMin = 2, ops.DefaultConvFitNegative, models.DefaultFusedMin
 		}, "runs/paper", 10 * time.Minute},
-		{"--preset paper --fused 16 --fused-negative 1 --fused-min 1 --fused-grid fixed", func(c *runspec.Config) {
+		{"--preset paper --fused 16 --fused-negative 1 --fused-min 1", func(c *runspec.Config) {
 			*c = runspec.Presets["paper"]
-			c.Fused, c.FusedNegative, c.FusedMin, c.FusedGrid = 16, 1, 1, "fixed"
+			c.Fused, c.FusedNegative, c.FusedMin = 16, 1, 1
 		}, "runs/paper", 10 * time.Minute},
 		{"--bias normal --reduction mem", func(c *runspec.Config) { c.Bias, c.Reduction = "normal", "mem" }, "runs/demo", 10 * time.Minute},
 	} {

@@ -446,7 +446,7 @@ func (cf *convFit[T]) selectNodes(m int, s device.ConvFitSelect) {
 	if cf.xbox == nil {
 		cf.xbox, cf.kbox = mixtureBounds(cf.x, cf.lx), mixtureBounds(cf.k, cf.lk)
 	}
-	box := cf.bounds(m, s.Jitter)
+	box := cf.bounds()
 	sign := cf.makeKeys(&box)
 	// The keys were made in index order, so the stable radix sort over the
 	// sign and Morton bits leaves equal codes in index order.
@@ -553,11 +553,10 @@ func mixtureBounds[T Float](a []T, l mixture.Layout) [][2][3]float64 {
 	return box
 }
 
-// bounds returns the Morton map of output mixture m's box: the exact
-// bounding box of the virtual positions μ_x + μ_k (per input channel the
-// extremes of the sums are the sums of the extremes, so the box costs Fi·D
-// instead of Nv), moved by device.JitterBox unless jitter is 0.
-func (cf *convFit[T]) bounds(m int, jitter uint64) mortonBox {
+// bounds returns the Morton map of the exact bounding box of the virtual
+// positions μ_x + μ_k: per input channel the extremes of the sums are the
+// sums of the extremes, so the box costs Fi·D instead of Nv.
+func (cf *convFit[T]) bounds() mortonBox {
 	d := cf.lx.D
 	var lower, upper [3]float64
 	for a := range d {
@@ -569,9 +568,6 @@ func (cf *convFit[T]) bounds(m int, jitter uint64) mortonBox {
 			lower[a] = math.Min(lower[a], xb[0][a]+kb[0][a])
 			upper[a] = math.Max(upper[a], xb[1][a]+kb[1][a])
 		}
-	}
-	if jitter != 0 {
-		device.JitterBox(jitter, m, d, &lower, &upper)
 	}
 	return newMortonBox(d, lower, upper)
 }

@@ -32,12 +32,8 @@ type convFitCase struct {
 	lx, lk mixture.Layout
 	x, k   []float64
 	nv     int                    // Fi·Ni·Nk, the components of each of Conv's output mixtures
-	sel    []device.ConvFitSelect // the fit sizes to test, each with both convFitNegatives and once with a moved box
+	sel    []device.ConvFitSelect // the fit sizes to test, each with both convFitNegatives
 }
-
-// convFitJitter is the seed of the moved boxes (ConvFitSelect.Jitter) the
-// cases select with besides the tight box.
-const convFitJitter = 0x3c6ef372fe94f82b
 
 // convFitNegatives are the priority factors of negative nodes the tests
 // select with: both signs alike, and the models' default.
@@ -61,9 +57,6 @@ func forConvFitCases(seed uint64, f func(c convFitCase)) {
 				for _, neg := range convFitNegatives {
 					sel = append(sel, fitSelect(n, neg))
 				}
-				jittered := fitSelect(n, device.DefaultConvFitNegative)
-				jittered.Jitter = convFitJitter
-				sel = append(sel, jittered)
 			}
 			f(convFitCase{fmt.Sprintf("%dD case %d", d, ci), rng, lx, lk, x, k, tc.fi * tc.ni * tc.nk, sel})
 		}
@@ -487,51 +480,5 @@ func TestConvFitBackwardKept(t *testing.T) {
 		if sel.kept != nil {
 			t.Errorf("%dD: the kept terms were not released after their use", d)
 		}
-	}
-}
-
-// TestConvFitJitter checks the moved box of ConvFitSelect.Jitter: it
-// doubles every extent and holds the tight box, depends on the seed and the
-// mixture, and changes the selection of some case; with the box moved the
-// output is deterministic. (The other tests run every case with it too.)
-func TestConvFitJitter(t *testing.T) {
-	lower, upper := [3]float64{-1, 2, 0.5}, [3]float64{3, 2, 4}
-	boxes := map[[6]float64]bool{}
-	for _, seed := range []uint64{1, convFitJitter} {
-		for m := range 3 {
-			lo, up := lower, upper
-			device.JitterBox(seed, m, 3, &lo, &up)
-			for a := range 3 {
-				ext := upper[a] - lower[a]
-				if lo[a] > lower[a] || up[a] < upper[a] || up[a]-lo[a] != 2*ext {
-					t.Errorf("seed %#x m %d axis %d: box [%g, %g] does not double [%g, %g] around it", seed, m, a, lo[a], up[a], lower[a], upper[a])
-				}
-			}
-			boxes[[6]float64{lo[0], lo[1], lo[2], up[0], up[1], up[2]}] = true
-		}
-	}
-	if len(boxes) != 6 {
-		t.Errorf("%d distinct boxes for 2 seeds × 3 mixtures, want 6", len(boxes))
-	}
-	changed := false
-	forConvFitCases(37, func(c convFitCase) {
-		for _, s := range c.sel {
-			if s.Jitter == 0 {
-				continue
-			}
-			y, _ := convFitRun(c.x, c.k, c.lx, c.lk, s)
-			again, _ := convFitRun(c.x, c.k, c.lx, c.lk, s)
-			if !slices.Equal(y, again) {
-				t.Errorf("%s %v: two runs differ", c.name, s)
-			}
-			tight := s
-			tight.Jitter = 0
-			if y0, _ := convFitRun(c.x, c.k, c.lx, c.lk, tight); !slices.Equal(y, y0) {
-				changed = true
-			}
-		}
-	})
-	if !changed {
-		t.Error("no case selects other nodes in a moved box")
 	}
 }

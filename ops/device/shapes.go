@@ -33,17 +33,9 @@ func CovScaleFactor(d int, tau float64) (float64, bool) {
 // a Negative below 1 spends more of the N Gaussians where the convolution
 // is positive, which the ReLU that follows keeps, and fewer where it is
 // negative, which matters only where it cancels positive weight.
-//
-// Jitter, unless 0, moves the Morton grid the tree is built on: output
-// mixture m's bounding box becomes JitterBox(Jitter, m, …) of it, so the
-// groups fall elsewhere relative to the components. Training draws a new
-// seed every step (models.Config.FusedJitter), so that the kernels learn
-// what does not depend on one grid; 0 is the tight box, the grid of
-// evaluation and of models trained before 2026-11-28.
 type ConvFitSelect struct {
 	N        int
 	Negative float64
-	Jitter   uint64
 }
 
 // DefaultConvFitNegative is ConvFitSelect.Negative of the models' fused
@@ -64,39 +56,8 @@ func (s ConvFitSelect) Check() error {
 	return nil
 }
 
-// String writes s as "n=N negative=Negative" (and " jitter=J" unless 0),
-// as op names and errors show it.
-func (s ConvFitSelect) String() string {
-	if s.Jitter != 0 {
-		return fmt.Sprintf("n=%d negative=%g jitter=%#x", s.N, s.Negative, s.Jitter)
-	}
-	return fmt.Sprintf("n=%d negative=%g", s.N, s.Negative)
-}
-
-// JitterBox moves the bounding box [lower, upper] (axes 0…d−1) of output
-// mixture m for the seed: every axis is doubled in extent and shifted so
-// that the positions, which filled it, fill the part [v, v + ½] of it, v
-// uniform in [0, ½) from the seed, m and the axis. The Morton grid over the
-// new box splits the positions at other places; its cells are twice as
-// large. cudaops' cf_jitter_box computes the same bits (no fused
-// multiply-add: the shift is a product, then a difference).
-func JitterBox(seed uint64, m, d int, lower, upper *[3]float64) {
-	for a := range d {
-		u := float64(Mix64(Mix64(Mix64(seed)^uint64(m))^uint64(a))>>11) / (1 << 53)
-		ext := upper[a] - lower[a]
-		lower[a] -= u * ext
-		upper[a] = lower[a] + 2*ext
-	}
-}
-
-// Mix64 is SplitMix64's finaliser: a bijection of the 64-bit integers whose
-// outputs for nearby inputs look independent.
-func Mix64(z uint64) uint64 {
-	z += 0x9e3779b97f4a7c15
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
-}
+// String writes s as "n=N negative=Negative", as op names and errors show it.
+func (s ConvFitSelect) String() string { return fmt.Sprintf("n=%d negative=%g", s.N, s.Negative) }
 
 // ConvFitLayout returns the layout of the fused convolution-fitting of data
 // of layout lx with kernels of layout lk to n Gaussians per output mixture:
