@@ -499,6 +499,17 @@ func BenchmarkReLUFit(b *testing.B) {
 			return gpu[float32]().ReLUFitBackward(y, nil, nil, x, nil, nil, g, l, device.ReLUFitOptions{}, nil)
 		})
 	})
+	// With the mixtures' constants (--bias), ∂L/∂κ included.
+	kappa := gmtest.Uniform[float32](rng, l.Mixtures(), -0.5, 0.5)
+	dk := make([]float32, l.Mixtures())
+	b.Run("ForwardConstant/2D_B800_N256", func(b *testing.B) {
+		benchKernels(b, func() error { return gpu[float32]().ReLUFit(y, x, kappa, nil, l, device.ReLUFitOptions{}) })
+	})
+	b.Run("BackwardConstant/2D_B800_N256", func(b *testing.B) {
+		benchKernels(b, func() error {
+			return gpu[float32]().ReLUFitBackward(y, dk, nil, x, kappa, nil, g, l, device.ReLUFitOptions{}, nil)
+		})
+	})
 }
 
 // BenchmarkConv is a layer of the ModelNet-style network: B 21, Fi 8,
