@@ -491,25 +491,20 @@ func BenchmarkReLUFit(b *testing.B) {
 	x := randomMixtures[float32](rng, l)
 	g := gmtest.Uniform[float32](rng, l.Len(), -1, 1)
 	y := make([]float32, l.Len())
-	b.Run("Forward/2D_B800_N256", func(b *testing.B) {
-		benchKernels(b, func() error { return gpu[float32]().ReLUFit(y, x, nil, nil, l, device.ReLUFitOptions{}) })
-	})
-	b.Run("Backward/2D_B800_N256", func(b *testing.B) {
-		benchKernels(b, func() error {
-			return gpu[float32]().ReLUFitBackward(y, nil, nil, x, nil, nil, g, l, device.ReLUFitOptions{}, nil)
+	// Without constants, and with them (--bias), ∂L/∂κ included.
+	for _, c := range []struct {
+		suffix    string
+		kappa, dk []float32
+	}{{"", nil, nil}, {"Constant", gmtest.Uniform[float32](rng, l.Mixtures(), -0.5, 0.5), make([]float32, l.Mixtures())}} {
+		b.Run("Forward"+c.suffix+"/2D_B800_N256", func(b *testing.B) {
+			benchKernels(b, func() error { return gpu[float32]().ReLUFit(y, x, c.kappa, nil, l, device.ReLUFitOptions{}) })
 		})
-	})
-	// With the mixtures' constants (--bias), ∂L/∂κ included.
-	kappa := gmtest.Uniform[float32](rng, l.Mixtures(), -0.5, 0.5)
-	dk := make([]float32, l.Mixtures())
-	b.Run("ForwardConstant/2D_B800_N256", func(b *testing.B) {
-		benchKernels(b, func() error { return gpu[float32]().ReLUFit(y, x, kappa, nil, l, device.ReLUFitOptions{}) })
-	})
-	b.Run("BackwardConstant/2D_B800_N256", func(b *testing.B) {
-		benchKernels(b, func() error {
-			return gpu[float32]().ReLUFitBackward(y, dk, nil, x, kappa, nil, g, l, device.ReLUFitOptions{}, nil)
+		b.Run("Backward"+c.suffix+"/2D_B800_N256", func(b *testing.B) {
+			benchKernels(b, func() error {
+				return gpu[float32]().ReLUFitBackward(y, c.dk, nil, x, c.kappa, nil, g, l, device.ReLUFitOptions{}, nil)
+			})
 		})
-	})
+	}
 }
 
 // BenchmarkConv is a layer of the ModelNet-style network: B 21, Fi 8,
