@@ -4,6 +4,7 @@ package cudaops
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -470,16 +471,19 @@ func benchKernels(b *testing.B, f func() error) {
 	if err := f(); err != nil { // warm-up: JIT, allocation
 		b.Fatal(err)
 	}
-	kernelTimes = map[string][]float64{}
-	defer func() { kernelTimes = nil }()
+	if err := dev.TimeKernels(true); err != nil {
+		b.Fatal(err)
+	}
+	defer dev.TimeKernels(false)
 	for b.Loop() {
 		if err := f(); err != nil {
 			b.Fatal(err)
 		}
 	}
-	for name, ms := range kernelTimes {
-		slices.Sort(ms)
-		b.ReportMetric(ms[len(ms)/2]*1e3, name+"-µs/median")
+	for _, kt := range dev.KernelTimes() {
+		if !strings.HasPrefix(kt.Name, "memcpy") {
+			b.ReportMetric(float64(kt.Median)/1e3, kt.Name+"-µs/median")
+		}
 	}
 }
 
@@ -898,5 +902,40 @@ func testBlock[T Float](t *testing.T) {
 				compare(t, "dk reusing dx's", dk, wdk, tolerance[T](true))
 			})
 		}
+	}
+}
+
+// TestKernelTimes checks the Device's kernel timing: off, nothing is
+// collected; on, every launch and copy of a call is counted under its name
+// with a positive time; turning it on again forgets the earlier times.
+func TestKernelTimes(t *testing.T) {
+	l := mixture.Layout{B: 2, C: 3, N: 4, D: 2}
+	x := randomMixtures[float32](rand.New(rand.NewPCG(1, 2)), l)
+	y := make([]float32, l.Mixtures())
+	must(t, gpu[float32]().Integrate(y, x, l))
+	if kt := dev.KernelTimes(); kt != nil {
+		t.Fatalf("timing off: got %v, want nil", kt)
+	}
+	defer dev.TimeKernels(false)
+	for range 2 { // the second round starts from nothing again
+		must(t, dev.TimeKernels(true))
+		for range 3 {
+			must(t, gpu[float32]().Integrate(y, x, l))
+		}
+		calls := map[string]int{}
+		for _, kt := range dev.KernelTimes() {
+			if kt.Total <= 0 || kt.Median <= 0 || kt.Median > kt.Total {
+				t.Errorf("%s: total %v, median %v: want 0 < median ≤ total", kt.Name, kt.Total, kt.Median)
+			}
+			calls[kt.Name] = kt.Calls
+		}
+		want := map[string]int{"gm_integrate_f32": 3, "memcpy_HtoD": 3, "memcpy_DtoH": 3}
+		if !maps.Equal(calls, want) {
+			t.Errorf("calls %v, want %v", calls, want)
+		}
+	}
+	must(t, dev.TimeKernels(false))
+	if kt := dev.KernelTimes(); kt != nil {
+		t.Errorf("timing off again: got %v, want nil", kt)
 	}
 }

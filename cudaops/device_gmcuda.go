@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/gmcn-go/gmcn/ops/mixture"
@@ -29,6 +30,9 @@ type Device struct {
 	slots [numSlots]buffer
 	// events are the start and stop events of kernel timing, made on first use.
 	events [2]event
+	// times, when not nil, collects every launch's and copy's duration
+	// (timing_gmcuda.go); touched only on the Device's thread.
+	times map[string][]time.Duration
 	// blockGen counts the block backward calls that wrote slotBlockDV
 	// (block_gmcuda.go); touched only on the Device's thread.
 	blockGen uint64
@@ -286,7 +290,7 @@ func upload[T Float](d *Device, slot int, h []T) (devPtr, error) {
 		return p, err
 	}
 	d.hostToDevice.Add(n)
-	return p, errors.Wrap(d.drv.copyToDevice(p, unsafe.Pointer(&h[0]), n), "cudaops: copy to device")
+	return p, errors.Wrap(d.copied(copyToDeviceName, func() error { return d.drv.copyToDevice(p, unsafe.Pointer(&h[0]), n) }), "cudaops: copy to device")
 }
 
 // output returns slot's buffer for count values of T, poisoned with NaN
@@ -308,7 +312,7 @@ func download[T Float](d *Device, h []T, p devPtr) error {
 	}
 	n := int64(len(h)) * sizeOf[T]()
 	d.deviceToHost.Add(n)
-	return errors.Wrap(d.drv.copyFromDevice(unsafe.Pointer(&h[0]), p, n), "cudaops: copy from device")
+	return errors.Wrap(d.copied(copyToHostName, func() error { return d.drv.copyFromDevice(unsafe.Pointer(&h[0]), p, n) }), "cudaops: copy from device")
 }
 
 // launch runs kernel name on a grid of grid blocks of block threads with
@@ -344,47 +348,10 @@ func (d *Device) launch(name string, grid [2]int, block, shared int, args ...any
 		}
 		return errors.Wrapf(err, "cudaops: kernel %s (grid %v, block %d, shared %d B)", name, grid, block, shared)
 	}
-	if kernelTimes != nil {
+	if d.times != nil {
 		return d.timed(name, run)
 	}
 	return run()
-}
-
-// kernelTimes, when not nil, receives the duration in milliseconds of every
-// kernel launch, measured with CUDA events around it; the benchmarks set it.
-var kernelTimes map[string][]float64
-
-// timed runs launch between two recorded events and appends the elapsed
-// time to kernelTimes[name].
-func (d *Device) timed(name string, launch func() error) error {
-	if d.events[0] == nil {
-		for i := range d.events {
-			ev, err := d.drv.newEvent()
-			if err != nil {
-				return errors.Wrap(err, "cudaops: creating a timing event")
-			}
-			d.events[i] = ev
-		}
-	}
-	start, stop := d.events[0], d.events[1]
-	if err := start.record(); err != nil {
-		return errors.Wrap(err, "cudaops: recording an event")
-	}
-	if err := launch(); err != nil {
-		return err
-	}
-	if err := stop.record(); err != nil {
-		return errors.Wrap(err, "cudaops: recording an event")
-	}
-	if err := stop.synchronize(); err != nil {
-		return errors.Wrap(err, "cudaops: waiting for an event")
-	}
-	ms, err := stop.sinceMs(start)
-	if err != nil {
-		return errors.Wrap(err, "cudaops: event timing")
-	}
-	kernelTimes[name] = append(kernelTimes[name], ms)
-	return nil
 }
 
 // blocks returns ⌈n/b⌉.

@@ -11,7 +11,8 @@
 #   3. the ops and gmnode suites with every op on the CUDA device
 #   4. the kernel benchmarks (CUDA-event times)
 #   5. training-step benchmarks on cuda and on the CPU: demo, paper,
-#      paper-fused and the ModelNet10 model on generated shapes
+#      paper-fused and the ModelNet10 model on generated shapes; on cuda
+#      also the paper steps' time split among their kernels
 #   6. the demo preset trained on cuda, evaluated on the 10,000 test images
 #
 # and a summary table at the end (also summary.md). --small shrinks steps 4
@@ -123,6 +124,15 @@ for d in cuda cpu; do
 	figs=$(awk '/^BenchmarkTrainStep/ { sub(/^BenchmarkTrainStep\//, "", $1); sub(/-[0-9]+$/, "", $1); for (i = 2; i <= NF; i++) if ($(i+1) == "samples/s") printf "%s%s %s samples/s", sep, $1, $i; sep = ", " }' "$out/steps-$d.txt")
 	row "training steps on $d" "$status" "$secs" "${figs:-none}"
 done
+
+# 5b. Where the GPU steps' time goes: each kernel's CUDA-event time per
+# step, the copies, the rest (the host). Not in --small: a step of batch 32
+# takes the emulator minutes.
+if [ $small -eq 0 ]; then
+	step "kernel time per step on cuda" 300 step-kernels.txt train env GMCN_TEST_DEVICE=cuda "$bin/train.test" -test.run '^$' -test.bench 'StepKernels' -test.benchtime 5x -test.v
+	split=$(awk '/^BenchmarkStepKernels\/[A-Za-z_0-9]+$/ { name = $1; sub(/^BenchmarkStepKernels\//, "", name) } /per step: wall/ { printf "%s%s: wall %.1f ms = kernels %.1f + copies %.1f + the rest %.1f", sep, name, $5 / 1000, $8 / 1000, $10 / 1000, $13 / 1000; sep = "; " }' "$out/step-kernels.txt")
+	row "kernel time per step on cuda" "$status" "$secs" "${split:-none} (step-kernels.txt)"
+fi
 
 # 6. The demo preset trained on cuda.
 if [ $small -eq 1 ]; then

@@ -3,8 +3,10 @@
 package train
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gmcn-go/gmcn/cudaops"
 )
@@ -42,5 +44,59 @@ func BenchmarkStepTraffic(b *testing.B) {
 				b.ReportMetric(float64(t.Launches)/n, "launches/step")
 			})
 		}
+	}
+}
+
+// BenchmarkStepKernels splits a training step of the paper models at batch
+// 32 on the GPU among its kernels: each kernel's CUDA-event time per step
+// (µs/step, the largest first in the log), the copies' host-clock time,
+// and what remains of the step's wall time: the host's own work (Gorgonia,
+// the checks, the fallback's computations, Adam). Timing makes each launch
+// wait for an event, so the step is a little slower than BenchmarkTrainStep's.
+// It needs GMCN_TEST_DEVICE=cuda.
+func BenchmarkStepKernels(b *testing.B) {
+	if !strings.HasPrefix(testDev.Name, "cuda") {
+		b.Skip("needs GMCN_TEST_DEVICE=cuda")
+	}
+	gpu, err := cudaops.Default()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, preset := range []string{"paper", "paper-fused"} {
+		b.Run(stepName(preset, 32), func(b *testing.B) {
+			tr := newStepTrainer(b, preset, 32)
+			defer tr.close()
+			if _, _, _, err := tr.step(0); err != nil { // warm-up: JIT, buffers
+				b.Fatal(err)
+			}
+			if err := gpu.TimeKernels(true); err != nil {
+				b.Fatal(err)
+			}
+			defer gpu.TimeKernels(false)
+			for b.Loop() {
+				if _, _, _, err := tr.step(0); err != nil {
+					b.Fatal(err)
+				}
+			}
+			n := float64(b.N)
+			perStep := func(d time.Duration) float64 { return float64(d.Microseconds()) / n }
+			var kernels, copies time.Duration
+			var log strings.Builder
+			for _, kt := range gpu.KernelTimes() {
+				if strings.HasPrefix(kt.Name, "memcpy") {
+					copies += kt.Total
+				} else {
+					kernels += kt.Total
+				}
+				b.ReportMetric(perStep(kt.Total), kt.Name+"-µs/step")
+				fmt.Fprintf(&log, "\n%-40s %9.0f µs/step %6.1f calls/step", kt.Name, perStep(kt.Total), float64(kt.Calls)/n)
+			}
+			wall := b.Elapsed()
+			b.ReportMetric(perStep(kernels), "kernels-µs/step")
+			b.ReportMetric(perStep(copies), "copies-µs/step")
+			b.ReportMetric(perStep(wall-kernels-copies), "host-µs/step")
+			b.Logf("per step: wall %.0f µs, kernels %.0f, copies %.0f, the rest %.0f%s",
+				perStep(wall), perStep(kernels), perStep(copies), perStep(wall-kernels-copies), log.String())
+		})
 	}
 }
