@@ -234,39 +234,53 @@ __device__ void cf_virtual(const T *x, const T *k, const CfShape<D> &sh, ll m, c
 	for (ll e = 1; e < sh.s; e++) g[e] = (double)xg[e] + (double)kg[e];
 }
 
-// cf_match computes the moments of the sorted components [first, last] in
-// the CPU's order of operations.
+// cf_warp_sum returns the sum of v over the warp in every lane. The xor
+// butterfly adds the same two values in each pair of lanes, so every lane
+// gets the bitwise same sum.
+__device__ __forceinline__ double cf_warp_sum(double v) {
+	for (int h = 16; h > 0; h /= 2) v += __shfl_xor_sync(0xffffffffu, v, h);
+	return v;
+}
+
+// cf_match computes the moments of the sorted components [first, last] with
+// the whole warp: lane l sums components first + l, first + l + 32, …, and
+// the warp adds the lanes' sums, so a node of s components takes ⌈s/32⌉
+// rounds rather than s. (One thread per node, as the CPU sums, left the
+// block waiting for its largest node's thread.) Every lane gets the moments;
+// they differ from the CPU's sequential sums by rounding only.
 template <typename T, int D>
 __device__ void cf_match(const T *x, const T *k, const CfShape<D> &sh, ll m, const int *perm, ll first, ll last,
-                         CfMoments &mm) {
-	const ll d = sh.d;
-	double g[13];
-	mm.w = mm.a = 0;
-	mm.uniform = false;
-	for (int a = 0; a < 3; a++) mm.mu[a] = 0;
-	for (int e = 0; e < 9; e++) mm.cov[e] = 0;
-	for (ll j = first; j <= last; j++) {
+                         CfMoments &mm, int lane) {
+	double g[1 + D + D * D];
+	double w = 0, a = 0, mu[D], cov[D * D];
+	for (int e = 0; e < D; e++) mu[e] = 0;
+	for (int e = 0; e < D * D; e++) cov[e] = 0;
+	for (ll j = first + lane; j <= last; j += 32) {
 		cf_virtual(x, k, sh, m, perm, j, g);
-		mm.w += g[0];
-		mm.a += fabs(g[0]);
-		for (int a = 0; a < d; a++) mm.mu[a] += fabs(g[0]) * g[1 + a];
+		w += g[0];
+		a += fabs(g[0]);
+		for (int e = 0; e < D; e++) mu[e] += fabs(g[0]) * g[1 + e];
 	}
-	if (mm.a == 0) {
-		mm.uniform = true, mm.a = (double)(last - first + 1);
-		for (ll j = first; j <= last; j++) {
+	mm.w = cf_warp_sum(w);
+	mm.a = cf_warp_sum(a);
+	mm.uniform = mm.a == 0;
+	if (mm.uniform) {
+		mm.a = (double)(last - first + 1);
+		for (int e = 0; e < D; e++) mu[e] = 0;
+		for (ll j = first + lane; j <= last; j += 32) {
 			cf_virtual(x, k, sh, m, perm, j, g);
-			for (int a = 0; a < d; a++) mm.mu[a] += g[1 + a];
+			for (int e = 0; e < D; e++) mu[e] += g[1 + e];
 		}
 	}
-	for (int a = 0; a < d; a++) mm.mu[a] /= mm.a;
-	for (ll j = first; j <= last; j++) {
+	for (int e = 0; e < D; e++) mm.mu[e] = cf_warp_sum(mu[e]) / mm.a;
+	for (ll j = first + lane; j <= last; j += 32) {
 		cf_virtual(x, k, sh, m, perm, j, g);
-		double av = mm.weight(g[0]), dv[3];
-		for (int a = 0; a < d; a++) dv[a] = g[1 + a] - mm.mu[a];
-		for (int r = 0; r < d; r++)
-			for (int c = 0; c < d; c++) mm.cov[r * d + c] += av * (g[1 + d + r * d + c] + dv[r] * dv[c]);
+		double av = mm.weight(g[0]), dv[D];
+		for (int e = 0; e < D; e++) dv[e] = g[1 + e] - mm.mu[e];
+		for (int r = 0; r < D; r++)
+			for (int c = 0; c < D; c++) cov[r * D + c] += av * (g[1 + D + r * D + c] + dv[r] * dv[c]);
 	}
-	for (int e = 0; e < d * d; e++) mm.cov[e] /= mm.a;
+	for (int e = 0; e < D * D; e++) mm.cov[e] = cf_warp_sum(cov[e]) / mm.a;
 }
 
 // gm_convfit writes y [B·Fo, n, S]: the moment match of every selected node
@@ -281,18 +295,23 @@ __device__ void gm_convfit_d(T *y, const T *x, const T *k, ll B, ll fi, ll ni, l
 	for (ll m = blockIdx.x; m < B * fo; m += gridDim.x) {
 		int nsel = cf_select(x, k, sh, m, n, neg, P, sc);
 		if (sperm) cf_saved(true, sc, m, sh.nv, n, nsel, sperm, ssel, scnt);
-		for (ll i = threadIdx.x; i < n; i += blockDim.x) {
-			T *out = y + (m * n + i) * sh.s;
-			if (i >= nsel) {
-				for (ll e = 0; e < sh.s; e++) out[e] = 0;
-				for (ll a = 0; a < d; a++) out[1 + d + a * d + a] = 1;
-				continue;
-			}
+		// A warp per selected node, a thread per padding component.
+		const int lane = threadIdx.x % 32;
+		for (ll i = threadIdx.x / 32; i < nsel; i += blockDim.x / 32) {
 			CfMoments mm;
-			cf_match(x, k, sh, m, sc.perm, sc.sel[2 * i], sc.sel[2 * i + 1], mm);
-			out[0] = (T)mm.w;
-			for (ll a = 0; a < d; a++) out[1 + a] = (T)mm.mu[a];
-			for (ll e = 0; e < d * d; e++) out[1 + d + e] = (T)mm.cov[e];
+			cf_match(x, k, sh, m, sc.perm, sc.sel[2 * i], sc.sel[2 * i + 1], mm, lane);
+			T *out = y + (m * n + i) * sh.s;
+			// Lane e writes value e (constant indices keep mm in registers).
+			if (lane == 0) out[0] = (T)mm.w;
+			for (int e = 0; e < D; e++)
+				if (lane == 1 + e) out[1 + e] = (T)mm.mu[e];
+			for (int e = 0; e < D * D; e++)
+				if (lane == 1 + D + e) out[1 + D + e] = (T)mm.cov[e];
+		}
+		for (ll i = nsel + threadIdx.x; i < n; i += blockDim.x) {
+			T *out = y + (m * n + i) * sh.s;
+			for (ll e = 0; e < sh.s; e++) out[e] = 0;
+			for (ll a = 0; a < d; a++) out[1 + d + a * d + a] = 1;
 		}
 		__syncthreads(); // the scratch is reused by the next mixture
 	}
@@ -328,17 +347,19 @@ __device__ void gm_convfit_backward_d(T *gv, const T *g, const T *x, const T *k,
 	for (ll m = blockIdx.x; m < B * fo; m += gridDim.x) {
 		int nsel = sperm ? cf_saved(false, sc, m, sh.nv, n, 0, sperm, ssel, scnt)
 		                 : cf_select(x, k, sh, m, n, neg, P, sc);
-		for (ll i = threadIdx.x; i < nsel; i += blockDim.x) {
+		// A warp per selected node, its lanes over the node's components.
+		const int lane = threadIdx.x % 32;
+		for (ll i = threadIdx.x / 32; i < nsel; i += blockDim.x / 32) {
 			ll first = sc.sel[2 * i], last = sc.sel[2 * i + 1];
 			CfMoments mm;
-			cf_match(x, k, sh, m, sc.perm, first, last, mm);
+			cf_match(x, k, sh, m, sc.perm, first, last, mm, lane);
 			const T *gi = g + (m * n + i) * s;
 			double gw = (double)gi[0], gmu[3], gcov[9], gsym[9];
 			for (ll a = 0; a < d; a++) gmu[a] = (double)gi[1 + a];
 			for (ll e = 0; e < d * d; e++) gcov[e] = (double)gi[1 + d + e];
 			for (ll r = 0; r < d; r++)
 				for (ll c = 0; c < d; c++) gsym[r * d + c] = gcov[r * d + c] + gcov[c * d + r];
-			for (ll j = first; j <= last; j++) {
+			for (ll j = first + lane; j <= last; j += 32) {
 				double v[13], dv[3];
 				cf_virtual(x, k, sh, m, sc.perm, j, v);
 				for (ll a = 0; a < d; a++) dv[a] = v[1 + a] - mm.mu[a];
