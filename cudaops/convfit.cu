@@ -234,53 +234,74 @@ __device__ void cf_virtual(const T *x, const T *k, const CfShape<D> &sh, ll m, c
 	for (ll e = 1; e < sh.s; e++) g[e] = (double)xg[e] + (double)kg[e];
 }
 
-// cf_warp_sum returns the sum of v over the warp in every lane. The xor
-// butterfly adds the same two values in each pair of lanes, so every lane
-// gets the bitwise same sum.
-__device__ __forceinline__ double cf_warp_sum(double v) {
-	for (int h = 16; h > 0; h /= 2) v += __shfl_xor_sync(0xffffffffu, v, h);
+// cf_group returns how many lanes share a selected node's moment match: a
+// power of two from 1 to 32, about the mean node size Nv/n. One thread per
+// node (as the CPU sums) leaves the block waiting for the thread of its
+// largest node when the nodes are large and few; a warp per node wastes
+// most of its lanes when they are small and many.
+__device__ __forceinline__ int cf_group(ll nv, ll n) {
+	ll mean = nv / (n > 0 ? n : 1);
+	int g = 1;
+	while (g < 32 && 2 * g <= mean) g *= 2;
+	return g;
+}
+
+// cf_group_sum returns the sum of v over the g aligned lanes of its group,
+// in every lane of it. All 32 lanes of the warp must call it with the same
+// g. The xor butterfly adds the same two values in each pair of lanes, so
+// every lane gets the bitwise same sum; with g = 1 it is v.
+__device__ __forceinline__ double cf_group_sum(double v, int g) {
+	for (int h = g / 2; h > 0; h /= 2) v += __shfl_xor_sync(0xffffffffu, v, h);
 	return v;
 }
 
-// cf_match computes the moments of the sorted components [first, last] with
-// the whole warp: lane l sums components first + l, first + l + 32, …, and
-// the warp adds the lanes' sums, so a node of s components takes ⌈s/32⌉
-// rounds rather than s. (One thread per node, as the CPU sums, left the
-// block waiting for its largest node's thread.) Every lane gets the moments;
-// they differ from the CPU's sequential sums by rounding only.
+// cf_match computes the moments of the sorted components [first, last]
+// with a group of g lanes, this one being lane r of it: it sums components
+// first + r, first + r + g, …, and the group adds the lanes' sums. Every lane
+// of the group gets the moments; with g = 1 they are summed in the CPU's
+// order, else they differ from the CPU's by rounding. All 32 lanes of the
+// warp call it together (an empty range, first > last, for a lane with no
+// node).
 template <typename T, int D>
 __device__ void cf_match(const T *x, const T *k, const CfShape<D> &sh, ll m, const int *perm, ll first, ll last,
-                         CfMoments &mm, int lane) {
-	double g[1 + D + D * D];
+                         CfMoments &mm, int r, int g) {
+	double v[1 + D + D * D];
 	double w = 0, a = 0, mu[D], cov[D * D];
 	for (int e = 0; e < D; e++) mu[e] = 0;
 	for (int e = 0; e < D * D; e++) cov[e] = 0;
-	for (ll j = first + lane; j <= last; j += 32) {
-		cf_virtual(x, k, sh, m, perm, j, g);
-		w += g[0];
-		a += fabs(g[0]);
-		for (int e = 0; e < D; e++) mu[e] += fabs(g[0]) * g[1 + e];
+	for (ll j = first + r; j <= last; j += g) {
+		cf_virtual(x, k, sh, m, perm, j, v);
+		w += v[0];
+		a += fabs(v[0]);
+		for (int e = 0; e < D; e++) mu[e] += fabs(v[0]) * v[1 + e];
 	}
-	mm.w = cf_warp_sum(w);
-	mm.a = cf_warp_sum(a);
+	mm.w = cf_group_sum(w, g);
+	mm.a = cf_group_sum(a, g);
 	mm.uniform = mm.a == 0;
-	if (mm.uniform) {
-		mm.a = (double)(last - first + 1);
-		for (int e = 0; e < D; e++) mu[e] = 0;
-		for (ll j = first + lane; j <= last; j += 32) {
-			cf_virtual(x, k, sh, m, perm, j, g);
-			for (int e = 0; e < D; e++) mu[e] += g[1 + e];
+	for (int e = 0; e < D; e++) mu[e] = cf_group_sum(mu[e], g);
+	// All weights 0: the plain mean of the positions instead.
+	if (__any_sync(0xffffffffu, mm.uniform)) {
+		double pos[D];
+		for (int e = 0; e < D; e++) pos[e] = 0;
+		for (ll j = first + r; mm.uniform && j <= last; j += g) {
+			cf_virtual(x, k, sh, m, perm, j, v);
+			for (int e = 0; e < D; e++) pos[e] += v[1 + e];
+		}
+		for (int e = 0; e < D; e++) pos[e] = cf_group_sum(pos[e], g);
+		if (mm.uniform) {
+			mm.a = (double)(last - first + 1);
+			for (int e = 0; e < D; e++) mu[e] = pos[e];
 		}
 	}
-	for (int e = 0; e < D; e++) mm.mu[e] = cf_warp_sum(mu[e]) / mm.a;
-	for (ll j = first + lane; j <= last; j += 32) {
-		cf_virtual(x, k, sh, m, perm, j, g);
-		double av = mm.weight(g[0]), dv[D];
-		for (int e = 0; e < D; e++) dv[e] = g[1 + e] - mm.mu[e];
-		for (int r = 0; r < D; r++)
-			for (int c = 0; c < D; c++) cov[r * D + c] += av * (g[1 + D + r * D + c] + dv[r] * dv[c]);
+	for (int e = 0; e < D; e++) mm.mu[e] = mu[e] / mm.a;
+	for (ll j = first + r; j <= last; j += g) {
+		cf_virtual(x, k, sh, m, perm, j, v);
+		double av = mm.weight(v[0]), dv[D];
+		for (int e = 0; e < D; e++) dv[e] = v[1 + e] - mm.mu[e];
+		for (int i = 0; i < D; i++)
+			for (int c = 0; c < D; c++) cov[i * D + c] += av * (v[1 + D + i * D + c] + dv[i] * dv[c]);
 	}
-	for (int e = 0; e < D * D; e++) mm.cov[e] = cf_warp_sum(cov[e]) / mm.a;
+	for (int e = 0; e < D * D; e++) mm.cov[e] = cf_group_sum(cov[e], g) / mm.a;
 }
 
 // gm_convfit writes y [B·Fo, n, S]: the moment match of every selected node
@@ -295,18 +316,24 @@ __device__ void gm_convfit_d(T *y, const T *x, const T *k, ll B, ll fi, ll ni, l
 	for (ll m = blockIdx.x; m < B * fo; m += gridDim.x) {
 		int nsel = cf_select(x, k, sh, m, n, neg, P, sc);
 		if (sperm) cf_saved(true, sc, m, sh.nv, n, nsel, sperm, ssel, scnt);
-		// A warp per selected node, a thread per padding component.
-		const int lane = threadIdx.x % 32;
-		for (ll i = threadIdx.x / 32; i < nsel; i += blockDim.x / 32) {
+		// A group of g lanes per selected node (cf_group), a thread per
+		// padding component. Every thread takes the same rounds, so that
+		// whole warps meet in the group sums.
+		const int g = cf_group(sh.nv, n), r = threadIdx.x % g;
+		for (ll base = 0; base < nsel; base += blockDim.x / g) {
+			const ll i = base + threadIdx.x / g;
+			const bool node = i < nsel;
 			CfMoments mm;
-			cf_match(x, k, sh, m, sc.perm, sc.sel[2 * i], sc.sel[2 * i + 1], mm, lane);
+			cf_match(x, k, sh, m, sc.perm, node ? sc.sel[2 * i] : 1, node ? sc.sel[2 * i + 1] : 0, mm, r, g);
+			if (!node) continue;
+			// Lane r of the group writes the values e ≡ r (mod g); the
+			// constant indices keep mm in registers.
 			T *out = y + (m * n + i) * sh.s;
-			// Lane e writes value e (constant indices keep mm in registers).
-			if (lane == 0) out[0] = (T)mm.w;
+			if (r == 0) out[0] = (T)mm.w;
 			for (int e = 0; e < D; e++)
-				if (lane == 1 + e) out[1 + e] = (T)mm.mu[e];
+				if ((1 + e) % g == r) out[1 + e] = (T)mm.mu[e];
 			for (int e = 0; e < D * D; e++)
-				if (lane == 1 + D + e) out[1 + D + e] = (T)mm.cov[e];
+				if ((1 + D + e) % g == r) out[1 + D + e] = (T)mm.cov[e];
 		}
 		for (ll i = nsel + threadIdx.x; i < n; i += blockDim.x) {
 			T *out = y + (m * n + i) * sh.s;
@@ -347,19 +374,23 @@ __device__ void gm_convfit_backward_d(T *gv, const T *g, const T *x, const T *k,
 	for (ll m = blockIdx.x; m < B * fo; m += gridDim.x) {
 		int nsel = sperm ? cf_saved(false, sc, m, sh.nv, n, 0, sperm, ssel, scnt)
 		                 : cf_select(x, k, sh, m, n, neg, P, sc);
-		// A warp per selected node, its lanes over the node's components.
-		const int lane = threadIdx.x % 32;
-		for (ll i = threadIdx.x / 32; i < nsel; i += blockDim.x / 32) {
-			ll first = sc.sel[2 * i], last = sc.sel[2 * i + 1];
+		// A group of g lanes per selected node (cf_group), its lanes over
+		// the node's components, every thread taking the same rounds.
+		const int lanes = cf_group(sh.nv, n), rank = threadIdx.x % lanes;
+		for (ll base = 0; base < nsel; base += blockDim.x / lanes) {
+			const ll i = base + threadIdx.x / lanes;
+			const bool node = i < nsel;
+			const ll first = node ? sc.sel[2 * i] : 1, last = node ? sc.sel[2 * i + 1] : 0;
 			CfMoments mm;
-			cf_match(x, k, sh, m, sc.perm, first, last, mm, lane);
+			cf_match(x, k, sh, m, sc.perm, first, last, mm, rank, lanes);
+			if (!node) continue;
 			const T *gi = g + (m * n + i) * s;
 			double gw = (double)gi[0], gmu[3], gcov[9], gsym[9];
 			for (ll a = 0; a < d; a++) gmu[a] = (double)gi[1 + a];
 			for (ll e = 0; e < d * d; e++) gcov[e] = (double)gi[1 + d + e];
 			for (ll r = 0; r < d; r++)
 				for (ll c = 0; c < d; c++) gsym[r * d + c] = gcov[r * d + c] + gcov[c * d + r];
-			for (ll j = first + lane; j <= last; j += 32) {
+			for (ll j = first + rank; j <= last; j += lanes) {
 				double v[13], dv[3];
 				cf_virtual(x, k, sh, m, sc.perm, j, v);
 				for (ll a = 0; a < d; a++) dv[a] = v[1 + a] - mm.mu[a];

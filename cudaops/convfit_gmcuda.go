@@ -10,19 +10,23 @@ import (
 	"github.com/pkg/errors"
 )
 
-// convFitBlock is the thread count of the ConvFit blocks (a power of two:
-// the bounding box is reduced in shared memory), maxScratch the most bytes
-// of global-memory scratch one launch takes.
-const (
-	convFitBlock = 256
-	maxScratch   = 1 << 30
-)
+// maxScratch is the most bytes of global-memory scratch one ConvFit
+// launch takes.
+const maxScratch = 1 << 30
 
-// convFitGrid is the most blocks one ConvFit launch runs; each block loops
-// over the output mixtures m with m ≡ blockIdx.x (mod the grid), so the
-// scratch is sized by the grid, not by B·Fo. A variable so that the tests
-// can make blocks loop on small inputs.
-var convFitGrid = 512
+// convFitBlock and convFitBackBlock are the thread counts of the forward's
+// and the backward's blocks (powers of two from 32: the bounding box is
+// reduced in shared memory, and the moment matches' lane groups must fill
+// whole warps). Few threads let several blocks share an SM: each waits
+// through its one warp's greedy split, and the kernels' registers allow
+// one block of 256 threads per SM. On an H200 (2026-11-28) the forward
+// took 0.59–0.72 of its time at 256 threads with 128, the backward
+// 0.44–0.63 with 64 (docs/cuda.md). convFitGrid is the most blocks one
+// launch runs; each block loops over the output mixtures m with
+// m ≡ blockIdx.x (mod the grid), so global scratch is sized by the grid,
+// not by B·Fo. Variables so that the tests can make blocks loop on small
+// inputs and the benchmarks try other block sizes.
+var convFitBlock, convFitBackBlock, convFitGrid = 128, 64, 4096
 
 // convFitSaved is what ConvFitSaving keeps on the GPU: nothing but the
 // call's shapes and selection rule. The backward makes the same selection again on the
@@ -56,7 +60,7 @@ const maxShared = 48 << 10
 // operands px and pk and returns the grid, the shared-memory bytes and the
 // kernel arguments that follow the destination (and, in the backward, the
 // incoming gradient).
-func convFitArgs(s *seq, px, pk devPtr, lx, lk mixture.Layout, sel device.ConvFitSelect) (grid, smem int, args []any) {
+func convFitArgs(s *seq, px, pk devPtr, lx, lk mixture.Layout, sel device.ConvFitSelect, threads int) (grid, smem int, args []any) {
 	n := sel.N
 	nm, nv := lx.B*lk.B, lx.C*lx.N*lk.N
 	p := 1 << bits.Len(uint(nv-1)) // the sort's padded length, ≥ nv
@@ -64,7 +68,7 @@ func convFitArgs(s *seq, px, pk devPtr, lx, lk mixture.Layout, sel device.ConvFi
 	// The layout cf_scratch in convfit.cu reads: keys (whose region the
 	// bounding box's reduction of 6 doubles per thread uses first), nv + 1
 	// prefix sums, n masses, nv sorted indices, 2n node bounds, a count.
-	local := 8*max(p, 6*convFitBlock) + 8*(nv+1) + 8*n + 4*nv + 8*n + 8
+	local := 8*max(p, 6*threads) + 8*(nv+1) + 8*n + 4*nv + 8*n + 8
 	if local <= maxShared {
 		var none devPtr // the kernel reads no global scratch
 		return grid, local, []any{px, pk, lx.B, lx.C, lx.N, lk.B, lk.N, lx.D, n, sel.Negative, 1, none, p, none, none, none, none}
@@ -85,7 +89,7 @@ func convFitArgs(s *seq, px, pk devPtr, lx, lk mixture.Layout, sel device.ConvFi
 	mass := prefix + devPtr(8*grid*(nv+1))
 	perm := mass + devPtr(8*grid*n)
 	nodes := perm + devPtr(4*grid*nv)
-	return grid, (6*convFitBlock + 1) * 8,
+	return grid, (6*threads + 1) * 8,
 		[]any{px, pk, lx.B, lx.C, lx.N, lk.B, lk.N, lx.D, n, sel.Negative, 0, keys, p, perm, prefix, nodes, mass}
 }
 
@@ -104,7 +108,7 @@ func (c Kernels[T]) ConvFit(y, x, k []T, lx, lk mixture.Layout, sel device.ConvF
 // launchConvFit runs ConvFit's kernel on device operands, saving its
 // selection into save if given.
 func launchConvFit[T Float](s *seq, py, px, pk devPtr, lx, lk mixture.Layout, sel device.ConvFitSelect, save cfSel) {
-	grid, smem, args := convFitArgs(s, px, pk, lx, lk, sel)
+	grid, smem, args := convFitArgs(s, px, pk, lx, lk, sel, convFitBlock)
 	args = append(append([]any{py}, args...), save.perm, save.sel, save.cnt)
 	s.launch("gm_convfit"+suffix[T](), [2]int{grid, 1}, convFitBlock, smem, args...)
 }
@@ -152,10 +156,10 @@ func (c Kernels[T]) ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, 
 // returns.
 func launchConvFitBackward[T Float](s *seq, wantX, wantK bool, pg, px, pk devPtr, lx, lk mixture.Layout, sel device.ConvFitSelect, saved cfSel) (pdx, pdk devPtr) {
 	lv := device.ConvLayout(lx, lk)
-	grid, smem, args := convFitArgs(s, px, pk, lx, lk, sel)
+	grid, smem, args := convFitArgs(s, px, pk, lx, lk, sel, convFitBackBlock)
 	pv := out[T](s, slotWork, lv.Len())
 	args = append(append([]any{pv, pg}, args...), saved.perm, saved.sel, saved.cnt)
-	s.launch("gm_convfit_backward"+suffix[T](), [2]int{grid, 1}, convFitBlock, smem, args...)
+	s.launch("gm_convfit_backward"+suffix[T](), [2]int{grid, 1}, convFitBackBlock, smem, args...)
 	return launchConvBackward[T](s, wantX, wantK, pv, px, pk, lx, lk)
 }
 

@@ -242,8 +242,11 @@ func testConvFit[T Float](t *testing.T) {
 			lk := mixture.Layout{B: 3, C: lx.C, N: nk, D: lx.D}
 			nv := lx.C * lx.N * nk
 			x, k := randomMixtures[T](rng, lx), randomMixtures[T](rng, lk)
-			// The made-up data once, with the larger kernels.
-			data := []string{"random", "lattice", "zero"}
+			// The made-up data once, with the larger kernels. With half
+			// the weights zero some nodes have only zero weights (their
+			// moment match is the equal-weight one) beside others in the
+			// same warp.
+			data := []string{"random", "lattice", "zero", "half zero"}
 			if nk == 1 {
 				data = data[:1]
 			}
@@ -251,8 +254,13 @@ func testConvFit[T Float](t *testing.T) {
 				switch data {
 				case "lattice":
 					x, k = tiedMixtures[T](lx), tiedMixtures[T](lk)
-				case "zero":
-					for i := 0; i < len(x); i += lx.Stride() {
+				case "zero", "half zero":
+					step := lx.Stride()
+					if data == "half zero" {
+						x = randomMixtures[T](rng, lx)
+						step *= 2
+					}
+					for i := 0; i < len(x); i += step {
 						x[i] = 0
 					}
 				}
@@ -269,17 +277,21 @@ func testConvFit[T Float](t *testing.T) {
 
 // TestConvFitLooping runs ConvFit with a grid of two blocks, each looping
 // over several output mixtures (as batches past 512 mixtures do), with the
-// scratch in shared and in global memory.
+// scratch in shared and in global memory, in blocks of one, two and eight
+// warps.
 func TestConvFitLooping(t *testing.T) {
-	defer func(g int) { convFitGrid = g }(convFitGrid)
+	defer func(b, bb, g int) { convFitBlock, convFitBackBlock, convFitGrid = b, bb, g }(convFitBlock, convFitBackBlock, convFitGrid)
 	convFitGrid = 2
 	rng := rand.New(rand.NewPCG(7, 8))
 	lx := mixture.Layout{B: 3, C: 2, N: 130, D: 2}
 	lk := mixture.Layout{B: 3, C: 2, N: 5, D: 2}
 	x, k := randomMixtures[float64](rng, lx), randomMixtures[float64](rng, lk)
-	for _, n := range []int{9, 1303} { // Nv = 1300; 1303 needs more than 48 KiB of scratch
-		sel := device.ConvFitSelect{N: n, Negative: device.DefaultConvFitNegative}
-		testConvFitCase(t, rng, fmt.Sprintf("grid 2 %v", sel), x, k, lx, lk, sel)
+	for _, threads := range []int{256, 32, 64} {
+		convFitBlock, convFitBackBlock = threads, threads
+		for _, n := range []int{9, 1303} { // Nv = 1300; 1303 needs more than 48 KiB of scratch
+			sel := device.ConvFitSelect{N: n, Negative: device.DefaultConvFitNegative}
+			testConvFitCase(t, rng, fmt.Sprintf("grid 2 threads %d %v", threads, sel), x, k, lx, lk, sel)
+		}
 	}
 }
 
@@ -555,6 +567,22 @@ func BenchmarkConvFit(b *testing.B) {
 		b.Run("Backward/"+size, func(b *testing.B) {
 			benchKernels(b, func() error { return gpu[float32]().ConvFitBackward(dx, dk, g, x, k, lx, lk, n, nil) })
 		})
+		// Other block sizes (the defaults differ between the two kernels):
+		// fewer threads let more mixtures share an SM.
+		for _, threads := range []int{64, 128, 256} {
+			for _, dir := range []string{"Forward", "Backward"} {
+				b.Run(fmt.Sprintf("%s/%s/threads%d", dir, size, threads), func(b *testing.B) {
+					defer func(f, bb int) { convFitBlock, convFitBackBlock = f, bb }(convFitBlock, convFitBackBlock)
+					convFitBlock, convFitBackBlock = threads, threads
+					benchKernels(b, func() error {
+						if dir == "Forward" {
+							return gpu[float32]().ConvFit(y, x, k, lx, lk, n)
+						}
+						return gpu[float32]().ConvFitBackward(dx, dk, g, x, k, lx, lk, n, nil)
+					})
+				})
+			}
+		}
 	}
 }
 
