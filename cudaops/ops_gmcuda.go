@@ -3,7 +3,6 @@
 package cudaops
 
 import (
-	"math"
 
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
@@ -348,30 +347,19 @@ func launchReLUFitBackward[T Float](s *seq, pd, pdk, pdt, px, pk, pt, pg devPtr,
 // finiteIntegrals reports the first non-finite value of integrals y [B·C]
 // (layout l's mixtures).
 func finiteIntegrals[T Float](y []T, l mixture.Layout, what string) error {
-	if m, f := firstNonFinite(y); m >= 0 {
-		return errors.Errorf("cudaops: %s of mixture (b=%d, c=%d) is %v", what, m/l.C, m%l.C, f)
+	if m := mixture.FirstNonFinite(y); m >= 0 {
+		return errors.Errorf("cudaops: %s of mixture (b=%d, c=%d) is %v", what, m/l.C, m%l.C, y[m])
 	}
 	return nil
 }
 
 // finite reports the first non-finite value of a result of layout l.
 func finite[T Float](v []T, l mixture.Layout, what string) error {
-	if i, f := firstNonFinite(v); i >= 0 {
+	if i := mixture.FirstNonFinite(v); i >= 0 {
 		m, k := i/(l.N*l.Stride()), (i/l.Stride())%l.N
-		return errors.Errorf("cudaops: %s of mixture (b=%d, c=%d) component %d is %v", what, m/l.C, m%l.C, k, f)
+		return errors.Errorf("cudaops: %s of mixture (b=%d, c=%d) component %d is %v", what, m/l.C, m%l.C, k, v[i])
 	}
 	return nil
-}
-
-// firstNonFinite returns the index and value of v's first NaN or infinity,
-// or −1.
-func firstNonFinite[T Float](v []T) (int, float64) {
-	for i, x := range v {
-		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
-			return i, f
-		}
-	}
-	return -1, 0
 }
 
 // MeanTraces is device.Kernels.MeanTraces on the GPU (sums in float64).

@@ -111,26 +111,48 @@ const finiteChunk = 1 << 15
 
 // CheckFinite returns an error naming the first NaN or Inf in data.
 func CheckFinite[T Float](data []T) error {
+	if i := FirstNonFinite(data); i >= 0 {
+		return errors.Errorf("non-finite value %v at flat index %d", data[i], i)
+	}
+	return nil
+}
+
+// FirstNonFinite returns the index of the first NaN or Inf in data, or −1.
+// Data longer than finiteChunk is checked in parallel parts.
+func FirstNonFinite[T Float](data []T) int {
 	if len(data) <= finiteChunk {
-		return checkFinite(data)
+		return firstNonFinite(data)
 	}
 	var bad atomic.Bool
 	parallel.For((len(data)+finiteChunk-1)/finiteChunk, func(i int) {
-		if checkFinite(data[i*finiteChunk:min((i+1)*finiteChunk, len(data))]) != nil {
+		if !allFinite(data[i*finiteChunk : min((i+1)*finiteChunk, len(data))]) {
 			bad.Store(true)
 		}
 	})
 	if !bad.Load() {
-		return nil
+		return -1
 	}
-	return checkFinite(data) // names the first, whichever part found one
+	return firstNonFinite(data) // the first, whichever part found one
 }
 
-// checkFinite is CheckFinite on one goroutine.
-func checkFinite[T Float](data []T) error {
-	// v·0 is ±0 for finite v and NaN for NaN and ±Inf, so four running sums
-	// of it stay 0 exactly when data is finite: one multiply-add per value,
-	// without a branch, and the slow search only after a failure.
+// firstNonFinite is FirstNonFinite on one goroutine.
+func firstNonFinite[T Float](data []T) int {
+	if allFinite(data) {
+		return -1
+	}
+	for i, v := range data {
+		if !Finite(v) {
+			return i
+		}
+	}
+	return -1
+}
+
+// allFinite reports whether data holds no NaN or Inf. v·0 is ±0 for finite
+// v and NaN for NaN and ±Inf, so four running sums of it stay 0 exactly
+// when data is finite: one multiply-add per value, without a branch, and
+// the search for the first bad value only after a failure.
+func allFinite[T Float](data []T) bool {
 	var s0, s1, s2, s3 T
 	i := 0
 	for ; i+4 <= len(data); i += 4 {
@@ -143,15 +165,7 @@ func checkFinite[T Float](data []T) error {
 	for _, v := range data[i:] {
 		s0 += v * 0
 	}
-	if s0+s1+s2+s3 == 0 {
-		return nil
-	}
-	for i, v := range data {
-		if !Finite(v) {
-			return errors.Errorf("non-finite value %v at flat index %d", v, i)
-		}
-	}
-	return nil
+	return s0+s1+s2+s3 == 0
 }
 
 // Finite reports whether v is neither NaN nor ±Inf: only then is v − v 0.
