@@ -3,7 +3,6 @@
 package cudaops
 
 import (
-
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	"github.com/pkg/errors"
