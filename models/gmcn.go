@@ -293,6 +293,22 @@ func (cfg Config) fusedNegative() float64 {
 const DefaultFusedMin = 96
 
 // fusedMin returns FusedMin, or the default for 0.
+// FusedKey describes the fused settings that change what the model
+// computes (F, the targets, the negative groups' priority factor and the
+// least count, defaults resolved), or is "" for an unfused model: a
+// checkpoint's configuration key holds it, so that a run is not resumed
+// with other fused settings.
+func (cfg Config) FusedKey() string {
+	if cfg.Fused == 0 {
+		return ""
+	}
+	targets := "coarse"
+	if cfg.FusedExact {
+		targets = "exact"
+	}
+	return fmt.Sprintf("fused%d targets %s negative%g min%d", cfg.Fused, targets, cfg.fusedNegative(), cfg.fusedMin())
+}
+
 func (cfg Config) fusedMin() int {
 	if cfg.FusedMin == 0 {
 		return DefaultFusedMin

@@ -113,6 +113,10 @@ type trainer struct {
 	// running is the result channel of a step abandoned by an interrupt,
 	// still running in the background (stepOrStop).
 	running chan stepResult
+	// legacyKey is the configuration key the checkpoints of a fused run
+	// had before the key held the fused settings ("" for an unfused run,
+	// whose key did not change): such a checkpoint still resumes.
+	legacyKey string
 }
 
 // testHookStep, when set by a test, runs at the start of every step taken
@@ -172,6 +176,9 @@ func newTrainer(cfg models.Config, trainSet, testSet *dataset.Inputs, opt Option
 		// fit had options.
 		key += fmt.Sprintf("|relufit%+v", t.cfg.ReLUFit)
 	}
+	if fk := t.cfg.FusedKey(); fk != "" {
+		t.legacyKey, key = key, key+"|"+fk
+	}
 	t.pcg = rand.NewPCG(opt.Seed, 0xda3e39cb94b95bdb)
 	if t.comm.Size() > 1 {
 		if err := t.startFromRoot(key); err != nil {
@@ -204,7 +211,7 @@ func (t *trainer) fresh(key string) *checkpoint.State {
 // written for the configuration key: it sets the model, the shuffling RNG
 // and the loop's state.
 func (t *trainer) resume(st *checkpoint.State, path, key string) error {
-	if err := checkKey(st, path, key); err != nil {
+	if err := t.checkKey(st, path, key); err != nil {
 		return err
 	}
 	if need := st.Epoch + min(st.Batch+1, 1); need > t.opt.Epochs {
@@ -221,8 +228,12 @@ func (t *trainer) resume(st *checkpoint.State, path, key string) error {
 }
 
 // checkKey refuses the checkpoint st, read from path, unless it was written
-// for the configuration key.
-func checkKey(st *checkpoint.State, path, key string) error {
+// for the configuration key, or for the same fused run before the key held
+// the fused settings (the key st then continues under is key).
+func (t *trainer) checkKey(st *checkpoint.State, path, key string) error {
+	if t.legacyKey != "" && st.ConfigKey == t.legacyKey {
+		st.ConfigKey = key
+	}
 	if st.ConfigKey != key {
 		return errors.Errorf("checkpoint %s was written for another configuration:\n  checkpoint: %s\n  this run:   %s\n(gmcn train --out %s --overwrite starts afresh; a resumed run needs the ranks × --accumulate it started with)", path, st.ConfigKey, key, filepath.Dir(path))
 	}

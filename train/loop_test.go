@@ -273,3 +273,55 @@ func TestRunClassMismatch(t *testing.T) {
 	_, err = Run(context.Background(), cfg, trainSet, testSet, testOptions(1, 1e-2, t.TempDir()))
 	gmtest.WantErr(t, err, "the model has 3 classes but the training set has 2 and the test set 2")
 }
+
+// TestResumeFusedSettings resumes an interrupted fused run: with other
+// fused settings the checkpoint is refused, with the same ones it resumes,
+// and a checkpoint whose key predates the fused settings in it (the same
+// key less them) still resumes and is written back under the full key.
+func TestResumeFusedSettings(t *testing.T) {
+	trainSet, testSet := SyntheticLines(40, 8, 3), SyntheticLines(16, 8, 4)
+	cfg := tinyConfig(t)
+	cfg.Fused = 2
+	dir := t.TempDir()
+	opt := testOptions(2, 1e-2, dir)
+	opt.StopAfter = 3
+	if _, err := Run(context.Background(), cfg, trainSet, testSet, opt); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("interrupted run returned %v, want ErrInterrupted", err)
+	}
+	path := filepath.Join(dir, runspec.CheckpointFile)
+	st, err := checkpoint.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := st.ConfigKey
+	legacy, fused, ok := strings.Cut(full, "|"+cfg.FusedKey())
+	if !ok || fused != "" {
+		t.Fatalf("checkpoint key %q does not end in the fused settings %q", full, cfg.FusedKey())
+	}
+	opt.StopAfter, opt.Resume = 0, path
+	for _, other := range []func(*models.Config){
+		func(c *models.Config) { c.Fused = 4 },
+		func(c *models.Config) { c.FusedNegative = 1 },
+		func(c *models.Config) { c.FusedMin = 8 },
+		func(c *models.Config) { c.FusedExact = true },
+	} {
+		c := cfg
+		other(&c)
+		if _, err := Run(context.Background(), c, trainSet, testSet, opt); err == nil || !strings.Contains(err.Error(), "another configuration") {
+			t.Errorf("resumed with %s: error %v, want one about another configuration", c.FusedKey(), err)
+		}
+	}
+	st.ConfigKey = legacy
+	if err := checkpoint.Save(path, st); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), cfg, trainSet, testSet, opt); err != nil {
+		t.Fatalf("resuming a checkpoint keyed before the fused settings: %v", err)
+	}
+	if st, err = checkpoint.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	if st.ConfigKey != full {
+		t.Errorf("checkpoint written after resuming has key %q, want %q", st.ConfigKey, full)
+	}
+}

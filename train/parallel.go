@@ -160,7 +160,7 @@ func (t *trainer) rootState(key string) ([]byte, error) {
 		if st, err = checkpoint.Load(t.opt.Resume); err != nil {
 			return nil, err
 		}
-		if err := checkKey(st, t.opt.Resume, key); err != nil {
+		if err := t.checkKey(st, t.opt.Resume, key); err != nil {
 			return nil, err
 		}
 	} else {
