@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/gmcn-go/gmcn/internal/gmtest"
@@ -173,6 +174,41 @@ func TestWeightDecayBackward(t *testing.T) {
 			gmtest.WantGrad(t, "weights", dw, w, loss)
 			gmtest.WantGrad(t, "factors", da, a, loss)
 		})
+	}
+}
+
+// TestWeightDecayFactorsGeneric checks the fixed-size loops of
+// WeightDecayFactorsBackward against the general d×d formula they replaced
+// (gram, E = A·Aᵀ − I, symGradFactor): bitwise on amd64, where Go does not
+// fuse multiply-adds, so training there is unchanged; within float32
+// rounding elsewhere, where the two expressions may fuse differently.
+func TestWeightDecayFactorsGeneric(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		rng := rand.New(rand.NewPCG(5, uint64(d)))
+		a := gmtest.Uniform[float32](rng, 50*d*d, -2, 2)
+		got, want := make([]float32, len(a)), make([]float32, len(a))
+		const g = 0.7
+		WeightDecayFactorsBackward(got, a, d, g)
+		var e [9]float32
+		dd := d * d
+		c := 2 * float32(g) / float32(len(a))
+		for i := 0; i < len(a); i += dd {
+			gram(d, a[i:i+dd], e[:dd])
+			for r := range d {
+				e[r*(d+1)]--
+			}
+			symGradFactor(d, e[:dd], a[i:i+dd], want[i:i+dd], c)
+		}
+		tol := 1e-5 * gmtest.MaxAbs(want)
+		if runtime.GOARCH == "amd64" {
+			tol = 0
+		}
+		for i := range got {
+			if math.Abs(float64(got[i]-want[i])) > tol {
+				t.Errorf("%dD: ∂L/∂A[%d] = %v, the general formula %v", d, i, got[i], want[i])
+				break
+			}
+		}
 	}
 }
 
