@@ -19,13 +19,7 @@ import (
 // (-tags gmcuda,gmcudaemu) a step of batch 32 would take minutes. It needs
 // GMCN_TEST_DEVICE=cuda.
 func BenchmarkStepTraffic(b *testing.B) {
-	if !strings.HasPrefix(testDev.Name, "cuda") {
-		b.Skip("needs GMCN_TEST_DEVICE=cuda")
-	}
-	gpu, err := cudaops.Default()
-	if err != nil {
-		b.Fatal(err)
-	}
+	gpu := stepGPU(b)
 	for _, preset := range []string{"paper", "paper-fused"} {
 		for _, batch := range []int{1, 2, 3} {
 			b.Run(stepName(preset, batch), func(b *testing.B) {
@@ -55,13 +49,7 @@ func BenchmarkStepTraffic(b *testing.B) {
 // wait for an event, so the step is a little slower than BenchmarkTrainStep's.
 // It needs GMCN_TEST_DEVICE=cuda.
 func BenchmarkStepKernels(b *testing.B) {
-	if !strings.HasPrefix(testDev.Name, "cuda") {
-		b.Skip("needs GMCN_TEST_DEVICE=cuda")
-	}
-	gpu, err := cudaops.Default()
-	if err != nil {
-		b.Fatal(err)
-	}
+	gpu := stepGPU(b)
 	for _, preset := range []string{"paper", "paper-fused"} {
 		b.Run(stepName(preset, 32), func(b *testing.B) {
 			tr := newStepTrainer(b, preset, 32)
@@ -99,4 +87,17 @@ func BenchmarkStepKernels(b *testing.B) {
 				perStep(wall), perStep(kernels), perStep(copies), perStep(wall-kernels-copies), log.String())
 		})
 	}
+}
+
+// stepGPU returns the GPU the steps run on, skipping b unless the tests run
+// on the CUDA device.
+func stepGPU(b *testing.B) *cudaops.Device {
+	if !strings.HasPrefix(testDev.Name, "cuda") {
+		b.Skip("needs GMCN_TEST_DEVICE=cuda")
+	}
+	gpu, err := cudaops.Default()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return gpu
 }
