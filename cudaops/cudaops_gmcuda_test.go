@@ -551,6 +551,30 @@ func BenchmarkConv(b *testing.B) {
 // 16·Np: 512 to 2048 mixtures), and block 2 to a quarter of its n, forward
 // and both gradients, float32.
 func BenchmarkConvFit(b *testing.B) {
+	benchConvFit(b, func(b *testing.B, name string, run func() error) {
+		b.Run(name, func(b *testing.B) { benchKernels(b, run) })
+	})
+}
+
+// BenchmarkConvFitThreads is BenchmarkConvFit with other block sizes for
+// both kernels (their defaults differ): fewer threads let more mixtures
+// share an SM. Apart from BenchmarkConvFit so that the emulator's quick
+// check (gpu-check.sh --small) can leave it out.
+func BenchmarkConvFitThreads(b *testing.B) {
+	for _, threads := range []int{64, 128, 256} {
+		benchConvFit(b, func(b *testing.B, name string, run func() error) {
+			b.Run(fmt.Sprintf("%s/threads%d", name, threads), func(b *testing.B) {
+				defer func(f, bb int) { convFitBlock, convFitBackBlock = f, bb }(convFitBlock, convFitBackBlock)
+				convFitBlock, convFitBackBlock = threads, threads
+				benchKernels(b, run)
+			})
+		})
+	}
+}
+
+// benchConvFit calls bench with the name and the call of ConvFit's forward
+// and backward at each of the paper-fused model's block sizes.
+func benchConvFit(b *testing.B, bench func(b *testing.B, name string, run func() error)) {
 	for _, c := range []struct{ fi, ni, fo, n int }{{8, 32, 16, 256}, {8, 32, 16, 64}, {16, 16, 32, 128}, {32, 8, 64, 64}} {
 		lx := mixture.Layout{B: 32, C: c.fi, N: c.ni, D: 2}
 		lk := mixture.Layout{B: c.fo, C: c.fi, N: 5, D: 2}
@@ -561,28 +585,8 @@ func BenchmarkConvFit(b *testing.B) {
 		y, g := make([]float32, ly.Len()), gmtest.Uniform[float32](rng, ly.Len(), -1, 1)
 		dx, dk := make([]float32, lx.Len()), make([]float32, lk.Len())
 		size := fmt.Sprintf("2D_B32_Fi%d_Ni%d_Fo%d_Nk5_n%d", c.fi, c.ni, c.fo, c.n)
-		b.Run("Forward/"+size, func(b *testing.B) {
-			benchKernels(b, func() error { return gpu[float32]().ConvFit(y, x, k, lx, lk, n) })
-		})
-		b.Run("Backward/"+size, func(b *testing.B) {
-			benchKernels(b, func() error { return gpu[float32]().ConvFitBackward(dx, dk, g, x, k, lx, lk, n, nil) })
-		})
-		// Other block sizes (the defaults differ between the two kernels):
-		// fewer threads let more mixtures share an SM.
-		for _, threads := range []int{64, 128, 256} {
-			for _, dir := range []string{"Forward", "Backward"} {
-				b.Run(fmt.Sprintf("%s/%s/threads%d", dir, size, threads), func(b *testing.B) {
-					defer func(f, bb int) { convFitBlock, convFitBackBlock = f, bb }(convFitBlock, convFitBackBlock)
-					convFitBlock, convFitBackBlock = threads, threads
-					benchKernels(b, func() error {
-						if dir == "Forward" {
-							return gpu[float32]().ConvFit(y, x, k, lx, lk, n)
-						}
-						return gpu[float32]().ConvFitBackward(dx, dk, g, x, k, lx, lk, n, nil)
-					})
-				})
-			}
-		}
+		bench(b, "Forward/"+size, func() error { return gpu[float32]().ConvFit(y, x, k, lx, lk, n) })
+		bench(b, "Backward/"+size, func() error { return gpu[float32]().ConvFitBackward(dx, dk, g, x, k, lx, lk, n, nil) })
 	}
 }
 

@@ -102,7 +102,7 @@ done
 
 # 4. Kernel benchmarks: the median CUDA-event time of each kernel.
 if [ $small -eq 1 ]; then
-	kbench=(-test.bench 'ReLUFit|Conv' -test.benchtime 1x)
+	kbench=(-test.bench 'ReLUFit|Conv$|ConvFit$' -test.benchtime 1x)
 else
 	kbench=(-test.bench . -test.benchtime 20x)
 fi
