@@ -304,6 +304,25 @@ __device__ void cf_match(const T *x, const T *k, const CfShape<D> &sh, ll m, con
 	for (int e = 0; e < D * D; e++) mm.cov[e] = cf_group_sum(cov[e], g) / mm.a;
 }
 
+// cf_each_node matches the moments of each of mixture m's nsel selected
+// nodes with a group of cf_group lanes and calls f(i, first, last, mm, rank,
+// lanes) in the lanes of node i's group (rank: the lane's place in it).
+// Every thread takes the same rounds, so that whole warps meet in the group
+// sums; a lane left without a node matches an empty range and skips f.
+template <typename T, int D, typename F>
+__device__ void cf_each_node(const T *x, const T *k, const CfShape<D> &sh, ll m, const CfScratch &sc, ll nsel, ll n,
+                             F f) {
+	const int lanes = cf_group(sh.nv, n), rank = threadIdx.x % lanes;
+	for (ll base = 0; base < nsel; base += blockDim.x / lanes) {
+		const ll i = base + threadIdx.x / lanes;
+		const bool node = i < nsel;
+		const ll first = node ? sc.sel[2 * i] : 1, last = node ? sc.sel[2 * i + 1] : 0;
+		CfMoments mm;
+		cf_match(x, k, sh, m, sc.perm, first, last, mm, rank, lanes);
+		if (node) f(i, first, last, mm, rank, lanes);
+	}
+}
+
 // gm_convfit writes y [B·Fo, n, S]: the moment match of every selected node
 // in selection order, then {0, 0, I} padding.
 template <typename T, int D>
@@ -316,16 +335,7 @@ __device__ void gm_convfit_d(T *y, const T *x, const T *k, ll B, ll fi, ll ni, l
 	for (ll m = blockIdx.x; m < B * fo; m += gridDim.x) {
 		int nsel = cf_select(x, k, sh, m, n, neg, P, sc);
 		if (sperm) cf_saved(true, sc, m, sh.nv, n, nsel, sperm, ssel, scnt);
-		// A group of g lanes per selected node (cf_group), a thread per
-		// padding component. Every thread takes the same rounds, so that
-		// whole warps meet in the group sums.
-		const int g = cf_group(sh.nv, n), r = threadIdx.x % g;
-		for (ll base = 0; base < nsel; base += blockDim.x / g) {
-			const ll i = base + threadIdx.x / g;
-			const bool node = i < nsel;
-			CfMoments mm;
-			cf_match(x, k, sh, m, sc.perm, node ? sc.sel[2 * i] : 1, node ? sc.sel[2 * i + 1] : 0, mm, r, g);
-			if (!node) continue;
+		cf_each_node(x, k, sh, m, sc, nsel, n, [&](ll i, ll, ll, const CfMoments &mm, int r, int g) {
 			// Lane r of the group writes the values e ≡ r (mod g); the
 			// constant indices keep mm in registers.
 			T *out = y + (m * n + i) * sh.s;
@@ -334,7 +344,8 @@ __device__ void gm_convfit_d(T *y, const T *x, const T *k, ll B, ll fi, ll ni, l
 				if ((1 + e) % g == r) out[1 + e] = (T)mm.mu[e];
 			for (int e = 0; e < D * D; e++)
 				if ((1 + D + e) % g == r) out[1 + D + e] = (T)mm.cov[e];
-		}
+		});
+		// A thread per padding component.
 		for (ll i = nsel + threadIdx.x; i < n; i += blockDim.x) {
 			T *out = y + (m * n + i) * sh.s;
 			for (ll e = 0; e < sh.s; e++) out[e] = 0;
@@ -374,16 +385,8 @@ __device__ void gm_convfit_backward_d(T *gv, const T *g, const T *x, const T *k,
 	for (ll m = blockIdx.x; m < B * fo; m += gridDim.x) {
 		int nsel = sperm ? cf_saved(false, sc, m, sh.nv, n, 0, sperm, ssel, scnt)
 		                 : cf_select(x, k, sh, m, n, neg, P, sc);
-		// A group of g lanes per selected node (cf_group), its lanes over
-		// the node's components, every thread taking the same rounds.
-		const int lanes = cf_group(sh.nv, n), rank = threadIdx.x % lanes;
-		for (ll base = 0; base < nsel; base += blockDim.x / lanes) {
-			const ll i = base + threadIdx.x / lanes;
-			const bool node = i < nsel;
-			const ll first = node ? sc.sel[2 * i] : 1, last = node ? sc.sel[2 * i + 1] : 0;
-			CfMoments mm;
-			cf_match(x, k, sh, m, sc.perm, first, last, mm, rank, lanes);
-			if (!node) continue;
+		// The lanes of a node's group share its components.
+		cf_each_node(x, k, sh, m, sc, nsel, n, [&](ll i, ll first, ll last, const CfMoments &mm, int rank, int lanes) {
 			const T *gi = g + (m * n + i) * s;
 			double gw = (double)gi[0], gmu[3], gcov[9], gsym[9];
 			for (ll a = 0; a < d; a++) gmu[a] = (double)gi[1 + a];
@@ -414,7 +417,7 @@ __device__ void gm_convfit_backward_d(T *gv, const T *g, const T *x, const T *k,
 				}
 				for (ll e = 0; e < d * d; e++) out[1 + d + e] = (T)(share * gcov[e]);
 			}
-		}
+		});
 		__syncthreads(); // the scratch is reused by the next mixture
 	}
 }
