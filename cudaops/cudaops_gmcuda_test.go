@@ -493,7 +493,7 @@ func benchKernels(b *testing.B, f func() error) {
 		}
 	}
 	for _, kt := range dev.KernelTimes() {
-		if !strings.HasPrefix(kt.Name, "memcpy") {
+		if !kt.Copy() {
 			b.ReportMetric(float64(kt.Median)/1e3, kt.Name+"-µs/median")
 		}
 	}
@@ -958,6 +958,9 @@ func TestKernelTimes(t *testing.T) {
 		for _, kt := range dev.KernelTimes() {
 			if kt.Total <= 0 || kt.Median <= 0 || kt.Median > kt.Total {
 				t.Errorf("%s: total %v, median %v: want 0 < median ≤ total", kt.Name, kt.Total, kt.Median)
+			}
+			if kt.Copy() != (kt.Name != "gm_integrate_f32") {
+				t.Errorf("%s: Copy() = %v", kt.Name, kt.Copy())
 			}
 			calls[kt.Name] = kt.Calls
 		}

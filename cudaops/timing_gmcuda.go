@@ -32,6 +32,10 @@ type KernelTime struct {
 	Median time.Duration
 }
 
+// Copy reports whether k times the copies one way across the bus rather
+// than a kernel.
+func (k KernelTime) Copy() bool { return k.Name == copyToDeviceName || k.Name == copyToHostName }
+
 // TimeKernels turns the timing of d's kernel launches and copies on (and
 // forgets earlier times) or off. A timed launch waits for its stop event
 // besides the kernel, so a timed run is a little slower than an untimed

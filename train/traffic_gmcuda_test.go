@@ -71,7 +71,7 @@ func BenchmarkStepKernels(b *testing.B) {
 			var kernels, copies time.Duration
 			var log strings.Builder
 			for _, kt := range gpu.KernelTimes() {
-				if strings.HasPrefix(kt.Name, "memcpy") {
+				if kt.Copy() {
 					copies += kt.Total
 				} else {
 					kernels += kt.Total
