@@ -23,11 +23,12 @@ func ExampleConv() {
 		fmt.Println(err)
 		return
 	}
-	if _, err := G.Grad(m.loss, m.learnables...); err != nil {
+	step, _, err := gmnode.Grad(m.loss, m.learnables...)
+	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	vm := G.NewTapeMachine(m.g, G.BindDualValues(m.learnables...))
+	vm := G.NewTapeMachine(step, G.BindDualValues(m.learnables...))
 	defer vm.Close()
 	run := func() error {
 		vm.Reset()

@@ -151,10 +151,11 @@ func newTrainer(cfg models.Config, trainSet, testSet *dataset.Inputs, opt Option
 	}
 	t := &trainer{cfg: m.Config, opt: opt, train: trainSet, tst: testSet, m: m, eval: ev, learn: m.Learnables(),
 		comm: opt.Comm, shards: opt.Comm.Size() * opt.Accumulate}
-	if _, err := G.Grad(m.Loss, t.learn...); err != nil {
+	step, _, err := gmnode.Grad(m.Loss, t.learn...)
+	if err != nil {
 		return nil, errors.Wrap(err, "building the gradient graph")
 	}
-	t.vm = G.NewTapeMachine(m.Graph, G.BindDualValues(t.learn...))
+	t.vm = G.NewTapeMachine(step, G.BindDualValues(t.learn...))
 	t.evm = G.NewTapeMachine(ev.Graph)
 	if err := ev.SetTraining(false); err != nil {
 		return nil, err
