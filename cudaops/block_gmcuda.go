@@ -36,15 +36,16 @@ func (sv *blockSaved[T]) Release() {
 }
 
 // blockBufs is device memory a saved block state owns: the forward's
+// inputs (x, k), which its backward then need not upload again, its
 // ÷Fi-scaled convolution (v), ReLU fit output (r) and, in a fused block,
 // ConvFit's selection (cf). It goes back to the pool once, on Release or,
 // for a state dropped unreleased, when the state is collected.
 type blockBufs struct {
-	d     *Device
-	owned []ownedBuf
-	v, r  devPtr
-	cf    cfSel
-	once  sync.Once
+	d          *Device
+	owned      []ownedBuf
+	x, k, v, r devPtr
+	cf         cfSel
+	once       sync.Once
 }
 
 // ownedBuf is one buffer from Device's pool and its size.
@@ -76,6 +77,8 @@ func (o *blockBufs) take(s *seq, bytes int64) devPtr {
 func ownBlockBufs[T Float](s *seq, sv *blockSaved[T], lx, lk mixture.Layout, b device.BlockSpec) {
 	o := &blockBufs{d: s.d}
 	lv := b.ConvLayout(lx, lk)
+	o.x = o.take(s, int64(lx.Len())*sizeOf[T]())
+	o.k = o.take(s, int64(lk.Len())*sizeOf[T]())
 	o.v = o.take(s, int64(lv.Len())*sizeOf[T]())
 	o.r = o.take(s, int64(lv.Len())*sizeOf[T]())
 	if b.Fused() {
@@ -196,14 +199,15 @@ func (c Kernels[T]) block(y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec
 		return err
 	}
 	err = c.d.run(func(s *seq) {
-		px, pk := in(s, slotIn0, x), in(s, slotIn1, k)
-		var pv, pr devPtr
+		var px, pk, pv, pr devPtr
 		var save cfSel
 		if sv != nil {
 			if ownBlockBufs(s, sv, lx, lk, b); s.err == nil {
+				px, pk = inTo(s, sv.fwd.x, x), inTo(s, sv.fwd.k, k)
 				pv, pr, save = sv.fwd.v, sv.fwd.r, sv.fwd.cf
 			}
 		} else {
+			px, pk = in(s, slotIn0, x), in(s, slotIn1, k)
 			pv, pr = out[T](s, slotBlockV, lv.Len()), out[T](s, slotBlockR, lv.Len())
 		}
 		launchBlockFit[T](s, pv, pr, px, pk, lx, lk, b, relu, save)
@@ -247,12 +251,13 @@ func (c Kernels[T]) BlockSaving(y, x, k []T, lx, lk mixture.Layout, b device.Blo
 	return sv, nil
 }
 
-// BlockBackward is device.Kernels.BlockBackward on the GPU: x, k and g go
-// to the device, its parts' backward kernels run there from the forward's
-// intermediates (the saved state's, or the forward run again without one),
-// and only ∂L/∂x and ∂L/∂k come back; with the saved state of the op's
-// other gradient node for the same g, only x and k go, and only the
-// convolution's backward runs (see blockSaved).
+// BlockBackward is device.Kernels.BlockBackward on the GPU: g goes to the
+// device (and x and k, unless the saved state holds the forward's copies),
+// its parts' backward kernels run there from the forward's intermediates
+// (the saved state's, or the forward run again without one), and only
+// ∂L/∂x and ∂L/∂k come back; with the saved state of the op's other
+// gradient node for the same g, nothing goes, and only the convolution's
+// backward runs (see blockSaved).
 func (c Kernels[T]) BlockBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, b device.BlockSpec, saved device.Saved) error {
 	if !blockOnGPU(b) {
 		return c.cpu.BlockBackward(dx, dk, g, x, k, lx, lk, b, saved)
@@ -278,7 +283,12 @@ func (c Kernels[T]) BlockBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, b 
 		fwd = sv.fwd
 	}
 	err = c.d.run(func(s *seq) {
-		px, pk := in(s, slotIn0, x), in(s, slotIn1, k)
+		var px, pk devPtr
+		if fwd != nil {
+			px, pk = fwd.x, fwd.k // the memo gave the state for these very inputs
+		} else {
+			px, pk = in(s, slotIn0, x), in(s, slotIn1, k)
+		}
 		var pdv devPtr
 		if sv != nil && sv.gen != 0 && sv.gen == s.d.blockGen && mixture.SameBits(sv.g, g) {
 			pdv = s.d.slots[slotBlockDV].ptr

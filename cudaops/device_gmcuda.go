@@ -284,13 +284,21 @@ func suffix[T Float]() string {
 
 // upload copies h into slot and returns the device pointer.
 func upload[T Float](d *Device, slot int, h []T) (devPtr, error) {
-	n := int64(len(h)) * sizeOf[T]()
-	p, err := d.buf(slot, n)
-	if err != nil || n == 0 {
+	p, err := d.buf(slot, int64(len(h))*sizeOf[T]())
+	if err != nil {
 		return p, err
 	}
+	return p, uploadTo(d, p, h)
+}
+
+// uploadTo copies h into the device memory at p, which has room for it.
+func uploadTo[T Float](d *Device, p devPtr, h []T) error {
+	n := int64(len(h)) * sizeOf[T]()
+	if n == 0 {
+		return nil
+	}
 	d.hostToDevice.Add(n)
-	return p, errors.Wrap(d.copied(copyToDeviceName, func() error { return d.drv.copyToDevice(p, unsafe.Pointer(&h[0]), n) }), "cudaops: copy to device")
+	return errors.Wrap(d.copied(copyToDeviceName, func() error { return d.drv.copyToDevice(p, unsafe.Pointer(&h[0]), n) }), "cudaops: copy to device")
 }
 
 // output returns slot's buffer for count values of T, poisoned with NaN

@@ -40,6 +40,15 @@ func in[T Float](s *seq, slot int, h []T) devPtr {
 	return p
 }
 
+// inTo copies h into the device memory p, which has room for it, and
+// returns p.
+func inTo[T Float](s *seq, p devPtr, h []T) devPtr {
+	if s.err == nil {
+		s.err = uploadTo(s.d, p, h)
+	}
+	return p
+}
+
 func out[T Float](s *seq, slot, count int) devPtr {
 	if s.err != nil {
 		return 0

@@ -20,17 +20,15 @@ import (
 type blockShape struct{ b, fi, ni, fo, nk, np, d int }
 
 // blockTraffic is what one forward+backward of the block moves across the
-// bus today, in values of the element type, term by term: every GPU
-// computation uploads its inputs and downloads its result, and the
+// bus as separate ops, in values of the element type, term by term: every
+// GPU computation uploads its inputs and downloads its result, and the
 // computation without a GPU kernel (÷Fi) runs on the CPU fallback and moves
-// nothing. Two costs show here that a resident block removes: the
-// convolution's data gradient is computed although the data is not
-// learnable (Gorgonia asks an op for the gradient of every input), and the
-// kernel assembly's backward runs once per raw input, uploading the same
-// gradient three times. dense counts the terms of F_i·N_i·N_k Gaussians per
-// mixture (the convolution's output, the ReLU fit's, which TreeHEM's
-// forward and backward upload again, and their gradients), the ones the
-// GPU-resident block must keep on the device.
+// nothing. The machine runs gmnode.Grad's subgraph, so the data, which
+// nothing learns, gets no gradient, and the kernel assembly's three grad
+// nodes share one backward computation. dense counts the terms of
+// F_i·N_i·N_k Gaussians per mixture (the convolution's output, the ReLU
+// fit's, which TreeHEM's forward and backward upload again, and their
+// gradients), the ones the GPU-resident block must keep on the device.
 func blockTraffic(s blockShape) (h2d, d2h, dense, launches int) {
 	S := 1 + s.d + s.d*s.d
 	x := s.b * s.fi * s.ni * S               // the data
@@ -44,31 +42,28 @@ func blockTraffic(s blockShape) (h2d, d2h, dense, launches int) {
 		y + // TreeHEM
 		(y + z) + // TreeHEMBackward: x and g
 		2*y + // ReLUFitBackward: x and g
-		(y + k) + // ConvBackwardData: g and k
 		(y + x) + // ConvBackwardKernels: g and x
-		3*(k+a) // AssembleKernelBackward, once for each raw input: g and a
+		(k + a) // AssembleKernelBackward, once for the three raw inputs: g and a
 	d2h = k + // AssembleKernel
 		y + // Conv
 		y + // ReLUFit
 		z + // TreeHEM
 		y + // TreeHEMBackward
 		y + // ReLUFitBackward
-		x + // ConvBackwardData
 		k + // ConvBackwardKernels
-		(w + p + a) // AssembleKernelBackward, one gradient each time
-	dense = 11 * y
+		(w + p + a) // AssembleKernelBackward
+	dense = 10 * y
 	// gram max, assembly, conv, ReLU fit, TreeHEM, their backward (2 + 1),
-	// conv backward (2), assembly backward (3).
-	return h2d, d2h, dense, 13
+	// conv backward, assembly backward.
+	return h2d, d2h, dense, 10
 }
 
 // blockOpTraffic is what one forward+backward of the same block as one
 // gm.Block op moves: its inputs and output, the incoming gradient and the
-// two gradients it asks for, nothing of F_i·N_i·N_k Gaussians. The op's
-// first gradient node runs the block's backward down to the convolution
-// from the forward's intermediates, which its saved state keeps on the
-// device; the second finds that gradient on the device and runs only the
-// convolution's backward.
+// kernels' gradient, nothing of F_i·N_i·N_k Gaussians. The op's gradient
+// node runs the block's backward from the forward's inputs and
+// intermediates, which its saved state keeps on the device, so only the
+// incoming gradient goes up.
 func blockOpTraffic(s blockShape) (h2d, d2h, dense, launches int) {
 	S := 1 + s.d + s.d*s.d
 	x := s.b * s.fi * s.ni * S
@@ -77,17 +72,16 @@ func blockOpTraffic(s blockShape) (h2d, d2h, dense, launches int) {
 	w, p, a := s.fo*s.fi*s.nk, s.fo*s.fi*s.nk*s.d, s.fo*s.fi*s.nk*s.d*s.d
 	h2d = a + (w + p + a) + // KernelEpsilon, AssembleKernel
 		(x + k) + // Block
-		(x + k + z) + (x + k) + // BlockBackward for ∂L/∂x and for ∂L/∂k: x, k and g, then x and k
-		3*(k+a) // AssembleKernelBackward
+		z + // BlockBackward for ∂L/∂k: g
+		(k + a) // AssembleKernelBackward
 	d2h = k + // AssembleKernel
 		z + // Block
-		x + k + // BlockBackward
+		k + // BlockBackward
 		(w + p + a) // AssembleKernelBackward
-	// gram max, assembly; the block's conv, ÷Fi, ReLU fit, TreeHEM; for the
-	// first gradient TreeHEM's backward, the ReLU fit's backward (2), ÷Fi
-	// and one convolution backward, for the second the convolution
-	// backward; assembly backward (3).
-	return h2d, d2h, 0, 2 + 4 + 5 + 1 + 3
+	// gram max, assembly; the block's conv, ÷Fi, ReLU fit, TreeHEM; its
+	// backward: TreeHEM's, the ReLU fit's (2), ÷Fi and the convolution's;
+	// assembly backward.
+	return h2d, d2h, 0, 2 + 4 + 5 + 1
 }
 
 // blockIntegrateTraffic is blockOpTraffic for the block that integrates its
@@ -177,10 +171,11 @@ func runBlockTraffic(t *testing.T, s blockShape, block func(x, k *G.Node) (*G.No
 		t.Fatal(err)
 	}
 	cost := G.Must(G.Sum(y))
-	if _, err := G.Grad(cost, k.Learnables()...); err != nil {
+	step, _, err := gmnode.Grad(cost, k.Learnables()...)
+	if err != nil {
 		t.Fatal(err)
 	}
-	vm := G.NewTapeMachine(g, G.BindDualValues(k.Learnables()...))
+	vm := G.NewTapeMachine(step, G.BindDualValues(k.Learnables()...))
 	defer vm.Close()
 	before := dev.Traffic()
 	if err := vm.RunAll(); err != nil {

@@ -157,6 +157,7 @@ func TestEveryOpRoutesThroughItsDevice(t *testing.T) {
 							fake.memo, cpu.memo, suffix = &memo{}, &memo{}, " (memo)"
 						}
 						runs := []deviceRun{{"forward" + suffix, fake, cpu, values(in)}}
+						var memoCalls [][]string // per run, with memos
 						for k := 0; k < len(runs); k++ {
 							r := runs[k]
 							got, err := r.op.Do(r.args...)
@@ -164,14 +165,14 @@ func TestEveryOpRoutesThroughItsDevice(t *testing.T) {
 								t.Fatalf("%s: %v", r.what, err)
 							}
 							calls := log.take()
-							checkCalls(t, r.what, calls, r.op.spec().computations())
 							for _, name := range calls {
 								used[strings.TrimSuffix(name, "(saved)")] = true
 							}
 							if !withMemo {
+								checkCalls(t, r.what, calls, r.op.spec().computations())
 								plainCalls = append(plainCalls, calls)
-							} else if k > 0 && !usedSaved(calls, plainCalls[k]) {
-								t.Errorf("%s: called %v with a memo, as without (%v)", r.what, calls, plainCalls[k])
+							} else {
+								memoCalls = append(memoCalls, calls)
 							}
 							if !withMemo && slices.ContainsFunc(calls, func(c string) bool { return strings.HasSuffix(c, "(saved)") }) {
 								t.Errorf("%s: called %v without a memo", r.what, calls)
@@ -198,6 +199,19 @@ func TestEveryOpRoutesThroughItsDevice(t *testing.T) {
 								}
 							}
 						}
+						if !withMemo {
+							continue
+						}
+						checkCalls(t, runs[0].what, memoCalls[0], runs[0].op.spec().computations())
+						shared := sharedGrads(memoCalls[1:], plainCalls[1:])
+						for k := 1; k < len(runs); k++ {
+							if !shared || k == 1 {
+								checkCalls(t, runs[k].what, memoCalls[k], runs[k].op.spec().computations())
+							}
+							if !shared && !usedSaved(memoCalls[k], plainCalls[k]) {
+								t.Errorf("%s: called %v with a memo, as without (%v)", runs[k].what, memoCalls[k], plainCalls[k])
+							}
+						}
 					}
 				})
 			}
@@ -216,6 +230,23 @@ func TestEveryOpRoutesThroughItsDevice(t *testing.T) {
 func usedSaved(calls, plain []string) bool {
 	return slices.ContainsFunc(calls, func(c string) bool { return strings.HasSuffix(c, "(saved)") }) ||
 		len(calls) < len(plain)
+}
+
+// sharedGrads reports whether the device calls of an op's grad runs with a
+// memo (in order) show grads that share one computation through the
+// forward's saved state, as the kernel assembly's three do: the first
+// makes the calls it makes without the memo (plain) and computes there what
+// all of them need, and the others call nothing.
+func sharedGrads(calls, plain [][]string) bool {
+	if len(calls) < 2 || !slices.Equal(calls[0], plain[0]) {
+		return false
+	}
+	for _, c := range calls[1:] {
+		if len(c) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // deviceRun is one op execution of TestEveryOpRoutesThroughItsDevice: the op

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
+	"sync"
 
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
@@ -101,6 +103,26 @@ func (k assembleKernel[T]) do(dev device.Kernels[T], out operand[T], in []operan
 	return mixture.CheckFinite(out.data)
 }
 
+// doSaving is do; its state lets the op's three grad nodes share one
+// backward computation (assembleGrads).
+func (k assembleKernel[T]) doSaving(dev device.Kernels[T], out operand[T], in []operand[T]) (device.Saved, error) {
+	if err := k.do(dev, out, in); err != nil {
+		return nil, err
+	}
+	return &assembleGrads[T]{}, nil
+}
+
+// assembleGrads is the kernel assembly's saved state: the three raw
+// gradients for the incoming gradient g. The first grad node to run
+// computes all three in one backward computation, the other two copy
+// theirs, as long as g is bitwise the same; on the CUDA device that is one
+// call with its transfers instead of three.
+type assembleGrads[T Float] struct {
+	mu sync.Mutex
+	g  []T
+	d  [3][]T
+}
+
 // assembleGradKernel computes ∂L/∂input[wrt] of the kernel assembly from
 // (weights_raw, positions_raw, factors, output, grad).
 type assembleGradKernel[T Float] struct {
@@ -121,6 +143,32 @@ func (k assembleGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []op
 	d := [3][]T{}
 	d[k.wrt] = out.data
 	return dev.AssembleKernelBackward(d[0], d[1], d[2], in[4].data, in[2].data, l, k.fwd.cfg)
+}
+
+// doSaved is do with the forward's assembleGrads: it copies ∂L/∂input[wrt]
+// from the gradients computed for the same incoming gradient, or computes
+// all three there first.
+func (k assembleGradKernel[T]) doSaved(dev device.Kernels[T], out operand[T], in []operand[T], saved device.Saved) error {
+	st, ok := saved.(*assembleGrads[T])
+	if !ok {
+		return k.do(dev, out, in)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	g := in[4].data
+	if st.g == nil || !mixture.SameBits(st.g, g) {
+		st.g = nil
+		for i := range st.d {
+			st.d[i] = slices.Grow(st.d[i][:0], len(in[i].data))[:len(in[i].data)]
+		}
+		l, _ := mixture.LayoutOf(in[4].shape)
+		if err := dev.AssembleKernelBackward(st.d[0], st.d[1], st.d[2], g, in[2].data, l, k.fwd.cfg); err != nil {
+			return err
+		}
+		st.g = slices.Clone(g)
+	}
+	copy(out.data, st.d[k.wrt])
+	return nil
 }
 
 // kernelDims checks the shape w of the raw kernel weights [F_o, F_i, N_k]

@@ -214,3 +214,47 @@ func TestKernelOpsBadInput(t *testing.T) {
 		gmtest.WantErr(t, err, "gm.AssembleKernel", `"factors"`)
 	})
 }
+
+// TestAssembleKernelGradsShared runs the kernel assembly's three grad ops
+// with the forward's memo, as in a graph: the first computes all three
+// gradients in one device call and the others copy theirs, bitwise what
+// each grad op returns alone; for another incoming gradient on the same
+// forward the next grad op computes them again.
+func TestAssembleKernelGradsShared(t *testing.T) {
+	fake, log := newRecordingDevice()
+	useDevice(t, fake)
+	for _, d := range []int{2, 3} {
+		rng := rand.New(rand.NewPCG(43, uint64(d)))
+		w, p, a := kernelRawTensors(rng, 2, 3, 4, d, 0.6)
+		plain := asOp(assembleOp(2))
+		shared := &op{k32: plain.k32, k64: plain.k64, dev: plain.dev, id: plain.id, memo: &memo{}}
+		y, err := shared.Do(w, p, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for round, g := range []*tensor.Dense{convTensor(3, y.Shape()...), convTensor(4, y.Shape()...)} {
+			log.take()
+			for j, wrt := range []int{1, 0, 2} {
+				got, err := shared.gradOp(wrt).Do(w, p, a, y, g)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := 0
+				if j == 0 {
+					want = 1
+				}
+				if calls := log.take(); len(calls) != want {
+					t.Errorf("%dD, gradient %d, grad op %d: %d device calls %v, want %d", d, round, wrt, len(calls), calls, want)
+				}
+				alone, err := plain.gradOp(wrt).Do(w, p, a, y, g)
+				if err != nil {
+					t.Fatal(err)
+				}
+				log.take()
+				if !slicesEqual(got.Data(), alone.Data()) {
+					t.Errorf("%dD, gradient %d, grad op %d: differs from the grad op alone", d, round, wrt)
+				}
+			}
+		}
+	}
+}

@@ -11,7 +11,9 @@ import (
 // memo carries what a forward run saved on its device (device.Saved: the
 // ReLU fit's sums, TreeHEM's decisions, ConvFit's selection) to the grad
 // ops of the same op, so the backward pass does not repeat the forward's
-// work or re-validate the forward's inputs.
+// work or re-validate the forward's inputs; the kernel assembly's state is
+// the ops package's own, where its three grad ops share one backward
+// computation (assembleGrads).
 //
 // SymDiff creates it, so an op in a graph without its gradient never saves.
 // It holds the last forward run only: the saved state and a copy of that

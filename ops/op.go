@@ -316,8 +316,8 @@ func (o *op) DiffWRT(n int) []bool {
 
 // SymDiff returns one grad node per differentiable input (nil elsewhere);
 // the grad ops run on the forward op's device. An op whose forward can save
-// state for its grad ops (the ReLU fit, TreeHEM, ConvFit) gets a memo here,
-// which it shares with them.
+// state for its grad ops (the ReLU fit, TreeHEM, ConvFit, the block, the
+// kernel assembly) gets a memo here, which it shares with them.
 func (o *op) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
 	d, ok := o.k64.(differentiable[float64])
 	if !ok {
