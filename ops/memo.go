@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"slices"
 	"sync"
 
 	"github.com/gmcn-go/gmcn/ops/device"
@@ -65,13 +64,19 @@ func resumedMixture[T Float](x operand[T], input string, saved device.Saved) (mi
 	return checkedMixture(x, input)
 }
 
-// keep records the state saved by a forward run on in.
+// keep records the state saved by a forward run on in. The copies of in go
+// into the buffers of the previous run's copies where those are large
+// enough: a training step runs every op on inputs of the same sizes, and
+// only recall, under the lock, reads them.
 func keep[T Float](m *memo, in []operand[T], saved device.Saved) {
-	inputs := make([][]T, len(in))
-	for i, a := range in {
-		inputs[i] = slices.Clone(a.data)
-	}
 	m.mu.Lock()
+	inputs, _ := m.inputs.([][]T)
+	if len(inputs) != len(in) {
+		inputs = make([][]T, len(in))
+	}
+	for i, a := range in {
+		inputs[i] = append(inputs[i][:0], a.data...)
+	}
 	// Only a releasable state is worth keeping; compared as Releasable,
 	// which pointers implement, in case a device hands the same state twice.
 	if old, ok := m.saved.(device.Releasable); ok && m.users == 0 {
