@@ -974,3 +974,52 @@ func TestKernelTimes(t *testing.T) {
 		t.Errorf("timing off again: got %v, want nil", kt)
 	}
 }
+
+// syncCounter is the Device's driver, counting the waits for the device's
+// work.
+type syncCounter struct {
+	driver
+	syncs int
+}
+
+func (c *syncCounter) synchronize() error {
+	c.syncs++
+	return c.driver.synchronize()
+}
+
+// TestLaunchesWaitOnce checks that a call's kernels are not waited for one
+// by one: a call that ends with a copy (which waits for every kernel before
+// it) never synchronises, a call whose kernels follow its last copy
+// synchronises once at its end, and a failed wait names the kernels it
+// waited for.
+func TestLaunchesWaitOnce(t *testing.T) {
+	c := &syncCounter{}
+	must(t, dev.do(func() error { c.driver, dev.drv = dev.drv, c; return nil }))
+	defer dev.do(func() error { dev.drv = c.driver; return nil })
+	l := mixture.Layout{B: 2, C: 3, N: 4, D: 2}
+	x := randomMixtures[float32](rand.New(rand.NewPCG(3, 4)), l)
+	y := make([]float32, l.Mixtures())
+	must(t, gpu[float32]().Integrate(y, x, l))
+	if c.syncs != 0 {
+		t.Errorf("Integrate (copy, kernel, copy) synchronised %d times, want 0", c.syncs)
+	}
+	must(t, dev.run(func(s *seq) {
+		p := in(s, slotIn0, x)
+		launchScaleWeights[float32](s, p, p, l, 2)
+		launchScaleWeights[float32](s, p, p, l, 0.5)
+	}))
+	if c.syncs != 1 {
+		t.Errorf("a call ending with two kernels synchronised %d times, want 1", c.syncs)
+	}
+	err := dev.do(func() error {
+		dev.unsynced = append(dev.unsynced[:0], "gm_a", "gm_b")
+		err := dev.waited(fmt.Errorf("unspecified launch failure"))
+		if len(dev.unsynced) != 0 {
+			t.Errorf("after a wait %v are still unsynced", dev.unsynced)
+		}
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "after the kernels gm_a, gm_b") {
+		t.Errorf("a failed wait after two kernels: %v, want the kernels named", err)
+	}
+}

@@ -36,6 +36,10 @@ type Device struct {
 	// blockGen counts the block backward calls that wrote slotBlockDV
 	// (block_gmcuda.go); touched only on the Device's thread.
 	blockGen uint64
+	// unsynced names the kernels launched since the host last waited for
+	// the device's work, oldest first; touched only on the Device's thread.
+	// A kernel that fails while running shows at that wait (waited).
+	unsynced []string
 	// pool holds the device memory saved states own from a forward to its
 	// backward (blockBufs), freed by them for the next state of its size.
 	pool struct {
@@ -298,7 +302,7 @@ func uploadTo[T Float](d *Device, p devPtr, h []T) error {
 		return nil
 	}
 	d.hostToDevice.Add(n)
-	return errors.Wrap(d.copied(copyToDeviceName, func() error { return d.drv.copyToDevice(p, unsafe.Pointer(&h[0]), n) }), "cudaops: copy to device")
+	return errors.Wrap(d.waited(d.copied(copyToDeviceName, func() error { return d.drv.copyToDevice(p, unsafe.Pointer(&h[0]), n) })), "cudaops: copy to device")
 }
 
 // output returns slot's buffer for count values of T, poisoned with NaN
@@ -320,11 +324,37 @@ func download[T Float](d *Device, h []T, p devPtr) error {
 	}
 	n := int64(len(h)) * sizeOf[T]()
 	d.deviceToHost.Add(n)
-	return errors.Wrap(d.copied(copyToHostName, func() error { return d.drv.copyFromDevice(unsafe.Pointer(&h[0]), p, n) }), "cudaops: copy from device")
+	return errors.Wrap(d.waited(d.copied(copyToHostName, func() error { return d.drv.copyFromDevice(unsafe.Pointer(&h[0]), p, n) })), "cudaops: copy from device")
 }
 
-// launch runs kernel name on a grid of grid blocks of block threads with
-// shared bytes of dynamic shared memory and waits for it. Every argument
+// waited is err of a driver call that waited for every kernel launched
+// before it (a copy, a synchronisation), named with those kernels if it
+// failed, since a kernel's own failure shows there.
+func (d *Device) waited(err error) error {
+	if err != nil && len(d.unsynced) > 0 {
+		err = errors.Wrapf(err, "after the kernels %s", strings.Join(d.unsynced, ", "))
+	}
+	d.unsynced = d.unsynced[:0]
+	return err
+}
+
+// finish waits for the kernels the current call launched after its last
+// copy, so that a call returns only once its work is done and reports the
+// failures of its own kernels.
+func (d *Device) finish() error {
+	if len(d.unsynced) == 0 {
+		return nil
+	}
+	return errors.Wrap(d.waited(d.drv.synchronize()), "cudaops: waiting for the device")
+}
+
+// launch starts kernel name on a grid of grid blocks of block threads with
+// shared bytes of dynamic shared memory. It does not wait for the kernel:
+// launches, copies and memsets run in the order they are issued (one
+// context, its default stream), a copy waits for every kernel before it,
+// and the call's seq waits at its end (Device.run), so successive kernels
+// of one call run back to back instead of each waiting for the host. With
+// kernel timing on, every launch is waited for (timed). Every argument
 // becomes one 8-byte kernel parameter: device pointers and ints as 64-bit
 // integers, float64 as its bits.
 func (d *Device) launch(name string, grid [2]int, block, shared int, args ...any) error {
@@ -350,16 +380,16 @@ func (d *Device) launch(name string, grid [2]int, block, shared int, args ...any
 	}
 	d.launches.Add(1)
 	run := func() error {
-		err := f.launch(grid, block, shared, vals)
-		if err == nil {
-			err = d.drv.synchronize()
-		}
-		return errors.Wrapf(err, "cudaops: kernel %s (grid %v, block %d, shared %d B)", name, grid, block, shared)
+		return errors.Wrapf(f.launch(grid, block, shared, vals), "cudaops: kernel %s (grid %v, block %d, shared %d B)", name, grid, block, shared)
 	}
 	if d.times != nil {
 		return d.timed(name, run)
 	}
-	return run()
+	if err := run(); err != nil {
+		return err
+	}
+	d.unsynced = append(d.unsynced, name)
+	return nil
 }
 
 // blocks returns ⌈n/b⌉.

@@ -70,11 +70,15 @@ func (s *seq) launch(name string, grid [2]int, block, shared int, args ...any) {
 	}
 }
 
-// run executes f on the Device's thread with a fresh seq.
+// run executes f on the Device's thread with a fresh seq and waits for the
+// kernels it launched.
 func (d *Device) run(f func(s *seq)) error {
 	return d.do(func() error {
 		s := &seq{d: d}
 		f(s)
+		if err := d.finish(); s.err == nil {
+			s.err = err
+		}
 		return s.err
 	})
 }

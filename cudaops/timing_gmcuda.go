@@ -73,8 +73,8 @@ func (d *Device) KernelTimes() []KernelTime {
 	return out
 }
 
-// timed runs launch between two recorded events and appends the elapsed
-// time to d.times[name]. Called on the Device's thread.
+// timed runs launch between two recorded events, waits for the second and
+// appends the elapsed time to d.times[name]. Called on the Device's thread.
 func (d *Device) timed(name string, launch func() error) error {
 	if d.events[0] == nil {
 		for i := range d.events {
@@ -96,7 +96,7 @@ func (d *Device) timed(name string, launch func() error) error {
 		return errors.Wrap(err, "cudaops: recording an event")
 	}
 	if err := stop.synchronize(); err != nil {
-		return errors.Wrap(err, "cudaops: waiting for an event")
+		return errors.Wrapf(err, "cudaops: waiting for kernel %s", name)
 	}
 	ms, err := stop.sinceMs(start)
 	if err != nil {
