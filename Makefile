@@ -114,6 +114,6 @@ build-cuda: ## build bin/gmcn-cuda, gmcn with the CUDA device (installs Debian's
 	bash scripts/install-cuda.sh --libcuda
 	GOEXPERIMENT=simd $(CUDA_CGO) $(GO) build -tags gmcuda -o bin/gmcn-cuda ./cmd/gmcn
 
-gpu-bundle: ## bin/gpu-bundle.tar.xz: the gmcuda test binaries, bin/gmcn, MNIST and the sources, for scripts/gpu-check.sh on a GPU machine without Go (docs/cuda.md)
+gpu-bundle: ## bin/gpu-bundle.tar.xz: the gmcuda test binaries, bin/gmcn, MNIST and the sources, for scripts/gpu-check.sh on a GPU machine without Go (docs/cuda.md); BASE=rev adds rev's train test binary, whose steps the check times against this build's
 	bash scripts/install-cuda.sh --libcuda
-	bash scripts/gpu-bundle.sh
+	bash scripts/gpu-bundle.sh $(if $(BASE),--base $(BASE))

@@ -12,7 +12,10 @@
 #   4. the kernel benchmarks (CUDA-event times)
 #   5. training-step benchmarks on cuda and on the CPU: demo, paper,
 #      paper-fused and the ModelNet10 model on generated shapes; on cuda
-#      also the paper steps' time split among their kernels
+#      also the paper steps' time split among their kernels, and, if the
+#      bundle holds another commit's train binary (make gpu-bundle
+#      BASE=rev), the paper steps of that commit and of this build on
+#      cuda, alternated
 #   6. the demo preset trained on cuda, evaluated on the 10,000 test images
 #
 # and a summary table at the end (also summary.md). --small shrinks steps 4
@@ -132,6 +135,36 @@ if [ $small -eq 0 ]; then
 	step "kernel time per step on cuda" 300 step-kernels.txt train env GMCN_TEST_DEVICE=cuda "$bin/train.test" -test.run '^$' -test.bench 'StepKernels' -test.benchtime 5x -test.v
 	split=$(awk '/^BenchmarkStepKernels\/[A-Za-z_0-9]+$/ { name = $1; sub(/^BenchmarkStepKernels\//, "", name) } /per step: wall/ { printf "%s%s: wall %.1f ms = kernels %.1f + copies %.1f + the rest %.1f", sep, name, $5 / 1000, $8 / 1000, $10 / 1000, $13 / 1000; sep = "; " }' "$out/step-kernels.txt")
 	row "kernel time per step on cuda" "$status" "$secs" "${split:-none} (step-kernels.txt)"
+fi
+
+# 5c. This build against another commit's train binary (bin/gpu/train-base.test
+# from make gpu-bundle BASE=rev): the same steps on cuda, the two binaries
+# alternated, three rounds (--small: the demo, one round).
+if [ -x "$bin/train-base.test" ]; then
+	base=$(cat "$bin/base.txt" 2>/dev/null || echo "the base")
+	if [ $small -eq 1 ]; then
+		abbench=(-test.bench 'TrainStep/demo' -test.benchtime 1x)
+		rounds=1
+	else
+		abbench=(-test.bench 'TrainStep/(paper_B32|paper_fused_B32)$' -test.benchtime 10x)
+		rounds=3
+	fi
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	ab='rounds=$1 bin=$2
+	shift 2
+	for r in $(seq "$rounds"); do
+		for b in train-base train; do
+			echo "== round $r: $b"
+			GMCN_TEST_DEVICE=cuda "$bin/$b.test" -test.run "^\$" "$@" || exit 1
+		done
+	done'
+	step "training steps on cuda, $base against this build" 600 steps-ab.txt train bash -c "$ab" ab "$rounds" "$bin" "${abbench[@]}"
+	figs=$(awk -v base="$base" '/^== round/ { who = ($4 == "train-base") ? base : "this" }
+		/^BenchmarkTrainStep/ { n = $1; sub(/^BenchmarkTrainStep\//, "", n); sub(/-[0-9]+$/, "", n)
+			for (i = 2; i <= NF; i++) if ($(i+1) == "samples/s") v[n, who] = v[n, who] (v[n, who] == "" ? "" : " / ") $i
+			if (!(n in seen)) { seen[n] = 1; order[++k] = n } }
+		END { for (j = 1; j <= k; j++) { n = order[j]; printf "%s%s: %s %s, this %s", sep, n, base, v[n, base], v[n, "this"]; sep = "; " } }' "$out/steps-ab.txt")
+	row "training steps on cuda, $base against this build (samples/s)" "$status" "$secs" "${figs:-none}"
 fi
 
 # 6. The demo preset trained on cuda.
