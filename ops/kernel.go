@@ -33,7 +33,7 @@ type KernelConfig = device.KernelConfig
 // are reported when the op is applied.
 func NewAssembleKernel(dev *device.Device, cfg KernelConfig) G.Op {
 	s := assembleSpec{cfg}
-	return newOp(dev, assembleKernel[float32]{s}, assembleKernel[float64]{s})
+	return newOp(dev, assembleKernel[float32]{s, &assembleGrads[float32]{}}, assembleKernel[float64]{s, &assembleGrads[float64]{}})
 }
 
 type assembleSpec struct{ cfg device.KernelConfig }
@@ -77,7 +77,10 @@ func (k assembleSpec) layout(in []tensor.Shape) (mixture.Layout, error) {
 	return mixture.Layout{B: w[0], C: w[1], N: w[2], D: d}, nil
 }
 
-type assembleKernel[T Float] struct{ assembleSpec }
+type assembleKernel[T Float] struct {
+	assembleSpec
+	grads *assembleGrads[T] // the op's, for its grad ops (doSaving)
+}
 
 func (k assembleKernel[T]) gradKernel(i int) gradComputation[T] {
 	return assembleGradKernel[T]{fwd: k.assembleSpec, wrt: i}
@@ -109,18 +112,31 @@ func (k assembleKernel[T]) doSaving(dev device.Kernels[T], out operand[T], in []
 	if err := k.do(dev, out, in); err != nil {
 		return nil, err
 	}
-	return &assembleGrads[T]{}, nil
+	k.grads.mu.Lock()
+	defer k.grads.mu.Unlock()
+	k.grads.runs++
+	return assembleRun[T]{k.grads, k.grads.runs}, nil
 }
 
-// assembleGrads is the kernel assembly's saved state: the three raw
-// gradients for the incoming gradient g. The first grad node to run
-// computes all three in one backward computation, the other two copy
-// theirs, as long as g is bitwise the same; on the CUDA device that is one
-// call with its transfers instead of three.
+// assembleGrads holds, for the kernel assembly's three grad nodes, the raw
+// gradients of one forward run (run) for the incoming gradient g. The
+// first grad node to run computes all three in one backward computation,
+// the other two copy theirs, as long as the run and g's bits are the same;
+// on the CUDA device that is one call with its transfers instead of three.
+// The op keeps one, whose buffers every run reuses.
 type assembleGrads[T Float] struct {
-	mu sync.Mutex
-	g  []T
-	d  [3][]T
+	mu   sync.Mutex
+	runs uint64 // forward runs that saved so far
+	run  uint64 // the run d is for; 0: none
+	g    []T
+	d    [3][]T
+}
+
+// assembleRun is the saved state of one forward run: its number and the
+// op's assembleGrads.
+type assembleRun[T Float] struct {
+	grads *assembleGrads[T]
+	run   uint64
 }
 
 // assembleGradKernel computes ∂L/∂input[wrt] of the kernel assembly from
@@ -145,19 +161,22 @@ func (k assembleGradKernel[T]) do(dev device.Kernels[T], out operand[T], in []op
 	return dev.AssembleKernelBackward(d[0], d[1], d[2], in[4].data, in[2].data, l, k.fwd.cfg)
 }
 
-// doSaved is do with the forward's assembleGrads: it copies ∂L/∂input[wrt]
-// from the gradients computed for the same incoming gradient, or computes
-// all three there first.
+// doSaved is do with the forward run's assembleRun: it copies
+// ∂L/∂input[wrt] from the gradients computed for the same run and incoming
+// gradient, or computes all three there first. The memo hands the state
+// only for that run's inputs, so gradients of the same run are of the same
+// inputs.
 func (k assembleGradKernel[T]) doSaved(dev device.Kernels[T], out operand[T], in []operand[T], saved device.Saved) error {
-	st, ok := saved.(*assembleGrads[T])
+	r, ok := saved.(assembleRun[T])
 	if !ok {
 		return k.do(dev, out, in)
 	}
+	st := r.grads
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	g := in[4].data
-	if st.g == nil || !mixture.SameBits(st.g, g) {
-		st.g = nil
+	if st.run != r.run || !mixture.SameBits(st.g, g) {
+		st.run = 0
 		for i := range st.d {
 			st.d[i] = slices.Grow(st.d[i][:0], len(in[i].data))[:len(in[i].data)]
 		}
@@ -165,7 +184,7 @@ func (k assembleGradKernel[T]) doSaved(dev device.Kernels[T], out operand[T], in
 		if err := dev.AssembleKernelBackward(st.d[0], st.d[1], st.d[2], g, in[2].data, l, k.fwd.cfg); err != nil {
 			return err
 		}
-		st.g = slices.Clone(g)
+		st.run, st.g = r.run, append(st.g[:0], g...)
 	}
 	copy(out.data, st.d[k.wrt])
 	return nil

@@ -219,7 +219,8 @@ func TestKernelOpsBadInput(t *testing.T) {
 // with the forward's memo, as in a graph: the first computes all three
 // gradients in one device call and the others copy theirs, bitwise what
 // each grad op returns alone; for another incoming gradient on the same
-// forward the next grad op computes them again.
+// forward, and for the same incoming gradient after a forward run on other
+// inputs, the next grad op computes them again.
 func TestAssembleKernelGradsShared(t *testing.T) {
 	fake, log := newRecordingDevice()
 	useDevice(t, fake)
@@ -232,7 +233,14 @@ func TestAssembleKernelGradsShared(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for round, g := range []*tensor.Dense{convTensor(3, y.Shape()...), convTensor(4, y.Shape()...)} {
+		g1 := convTensor(4, y.Shape()...)
+		for round, g := range []*tensor.Dense{convTensor(3, y.Shape()...), g1, g1} {
+			if round == 2 { // a new forward run on other inputs
+				w, p, a = kernelRawTensors(rng, 2, 3, 4, d, 0.6)
+				if y, err = shared.Do(w, p, a); err != nil {
+					t.Fatal(err)
+				}
+			}
 			log.take()
 			for j, wrt := range []int{1, 0, 2} {
 				got, err := shared.gradOp(wrt).Do(w, p, a, y, g)
