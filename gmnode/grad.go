@@ -11,11 +11,11 @@ import (
 // gradients of wrt need.
 //
 // gorgonia.Grad gives every differentiable input of an op on the way from
-// wrt to cost a gradient node, needed or not: the data's gradient of a
-// model's first layer, which nothing learns from, is one. A machine built on
-// the whole graph computes those at every step (on the CUDA device, a call
-// with its own transfers); one built on the returned subgraph does not, and
-// computes the same values otherwise.
+// wrt to cost a gradient node, needed or not: the gradients of a model's
+// input data and of its labels, which nothing learns from, are such. A
+// machine built on the whole graph computes those at every step (on the
+// CUDA device, a call with its own transfers); one built on the returned
+// subgraph does not, and computes the same values otherwise.
 func Grad(cost *G.Node, wrt ...*G.Node) (*G.ExprGraph, G.Nodes, error) {
 	if cost == nil || cost.Graph() == nil {
 		return nil, nil, errors.New("gmnode.Grad: the cost is not a node of a graph")
