@@ -212,6 +212,10 @@ func (d *Device) buf(slot int, bytes int64) (devPtr, error) {
 		return b.ptr, nil
 	}
 	if b.bytes > 0 {
+		// A kernel of this call still running may read the buffer.
+		if err := d.finish(); err != nil {
+			return 0, err
+		}
 		if err := d.drv.free(b.ptr); err != nil {
 			return 0, errors.Wrap(err, "cudaops: freeing a buffer")
 		}
