@@ -37,15 +37,18 @@ func (sv *blockSaved[T]) Release() {
 
 // blockBufs is device memory a saved block state owns: the forward's
 // inputs (x, k), which its backward then need not upload again, its
-// ÷Fi-scaled convolution (v), ReLU fit output (r) and, in a fused block,
-// ConvFit's selection (cf). It goes back to the pool once, on Release or,
-// for a state dropped unreleased, when the state is collected.
+// ÷Fi-scaled convolution (v), ReLU fit output (r), in a fused block
+// ConvFit's selection (cf), and in a block reducing with TreeHEM the
+// scratch its forward leaves for its backward (hem; 0 where that would be
+// too large, and the backward replays the forward). It goes back to the
+// pool once, on Release or, for a state dropped unreleased, when the state
+// is collected.
 type blockBufs struct {
-	d          *Device
-	owned      []ownedBuf
-	x, k, v, r devPtr
-	cf         cfSel
-	once       sync.Once
+	d               *Device
+	owned           []ownedBuf
+	x, k, v, r, hem devPtr
+	cf              cfSel
+	once            sync.Once
 }
 
 // ownedBuf is one buffer from Device's pool and its size.
@@ -84,6 +87,11 @@ func ownBlockBufs[T Float](s *seq, sv *blockSaved[T], lx, lk mixture.Layout, b d
 	if b.Fused() {
 		perm, sel, cnt := cfSelBytes(lx, lk, b.Fit.N)
 		o.cf = cfSel{perm: o.take(s, perm), sel: o.take(s, sel), cnt: o.take(s, cnt)}
+	}
+	if b.Reduce == device.BlockTreeHEM {
+		if bytes := hemKeptBytes(lv, b.Np, b.TreeHEM, int(sizeOf[T]())); bytes > 0 {
+			o.hem = o.take(s, bytes)
+		}
 	}
 	if s.err != nil {
 		o.giveBack()
@@ -158,9 +166,9 @@ func launchBlockGrad[T Float](s *seq, px, pk devPtr, g []T, lx, lk, lv mixture.L
 		launchIntegrateBackward[T](s, pgy, pg, ly)
 		pg = pgy
 	}
-	var pv, pr devPtr
+	var pv, pr, hem devPtr
 	if fwd != nil {
-		pv, pr = fwd.v, fwd.r
+		pv, pr, hem = fwd.v, fwd.r, fwd.hem
 	} else {
 		pv, pr = out[T](s, slotBlockV, lv.Len()), out[T](s, slotBlockR, lv.Len())
 		launchBlockFit[T](s, pv, pr, px, pk, lx, lk, b, relu, cfSel{})
@@ -169,7 +177,7 @@ func launchBlockGrad[T Float](s *seq, px, pk devPtr, g []T, lx, lk, lv mixture.L
 	switch b.Reduce {
 	case device.BlockTreeHEM:
 		pdr = out[T](s, slotBlockDR, lv.Len())
-		launchTreeHEM[T](s, true, lv, b.Np, b.TreeHEM, pdr, pr, pg)
+		launchTreeHEM[T](s, true, lv, b.Np, b.TreeHEM, hem, pdr, pr, pg)
 	case device.BlockKeepLargest:
 		pdr = out[T](s, slotBlockDR, lv.Len())
 		launchKeepLargest[T](s, "gm_keep_largest_backward", lv, b.Np, pdr, pr, pg)
@@ -199,12 +207,12 @@ func (c Kernels[T]) block(y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec
 		return err
 	}
 	err = c.d.run(func(s *seq) {
-		var px, pk, pv, pr devPtr
+		var px, pk, pv, pr, hem devPtr
 		var save cfSel
 		if sv != nil {
 			if ownBlockBufs(s, sv, lx, lk, b); s.err == nil {
 				px, pk = inTo(s, sv.fwd.x, x), inTo(s, sv.fwd.k, k)
-				pv, pr, save = sv.fwd.v, sv.fwd.r, sv.fwd.cf
+				pv, pr, hem, save = sv.fwd.v, sv.fwd.r, sv.fwd.hem, sv.fwd.cf
 			}
 		} else {
 			px, pk = in(s, slotIn0, x), in(s, slotIn1, k)
@@ -215,7 +223,7 @@ func (c Kernels[T]) block(y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec
 		switch b.Reduce {
 		case device.BlockTreeHEM:
 			py = out[T](s, slotOut, ly.Len())
-			launchTreeHEM[T](s, false, lv, b.Np, b.TreeHEM, py, pr)
+			launchTreeHEM[T](s, false, lv, b.Np, b.TreeHEM, hem, py, pr)
 		case device.BlockKeepLargest:
 			py = out[T](s, slotOut, ly.Len())
 			launchKeepLargest[T](s, "gm_keep_largest", lv, b.Np, py, pr)

@@ -920,9 +920,20 @@ func testBlock[T Float](t *testing.T) {
 				must(t, cpu.BlockBackward(wdx, wdk, g, x, k, lx, lk, b, nil))
 				compare(t, "dx", dx, wdx, tolerance[T](true))
 				compare(t, "dk", dk, wdk, tolerance[T](true))
+				// Without the saved state the backward runs the forward
+				// again, TreeHEM's included; from the state it starts
+				// from the scratch TreeHEM's forward kept, which must give
+				// bitwise the same.
+				if kept := saved.(*blockSaved[T]).fwd.hem != 0; kept != (b.Reduce == device.BlockTreeHEM) {
+					t.Errorf("the saved state keeps TreeHEM's scratch: %v", kept)
+				}
+				fromSaved := slices.Clone(dk)
 				clear(dk)
 				must(t, gpu[T]().BlockBackward(nil, dk, g, x, k, lx, lk, b, nil))
 				compare(t, "dk alone", dk, wdk, tolerance[T](true))
+				if !slices.Equal(dk, fromSaved) {
+					t.Errorf("dk from the saved state differs from dk with the forward run again: max |Δ| %g", gmtest.MaxAbsDiff(dk, fromSaved))
+				}
 				// The op's two gradient nodes with the forward's saved
 				// state: the second reuses the first's gradient at the
 				// convolution, on the device.

@@ -19,9 +19,13 @@
 // top-down, one height at a time, through every node below a selected one,
 // making each fitting node's EM decisions again from the same children (they
 // are a function of them) for its reverse pass; last it differentiates the
-// pre-scaling. Keeping the caches from the forward to the backward would need
-// device memory that outlives a call, which the Device's reused buffers are
-// not; the replay costs one forward.
+// pre-scaling. With kept ≠ 0 the scratch is one region per mixture instead
+// of one per block, which the forward leaves as the backward needs it (the
+// tree, the caches, the selection, s and the block's shared results in a
+// header), and a backward given the same scratch skips 1–6: the gm.Block
+// op keeps it in device memory it owns from its forward to its backward
+// (block_gmcuda.go). The separate op's backward replays, which costs one
+// forward.
 //
 // Every decision is the CPU's: the keys are made with the same float64
 // operations (and are unique), the EM step, the filters and the selection
@@ -399,6 +403,7 @@ template <typename T, int D, int TR> struct Hem {
 	double *red;    // 6·blockDim.x doubles for gm_block_box
 	double *hd;     // s, √s, ∂L/∂s, ∂L/∂s/(N·D)
 	int *hi;        // largest height, selected count, refit slot, refit count
+	double *kept;   // with kept scratch, the mixture's copy of hd[0:2] and hi[0:4]
 
 	__device__ int count(ll c) const { return c >= n - 1 ? 1 : (int)(node[c] & 0xFF); }
 	__device__ ll entry(ll c) const { return c >= n - 1 ? ~((ll)obj[c - (n - 1)] * S) : c * TR * S; }
@@ -507,8 +512,10 @@ template <typename T, int D> __device__ T hem_trace_sum(const T *x, ll cnt) {
 	return hem_ordered_sum(T(0), cnt * D, [&](ll i) { return x[i / D * S + 1 + D + i % D * (D + 1)]; });
 }
 
-// hem_scratch lays out block blk's part of the global scratch, per bytes
-// each (hemScratch in treehem_gmcuda.go sizes it): P keys; the T arrays
+// hem_scratch lays out part blk of the global scratch (the block's, or with
+// kept scratch the mixture's), per bytes each (hemScratch in
+// treehem_gmcuda.go sizes it): a header of two doubles and four int32 (kept),
+// P keys; the T arrays
 // xs, gxs (N·S each), cache, gcache ((N−1)·T·S each), integ (N−1), rcache,
 // gref (2T·S each); the int arrays left, right (N−1), obj (N), order (N−1),
 // lvEnd (N+1), height and parent (2N−1), sel (Np), active and node (N−1).
@@ -516,6 +523,7 @@ template <typename T, int D, int TR>
 __device__ void hem_scratch(Hem<T, D, TR> &h, unsigned char *scratch, ll per, ll blk, ll P) {
 	const ll n = h.n, S = h.S, M = h.M;
 	unsigned char *p = scratch + blk * per;
+	h.kept = (double *)p, p += 32;
 	h.keys = (ull *)p, p += 8 * P;
 	T *t = (T *)p;
 	h.xs = t, t += n * S;
@@ -697,6 +705,17 @@ __device__ Hem<T, D, TR> hem_setup(unsigned char *scratch, ll per, ll n, ll np, 
 	return h;
 }
 
+// hem_keep copies what the block's shared memory holds of mixture m's
+// forward into its kept header (save), or back (!save).
+template <typename T, int D, int TR> __device__ void hem_keep(Hem<T, D, TR> &h, bool save) {
+	if (threadIdx.x == 0) {
+		int *ki = (int *)(h.kept + 2);
+		for (int j = 0; j < 2; j++) save ? (void)(h.kept[j] = h.hd[j]) : (void)(h.hd[j] = h.kept[j]);
+		for (int j = 0; j < 4; j++) save ? (void)(ki[j] = h.hi[j]) : (void)(h.hi[j] = ki[j]);
+	}
+	__syncthreads();
+}
+
 // hem_pad writes value i of the padding {0, 0, v·I} of stride S.
 template <typename T, int D> __device__ __forceinline__ T hem_pad(ll i, T v) {
 	const ll S = 1 + D + D * D, e = i % S;
@@ -707,11 +726,13 @@ template <typename T, int D> __device__ __forceinline__ T hem_pad(ll i, T v) {
 // to Np components (TreeHEMSaving), or passed through and padded where
 // N ≤ Np. under selects the reference's under-filling.
 template <typename T, int D, int TR>
-__device__ void gm_treehem_dt(T *y, const T *x, unsigned char *scratch, ll nm, ll n, ll np, ll under, ll per, ll P) {
+__device__ void gm_treehem_dt(T *y, const T *x, unsigned char *scratch, ll nm, ll n, ll np, ll under, ll kept, ll per,
+                              ll P) {
 	const ll tid = threadIdx.x, bd = blockDim.x, S = 1 + D + D * D;
 	Hem<T, D, TR> h = hem_setup<T, D, TR>(scratch, per, n, np, under, P);
 	HemFit<T, D, 2 * TR> f;
 	for (ll m = blockIdx.x; m < nm; m += gridDim.x) {
+		if (kept) hem_scratch(h, scratch, per, m, P);
 		const T *xm = x + m * n * S;
 		T *ym = y + m * np * S;
 		if (n <= np) {
@@ -723,6 +744,7 @@ __device__ void gm_treehem_dt(T *y, const T *x, unsigned char *scratch, ll nm, l
 			continue;
 		}
 		hem_forward(h, f, xm, P);
+		if (kept) hem_keep(h, true);
 		// 7. The selected caches scaled back, then the padding.
 		if (tid == 0) {
 			const T sc = (T)h.hd[0], sq = (T)h.hd[1];
@@ -750,11 +772,12 @@ __device__ void gm_treehem_dt(T *y, const T *x, unsigned char *scratch, ll nm, l
 // g = ∂L/∂y (TreeHEMBackward), with the decisions the forward makes.
 template <typename T, int D, int TR>
 __device__ void gm_treehem_backward_dt(T *dx, const T *x, const T *g, unsigned char *scratch, ll nm, ll n, ll np,
-                                       ll under, ll per, ll P) {
+                                       ll under, ll kept, ll per, ll P) {
 	const ll tid = threadIdx.x, bd = blockDim.x, S = 1 + D + D * D;
 	Hem<T, D, TR> h = hem_setup<T, D, TR>(scratch, per, n, np, under, P);
 	HemFit<T, D, 2 * TR> f;
 	for (ll m = blockIdx.x; m < nm; m += gridDim.x) {
+		if (kept) hem_scratch(h, scratch, per, m, P);
 		const T *xm = x + m * n * S, *gm = g + m * np * S;
 		T *dm = dx + m * n * S;
 		if (n <= np) {
@@ -765,7 +788,10 @@ __device__ void gm_treehem_backward_dt(T *dx, const T *x, const T *g, unsigned c
 			__syncthreads();
 			continue;
 		}
-		hem_forward(h, f, xm, P);
+		if (kept)
+			hem_keep(h, false); // the forward's tree, caches and selection are in the scratch
+		else
+			hem_forward(h, f, xm, P);
 		GM_NO_UNROLL for (ll i = tid; i < n * S; i += bd) h.gxs[i] = 0;
 		for (ll i = tid; i < (n - 1) * TR * S; i += bd) h.gcache[i] = 0;
 		GM_NO_UNROLL for (ll i = tid; i < n - 1; i += bd) h.active[i] = 0;
@@ -810,8 +836,9 @@ __device__ void gm_treehem_backward_dt(T *dx, const T *x, const T *g, unsigned c
 			__syncthreads();
 		}
 		// The pre-scaling μ' = μ/√s, Σ' = Σ/s, with s = mean_k tr(Σ_k)/D:
-		// each component's share of ∂L/∂s into its (no longer needed) xs
-		// weight, summed in the CPU's order by one thread.
+		// each component's share of ∂L/∂s into its gxs weight, once read,
+		// summed in the CPU's order by one thread (xs stays as the forward
+		// left it, for another backward from kept scratch).
 		const T sc = (T)h.hd[0], sq = (T)h.hd[1];
 		const T isq = T(1) / sq, isc = T(1) / sc;
 		const T isc2sq = isc * isq / 2, isc2 = isc * isc;
@@ -828,11 +855,11 @@ __device__ void gm_treehem_backward_dt(T *dx, const T *x, const T *g, unsigned c
 				dk[c] = gk[c] * isc;
 				pc += gk[c] * xk[c];
 			}
-			h.xs[k * S] = pm * isc2sq + pc * isc2;
+			h.gxs[k * S] = pm * isc2sq + pc * isc2;
 		}
 		__syncthreads();
 		if (tid == 0) {
-			T gs = hem_ordered_sum((T)h.hd[2], n, [&](ll k) { return -h.xs[k * S]; });
+			T gs = hem_ordered_sum((T)h.hd[2], n, [&](ll k) { return -h.gxs[k * S]; });
 			h.hd[3] = (double)(gs / T(n * D));
 		}
 		__syncthreads();
@@ -849,22 +876,23 @@ __device__ void gm_treehem_backward_dt(T *dx, const T *x, const T *g, unsigned c
 // memory its own HemFit takes (for T = 8 about 16 KiB per thread in float32,
 // which a kernel dispatching T at run time would reserve for T = 2 too).
 #define HEM_BY_DIM(d, f, T, TR, ...) ((d) == 2 ? f<T, 2, TR>(__VA_ARGS__) : f<T, 3, TR>(__VA_ARGS__))
-#define GM_TREEHEM_PARAMS(T) (T * y, const T *x, unsigned char *scratch, ll nm, ll n, ll d, ll np, ll under, ll per, ll P)
+#define GM_TREEHEM_PARAMS(T)                                                                                          \
+	(T * y, const T *x, unsigned char *scratch, ll nm, ll n, ll d, ll np, ll under, ll kept, ll per, ll P)
 #define GM_TREEHEM_BW_PARAMS(T)                                                                                       \
-	(T * dx, const T *x, const T *g, unsigned char *scratch, ll nm, ll n, ll d, ll np, ll under, ll per, ll P)
+	(T * dx, const T *x, const T *g, unsigned char *scratch, ll nm, ll n, ll d, ll np, ll under, ll kept, ll per, ll P)
 #define HEM_EXPORT(TR)                                                                                               \
 	template <typename T>                                                                                            \
 	__device__ void gm_treehem##TR(T *y, const T *x, unsigned char *scratch, ll nm, ll n, ll d, ll np, ll under,    \
-	                               ll per, ll P) {                                                                   \
-		HEM_BY_DIM(d, gm_treehem_dt, T, TR, y, x, scratch, nm, n, np, under, per, P);                               \
+	                               ll kept, ll per, ll P) {                                                          \
+		HEM_BY_DIM(d, gm_treehem_dt, T, TR, y, x, scratch, nm, n, np, under, kept, per, P);                         \
 	}                                                                                                                \
-	GM_EXPORT(gm_treehem##TR, GM_TREEHEM_PARAMS, (y, x, scratch, nm, n, d, np, under, per, P))                      \
+	GM_EXPORT(gm_treehem##TR, GM_TREEHEM_PARAMS, (y, x, scratch, nm, n, d, np, under, kept, per, P))                \
 	template <typename T>                                                                                            \
 	__device__ void gm_treehem##TR##_backward(T *dx, const T *x, const T *g, unsigned char *scratch, ll nm, ll n,   \
-	                                          ll d, ll np, ll under, ll per, ll P) {                                 \
-		HEM_BY_DIM(d, gm_treehem_backward_dt, T, TR, dx, x, g, scratch, nm, n, np, under, per, P);                  \
+	                                          ll d, ll np, ll under, ll kept, ll per, ll P) {                        \
+		HEM_BY_DIM(d, gm_treehem_backward_dt, T, TR, dx, x, g, scratch, nm, n, np, under, kept, per, P);            \
 	}                                                                                                                \
-	GM_EXPORT(gm_treehem##TR##_backward, GM_TREEHEM_BW_PARAMS, (dx, x, g, scratch, nm, n, d, np, under, per, P))
+	GM_EXPORT(gm_treehem##TR##_backward, GM_TREEHEM_BW_PARAMS, (dx, x, g, scratch, nm, n, d, np, under, kept, per, P))
 HEM_EXPORT(2)
 HEM_EXPORT(4)
 HEM_EXPORT(8)

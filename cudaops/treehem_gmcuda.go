@@ -33,15 +33,16 @@ type treeHEMSaved struct {
 	o  device.TreeHEMOptions
 }
 
-// hemScratch returns the bytes of one block's scratch and the padded key
-// count P, laid out as hem_scratch in treehem.cu says: P keys; N·S values
+// hemScratch returns the bytes of one block's (or kept mixture's) scratch
+// and the padded key count P, laid out as hem_scratch in treehem.cu says: a
+// 32-byte header, P keys; N·S values
 // twice, (N−1)·T·S twice, N−1 and 2T·S twice of the element type (z bytes);
 // 11N − 6 + Np int32; rounded up to 8 bytes.
 func hemScratch(l mixture.Layout, np, t, z int) (per int64, p int) {
 	n, s := int64(l.N), int64(l.Stride())
 	p = 1 << bits.Len(uint(l.N-1))
 	vals := 2*n*s + 2*(n-1)*int64(t)*s + (n - 1) + 2*2*int64(t)*s
-	per = 8*int64(p) + vals*int64(z) + 4*(11*n-6+int64(np))
+	per = 32 + 8*int64(p) + vals*int64(z) + 4*(11*n-6+int64(np))
 	return (per + 7) &^ 7, p
 }
 
@@ -60,18 +61,35 @@ func checkTreeHEM(name string, l mixture.Layout, np int, o device.TreeHEMOptions
 	return nil
 }
 
+// hemKeptBytes returns the bytes of the scratch a TreeHEM forward leaves
+// for its backward (one region per mixture; see launchTreeHEM), or 0 where
+// that would pass maxScratch and the backward replays the forward instead.
+func hemKeptBytes(l mixture.Layout, np int, o device.TreeHEMOptions, z int) int64 {
+	per, _ := hemScratch(l, np, o.Reduction, z)
+	if b := int64(l.Mixtures()) * per; b <= maxScratch {
+		return b
+	}
+	return 0
+}
+
 // launchTreeHEM runs TreeHEM's forward kernel (backward false: ptrs are
-// y, x) or its backward (ptrs are dx, x, g) on device operands, on a grid
-// whose scratch, in slotScratch, fits maxScratch.
-func launchTreeHEM[T Float](s *seq, backward bool, l mixture.Layout, np int, o device.TreeHEMOptions, ptrs ...devPtr) {
+// y, x) or its backward (ptrs are dx, x, g) on device operands. With kept
+// 0 the scratch is one region per block, in slotScratch, on a grid that
+// fits maxScratch, and the backward replays the forward. Otherwise kept is
+// hemKeptBytes of device memory with one region per mixture: the forward
+// leaves its tree, caches and selection there, and a backward for the same
+// input given the same memory starts from them.
+func launchTreeHEM[T Float](s *seq, backward bool, l mixture.Layout, np int, o device.TreeHEMOptions, kept devPtr, ptrs ...devPtr) {
 	under := 0
 	if o.UnderFill {
 		under = 1
 	}
 	per, p := hemScratch(l, np, o.Reduction, int(sizeOf[T]()))
 	grid := int(max(1, min(int64(min(l.Mixtures(), hemGrid)), maxScratch/per)))
-	var scratch devPtr
-	if s.err == nil {
+	scratch, keep := kept, 0
+	if kept != 0 {
+		grid, keep = min(l.Mixtures(), hemGrid), 1
+	} else if s.err == nil {
 		scratch, s.err = s.d.buf(slotScratch, int64(grid)*per)
 	}
 	name := fmt.Sprintf("gm_treehem%d", o.Reduction)
@@ -82,7 +100,7 @@ func launchTreeHEM[T Float](s *seq, backward bool, l mixture.Layout, np int, o d
 	for _, q := range ptrs {
 		args = append(args, q)
 	}
-	args = append(args, scratch, l.Mixtures(), l.N, l.D, np, under, int(per), p)
+	args = append(args, scratch, l.Mixtures(), l.N, l.D, np, under, keep, int(per), p)
 	// Shared: the bounding box's reduction, four doubles and four int32 of
 	// shared state.
 	s.launch(name+suffix[T](), [2]int{grid, 1}, hemBlock, 8*(6*hemBlock+4)+16, args...)
@@ -96,7 +114,7 @@ func (c Kernels[T]) TreeHEM(y, x []T, l mixture.Layout, np int, o device.TreeHEM
 	err := c.d.run(func(s *seq) {
 		px := in(s, slotIn0, x)
 		py := out[T](s, slotOut, len(y))
-		launchTreeHEM[T](s, false, l, np, o, py, px)
+		launchTreeHEM[T](s, false, l, np, o, 0, py, px)
 		get(s, y, py)
 	})
 	if err != nil {
@@ -135,7 +153,7 @@ func (c Kernels[T]) TreeHEMBackward(dx, x, g []T, l mixture.Layout, np int, o de
 	err := c.d.run(func(s *seq) {
 		px, pg := in(s, slotIn0, x), in(s, slotIn1, g)
 		pd := out[T](s, slotOut, len(dx))
-		launchTreeHEM[T](s, true, l, np, o, pd, px, pg)
+		launchTreeHEM[T](s, true, l, np, o, 0, pd, px, pg)
 		get(s, dx, pd)
 	})
 	if err != nil {
