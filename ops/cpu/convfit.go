@@ -60,9 +60,12 @@ type ConvFitSelection struct {
 	mu   sync.Mutex
 	kept any // *convFitTerms[T] for one later ConvFitBackwardSaved, or nil
 	// terms ([]T) and nodes are the storage of stored terms, made by the
-	// first backward pass that stores.
+	// first backward pass that stores, and grad ([]T) that of the incoming
+	// gradient kept with them: fresh allocations of these sizes cost more
+	// in page faults than the copies themselves.
 	terms any
 	nodes []int32
+	grad  any
 }
 
 // convFitSizes keys recycled selections: everything that fixes their sizes.
@@ -219,8 +222,9 @@ func ConvFitBackwardSaved[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, s
 		tm = newConvFitTerms(g, x, k, sel, &dests[0], keep || len(dests) == 2)
 		dests = dests[1:]
 		if keep {
-			tm.g = slices.Clone(g)
-			sel.kept = tm
+			buf, _ := sel.grad.([]T)
+			tm.g = append(buf[:0], g...)
+			sel.grad, sel.kept = tm.g, tm
 		}
 	}
 	for _, d := range dests {
