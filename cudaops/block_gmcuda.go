@@ -14,10 +14,12 @@ import (
 // blockSaved is what BlockSaving keeps on the GPU: the call's shapes and
 // spec, the forward's intermediates in device memory it owns (fwd), and
 // which incoming gradient g the device's slotBlockDV holds the gradient at
-// the convolution's output for. The first of the op's two gradient nodes
-// (data, kernels) runs the block's backward from fwd down to that gradient;
-// the second finds it in slotBlockDV, as long as no other block's backward
-// ran in between (gen), and runs only the convolution's backward. It is
+// the convolution's output for (and, in a fused block, slotBlockDC the
+// gradient of every convolved Gaussian, which ConvFit's backward computes
+// from it). The first of the op's two gradient nodes (data, kernels) runs
+// the block's backward from fwd down to those gradients; the second finds
+// them in the slots, as long as no other block's backward ran in between
+// (gen), and runs only the convolution's backward kernel it needs. It is
 // Releasable: fwd goes back to the Device's pool for the next forward.
 type blockSaved[T Float] struct {
 	lx, lk mixture.Layout
@@ -297,24 +299,25 @@ func (c Kernels[T]) BlockBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, b 
 		} else {
 			px, pk = in(s, slotIn0, x), in(s, slotIn1, k)
 		}
+		reuse := sv != nil && sv.gen != 0 && sv.gen == s.d.blockGen && mixture.SameBits(sv.g, g)
 		var pdv devPtr
-		if sv != nil && sv.gen != 0 && sv.gen == s.d.blockGen && mixture.SameBits(sv.g, g) {
+		if reuse {
 			pdv = s.d.slots[slotBlockDV].ptr
 		} else {
 			pdv = launchBlockGrad[T](s, px, pk, g, lx, lk, lv, b, relu, fwd)
 			s.d.blockGen++
-			if sv != nil && s.err == nil {
-				sv.g, sv.gen = append(sv.g[:0], g...), s.d.blockGen
-			}
 		}
 		var pdx, pdk devPtr
-		if b.Fused() {
+		switch {
+		case b.Fused() && reuse:
+			pdx, pdk = launchConvBackward[T](s, dx != nil, dk != nil, s.d.slots[slotBlockDC].ptr, px, pk, lx, lk)
+		case b.Fused():
 			var cf cfSel
 			if fwd != nil {
 				cf = fwd.cf
 			}
-			pdx, pdk = launchConvFitBackward[T](s, dx != nil, dk != nil, pdv, px, pk, lx, lk, b.Fit, cf)
-		} else {
+			pdx, pdk = launchConvFitBackward[T](s, dx != nil, dk != nil, slotBlockDC, pdv, px, pk, lx, lk, b.Fit, cf)
+		default:
 			pdx, pdk = launchConvBackward[T](s, dx != nil, dk != nil, pdv, px, pk, lx, lk)
 		}
 		if dx != nil {
@@ -322,6 +325,11 @@ func (c Kernels[T]) BlockBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, b 
 		}
 		if dk != nil {
 			get(s, dk, pdk)
+		}
+		if !reuse && sv != nil && s.err == nil {
+			// The slots hold what this g gives, for the other gradient
+			// node; the downloads waited for the kernels that wrote them.
+			sv.g, sv.gen = append(sv.g[:0], g...), s.d.blockGen
 		}
 	})
 	if err != nil {

@@ -139,7 +139,7 @@ func (c Kernels[T]) ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, 
 	}
 	return c.d.run(func(s *seq) {
 		px, pk, pg := in(s, slotIn0, x), in(s, slotIn1, k), in(s, slotIn2, g)
-		pdx, pdk := launchConvFitBackward[T](s, dx != nil, dk != nil, pg, px, pk, lx, lk, sel, cfSel{})
+		pdx, pdk := launchConvFitBackward[T](s, dx != nil, dk != nil, slotWork, pg, px, pk, lx, lk, sel, cfSel{})
 		if dx != nil {
 			get(s, dx, pdx)
 		}
@@ -150,14 +150,14 @@ func (c Kernels[T]) ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, 
 }
 
 // launchConvFitBackward runs ConvFit's backward on device operands: the
-// gradient of every virtual component into slotWork (with the forward's
+// gradient of every virtual component into slot (with the forward's
 // selection saved, if given), then the convolution's backward kernels into
 // slotOut (∂L/∂x, if wantX) and slotOut1 (∂L/∂k, if wantK), which it
 // returns.
-func launchConvFitBackward[T Float](s *seq, wantX, wantK bool, pg, px, pk devPtr, lx, lk mixture.Layout, sel device.ConvFitSelect, saved cfSel) (pdx, pdk devPtr) {
+func launchConvFitBackward[T Float](s *seq, wantX, wantK bool, slot int, pg, px, pk devPtr, lx, lk mixture.Layout, sel device.ConvFitSelect, saved cfSel) (pdx, pdk devPtr) {
 	lv := device.ConvLayout(lx, lk)
 	grid, smem, args := convFitArgs(s, px, pk, lx, lk, sel, convFitBackBlock)
-	pv := out[T](s, slotWork, lv.Len())
+	pv := out[T](s, slot, lv.Len())
 	args = append(append([]any{pv, pg}, args...), saved.perm, saved.sel, saved.cnt)
 	s.launch("gm_convfit_backward"+suffix[T](), [2]int{grid, 1}, convFitBackBlock, smem, args...)
 	return launchConvBackward[T](s, wantX, wantK, pv, px, pk, lx, lk)

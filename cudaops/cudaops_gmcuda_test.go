@@ -797,12 +797,22 @@ func treeHEMTolerance[T Float](grad bool) float64 {
 }
 
 // TestBlockReuse checks when the second gradient node of a block reuses
-// the first's gradient at the convolution (blockSaved): not for another
+// the first's gradient at the convolution (and, in a fused block, at every
+// convolved Gaussian; blockSaved): for the same incoming gradient it runs
+// only the convolution's backward kernel it needs, but not for another
 // incoming gradient, and not after another block's backward wrote the
-// device's buffer, whose result would otherwise be read.
+// device's buffers, whose results would otherwise be read.
 func TestBlockReuse(t *testing.T) {
+	for _, b := range []device.BlockSpec{
+		{Reduce: device.BlockTreeHEM, Np: 6, TreeHEM: device.TreeHEMOptions{Reduction: 2}},
+		{Fit: device.ConvFitSelect{N: 20, Negative: device.DefaultConvFitNegative}, Reduce: device.BlockTreeHEM, Np: 6, TreeHEM: device.TreeHEMOptions{Reduction: 2}},
+	} {
+		t.Run(b.String(), func(t *testing.T) { testBlockReuse(t, b) })
+	}
+}
+
+func testBlockReuse(t *testing.T, b device.BlockSpec) {
 	rng := rand.New(rand.NewPCG(9, 9))
-	b := device.BlockSpec{Reduce: device.BlockTreeHEM, Np: 6, TreeHEM: device.TreeHEMOptions{Reduction: 2}}
 	lx := mixture.Layout{B: 2, C: 2, N: 11, D: 2}
 	lk := mixture.Layout{B: 3, C: 2, N: 3, D: 2}
 	ly := b.Layout(lx, lk)
@@ -820,11 +830,19 @@ func TestBlockReuse(t *testing.T) {
 		return dk
 	}
 	dx, dk := make([]float64, lx.Len()), make([]float64, lk.Len())
-	// Another gradient: the first node's buffer is for g, not g2.
+	// The same gradient: one launch, the kernels' reduction.
+	must(t, gpu[float64]().BlockBackward(dx, nil, g, x, k, lx, lk, b, saved))
+	t0 := dev.Traffic()
+	must(t, gpu[float64]().BlockBackward(nil, dk, g, x, k, lx, lk, b, saved))
+	if n := dev.Traffic().Sub(t0).Launches; n != 1 {
+		t.Errorf("the second gradient node for the same g made %d launches, want 1", n)
+	}
+	compare(t, "dk reusing the first node's", dk, want(x, k, g), 1e-9)
+	// Another gradient: the first node's buffers are for g, not g2.
 	must(t, gpu[float64]().BlockBackward(dx, nil, g, x, k, lx, lk, b, saved))
 	must(t, gpu[float64]().BlockBackward(nil, dk, g2, x, k, lx, lk, b, saved))
 	compare(t, "dk for another g", dk, want(x, k, g2), 1e-9)
-	// Another block in between: its backward overwrote the buffer.
+	// Another block in between: its backward overwrote the buffers.
 	must(t, gpu[float64]().BlockBackward(dx, nil, g, x, k, lx, lk, b, saved))
 	must(t, gpu[float64]().BlockBackward(dx, nil, g, x2, k2, lx, lk, b, saved2))
 	must(t, gpu[float64]().BlockBackward(nil, dk, g, x, k, lx, lk, b, saved))

@@ -33,8 +33,8 @@ type Device struct {
 	// times, when not nil, collects every launch's and copy's duration
 	// (timing_gmcuda.go); touched only on the Device's thread.
 	times map[string][]time.Duration
-	// blockGen counts the block backward calls that wrote slotBlockDV
-	// (block_gmcuda.go); touched only on the Device's thread.
+	// blockGen counts the block backward calls that wrote slotBlockDV and
+	// slotBlockDC (block_gmcuda.go); touched only on the Device's thread.
 	blockGen uint64
 	// unsynced names the kernels launched since the host last waited for
 	// the device's work, oldest first; touched only on the Device's thread.
@@ -76,6 +76,7 @@ const (
 	slotBlockDR
 	slotBlockDV
 	slotBlockDY
+	slotBlockDC // a fused block's gradient of every convolved Gaussian
 	numSlots
 )
 
