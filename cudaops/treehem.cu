@@ -709,9 +709,15 @@ __device__ Hem<T, D, TR> hem_setup(unsigned char *scratch, ll per, ll n, ll np, 
 // forward into its kept header (save), or back (!save).
 template <typename T, int D, int TR> __device__ void hem_keep(Hem<T, D, TR> &h, bool save) {
 	if (threadIdx.x == 0) {
+		double *kd = h.kept;
 		int *ki = (int *)(h.kept + 2);
-		for (int j = 0; j < 2; j++) save ? (void)(h.kept[j] = h.hd[j]) : (void)(h.hd[j] = h.kept[j]);
-		for (int j = 0; j < 4; j++) save ? (void)(ki[j] = h.hi[j]) : (void)(h.hi[j] = ki[j]);
+		if (save) {
+			kd[0] = h.hd[0], kd[1] = h.hd[1];
+			for (int j = 0; j < 4; j++) ki[j] = h.hi[j];
+		} else {
+			h.hd[0] = kd[0], h.hd[1] = kd[1];
+			for (int j = 0; j < 4; j++) h.hi[j] = ki[j];
+		}
 	}
 	__syncthreads();
 }
