@@ -104,10 +104,10 @@ func ownBlockBufs[T Float](s *seq, sv *blockSaved[T], lx, lk mixture.Layout, b d
 }
 
 // blockOnGPU reports whether every part of b has GPU kernels: all but the
-// refined ReLU fit (the block has no constants or given targets). Other
-// blocks run on the fallback.
+// refined ReLU fit (the block has no constants or given targets) and the
+// near-group targets. Other blocks run on the fallback.
 func blockOnGPU(b device.BlockSpec) bool {
-	return onGPU(device.ReLUFitCall("ReLUFit", false, false, b.ReLU))
+	return b.Near == 0 && onGPU(device.ReLUFitCall("ReLUFit", false, false, b.ReLU))
 }
 
 // launchBlockFit runs the block's convolution (or fused

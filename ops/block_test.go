@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -25,6 +26,9 @@ var blockCases = []struct {
 	{"convfit unreduced", BlockSpec{Fit: fitN(5), ReLU: ReLUFitOptions{Variant: device.ReLUFitPaper}}},
 	{"conv+TreeHEM integrate", BlockSpec{Reduce: BlockTreeHEM, Np: 4, TreeHEM: TreeHEMOptions{Reduction: 2}, Integrate: true}},
 	{"conv unreduced integrate", BlockSpec{Integrate: true}},
+	{"convfit near=1+TreeHEM", BlockSpec{Fit: fitN(7), Near: 1, Reduce: BlockTreeHEM, Np: 4, TreeHEM: TreeHEMOptions{Reduction: 2}}},
+	{"convfit near=2 integrate", BlockSpec{Fit: fitN(5), Near: 2, Integrate: true}},
+	{"convfit near=∞+KeepLargest", BlockSpec{Fit: fitN(7), Near: math.Inf(1), Reduce: BlockKeepLargest, Np: 3}},
 }
 
 // blockInputs returns data [2, 2, 6] on a jittered grid with positive
@@ -45,7 +49,9 @@ func blockInputs(rng *rand.Rand, d int) []*tensor.Dense {
 	return []*tensor.Dense{x, k}
 }
 
-// composedBlock applies the ops the block op stands for, one after another.
+// composedBlock applies the ops the block op stands for, one after another;
+// for near-group targets of radius ∞, the ReLU fit of the fused
+// convolution-fitting to the exact convolution at its centroids.
 func composedBlock(s BlockSpec, x, k *G.Node) (*G.Node, error) {
 	var y *G.Node
 	var err error
@@ -57,10 +63,23 @@ func composedBlock(s BlockSpec, x, k *G.Node) (*G.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if y, err = G.ApplyOp(NewScaleWeights(testDev, 1/float64(x.Shape()[1])), y); err != nil {
+	scale := NewScaleWeights(testDev, 1/float64(x.Shape()[1]))
+	if y, err = G.ApplyOp(scale, y); err != nil {
 		return nil, err
 	}
-	if y, err = G.ApplyOp(NewReLUFit(testDev, s.ReLU), y); err != nil {
+	if math.IsInf(s.Near, 1) {
+		d := 2
+		if x.Shape()[3] == 13 {
+			d = 3
+		}
+		pts := G.Must(G.Slice(y, nil, nil, nil, G.S(1, 1+d)))
+		conv := G.Must(G.ApplyOp(scale, G.Must(G.ApplyOp(NewConv(testDev), x, k))))
+		t := G.Must(G.ApplyOp(NewEvaluate(testDev), conv, pts))
+		y, err = G.ApplyOp(NewReLUFitTargets(testDev, s.ReLU, false), y, t)
+	} else {
+		y, err = G.ApplyOp(NewReLUFit(testDev, s.ReLU), y)
+	}
+	if err != nil {
 		return nil, err
 	}
 	switch s.Reduce {
@@ -78,9 +97,14 @@ func composedBlock(s BlockSpec, x, k *G.Node) (*G.Node, error) {
 // TestBlockEqualsComposed checks that the block op's output and both
 // gradients equal those of the ops it stands for, bitwise on the CPU and
 // within gmtest.DeviceTolerance on another device, in float64 (the
-// gradient checks) and float32 (training), 2D and 3D.
+// gradient checks) and float32 (training), 2D and 3D. Blocks with
+// near-group targets, which no composition of ops computes, are checked
+// against the exact targets at radius ∞ (TestBlockNearExact).
 func TestBlockEqualsComposed(t *testing.T) {
 	for _, c := range blockCases {
+		if c.spec.Near > 0 {
+			continue
+		}
 		for _, d := range []int{2, 3} {
 			for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
 				t.Run(fmt.Sprintf("%s/%dD/%v", c.name, d, dt), func(t *testing.T) {
@@ -97,6 +121,40 @@ func TestBlockEqualsComposed(t *testing.T) {
 						if same, e := gmtest.SameAsCPU(testDev.Name, block[i], composed[i]); !same {
 							t.Errorf("%s: block and composed ops differ by %g", what, e)
 						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestBlockNearExact checks that a block with near-group targets of radius
+// ∞ gives the output and gradients of the ReLU fit of the fused
+// convolution-fitting to the exact convolution at its centroids (the same
+// function, summed in another order), float64 and float32, 2D and 3D.
+func TestBlockNearExact(t *testing.T) {
+	for _, c := range blockCases {
+		if !math.IsInf(c.spec.Near, 1) {
+			continue
+		}
+		for _, d := range []int{2, 3} {
+			for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+				t.Run(fmt.Sprintf("%s/%dD/%v", c.name, d, dt), func(t *testing.T) {
+					rng := rand.New(rand.NewPCG(6, uint64(d)))
+					in := blockInputs(rng, d)
+					r := gmtest.Normal(rng, 2*2*max(c.spec.Np, 12*2)*(1+d+d*d))
+					block := runBlockGraph(t, in, dt, r, func(x, k *G.Node) (*G.Node, error) {
+						return G.ApplyOp(NewBlock(testDev, c.spec), x, k)
+					})
+					exact := runBlockGraph(t, in, dt, r, func(x, k *G.Node) (*G.Node, error) {
+						return composedBlock(c.spec, x, k)
+					})
+					tol := 1e-10
+					if dt == tensor.Float32 {
+						tol = 1e-4
+					}
+					for i, what := range []string{"output", "∂L/∂data", "∂L/∂kernels"} {
+						gmtest.WantClose(t, what, block[i], exact[i], tol)
 					}
 				})
 			}
@@ -177,6 +235,10 @@ func TestBlockOpErrors(t *testing.T) {
 		{BlockSpec{Reduce: BlockKeepLargest, Np: 100}, "keep-largest"},
 		{BlockSpec{Fit: ConvFitSelect{N: 4, Negative: -1}}, "fused convolution-fitting"},
 		{BlockSpec{Reduce: 9, Np: 2}, "unknown reduction"},
+		{BlockSpec{Near: 1}, "near-group targets"},
+		{BlockSpec{Fit: fitN(4), Near: -1}, "near-group targets"},
+		{BlockSpec{Fit: fitN(4), Near: math.NaN()}, "near-group targets"},
+		{BlockSpec{Fit: fitN(4), Near: 1, ReLU: ReLUFitOptions{Refine: true}}, "near-group targets"},
 	} {
 		g := G.NewGraph()
 		rng := rand.New(rand.NewPCG(1, 2))

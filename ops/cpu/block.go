@@ -27,6 +27,10 @@ type BlockState[T Float] struct {
 	mu            sync.Mutex
 	g, dy, dr, dv []T
 	haveDV        bool
+	// c and dc are the near-group corrections of a fused block's ReLU fit
+	// targets and their gradient, ndx and ndk the corrections' part of
+	// ∂L/∂x and ∂L/∂k for the last incoming gradient (nil unless b.Near > 0).
+	c, dc, ndx, ndk []T
 }
 
 // blockKey keys recycled block states: everything that fixes their sizes.
@@ -60,6 +64,10 @@ func newBlockState[T Float](lx, lk mixture.Layout, b device.BlockSpec) *BlockSta
 		key: key,
 		v:   make([]T, lv.Len()), r: make([]T, lv.Len()),
 		g: make([]T, b.OutLen(lx, lk)), dr: make([]T, lv.Len()), dv: make([]T, lv.Len()),
+	}
+	if b.Near > 0 {
+		n := lv.Mixtures() * lv.N
+		st.c, st.dc, st.ndx, st.ndk = make([]T, n), make([]T, n), make([]T, lx.Len()), make([]T, lk.Len())
 	}
 	if b.Integrate {
 		st.dy = make([]T, ly.Len())
@@ -96,22 +104,31 @@ func BlockSaving[T Float](y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec
 func (st *BlockState[T]) forward(y, x, k []T, save bool) error {
 	lx, lk, b := st.key.lx, st.key.lk, st.key.b
 	lv := b.ConvLayout(lx, lk)
+	var sel *ConvFitSelection
 	switch {
-	case b.Fused() && save:
-		st.conv = ConvFitSaving(st.v, x, k, lx, lk, b.Fit)
+	case b.Fused() && (save || b.Near > 0):
+		sel = ConvFitSaving(st.v, x, k, lx, lk, b.Fit)
+		if save {
+			st.conv = sel
+		}
 	case b.Fused():
 		ConvFit(st.v, x, k, lx, lk, b.Fit)
 	default:
 		Conv(st.v, x, k, lx, lk)
 	}
 	ScaleWeights(st.v, st.v, lv, T(b.Scale(lx)))
-	if save {
-		sums, err := ReLUFitSaving(st.r, st.v, nil, nil, lv, b.ReLU)
-		if err != nil {
-			return errors.Wrap(err, "block's ReLU fit")
+	if b.Near > 0 {
+		ConvFitNear(st.c, x, k, st.v, lx, lk, sel, b.Near, b.Scale(lx))
+		if !save {
+			sel.Release()
 		}
+	}
+	var sums *ReLUFitSums[T]
+	if save {
+		sums = newReLUFitSums[T](lv)
 		st.relu = sums
-	} else if err := ReLUFit(st.r, st.v, nil, nil, lv, b.ReLU); err != nil {
+	}
+	if err := reluFit(st.r, st.v, nil, st.c, true, lv, b.ReLU, sums); err != nil {
 		return errors.Wrap(err, "block's ReLU fit")
 	}
 	red := y // the reduced mixtures
@@ -164,13 +181,17 @@ func BlockBackward[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, b device
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if !st.haveDV || !mixture.SameBits(st.g, g) {
-		if err := st.convGrad(g); err != nil {
+		if err := st.convGrad(g, x, k); err != nil {
 			return err
 		}
 	}
 	if b.Fused() {
 		sel, _ := st.conv.(*ConvFitSelection)
 		ConvFitBackwardSaved(dx, dk, st.dv, x, k, lx, lk, b.Fit, sel)
+		if b.Near > 0 {
+			addTo(dx, st.ndx)
+			addTo(dk, st.ndk)
+		}
 		return nil
 	}
 	if dx != nil {
@@ -182,9 +203,20 @@ func BlockBackward[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, b device
 	return nil
 }
 
+// addTo adds a to dst unless dst is nil.
+func addTo[T Float](dst, a []T) {
+	if dst == nil {
+		return
+	}
+	for i, v := range a {
+		dst[i] += v
+	}
+}
+
 // convGrad sets st.dv, the gradient at the convolution's output for the
-// incoming gradient g, and remembers g.
-func (st *BlockState[T]) convGrad(g []T) error {
+// incoming gradient g (and for a block with near-group targets st.ndx and
+// st.ndk, their part of the gradients of x and k), and remembers g.
+func (st *BlockState[T]) convGrad(g, x, k []T) error {
 	lx, lk, b := st.key.lx, st.key.lk, st.key.b
 	lv := b.ConvLayout(lx, lk)
 	dy := g
@@ -205,8 +237,14 @@ func (st *BlockState[T]) convGrad(g []T) error {
 		dr = st.dr
 	}
 	sums, _ := st.relu.(*ReLUFitSums[T])
-	if err := ReLUFitBackwardSaved(st.dv, nil, nil, st.v, nil, nil, dr, lv, b.ReLU, sums); err != nil {
+	if err := reluFitBackward(st.dv, nil, st.dc, st.v, nil, st.c, true, dr, lv, b.ReLU, sums); err != nil {
 		return errors.Wrap(err, "block's ReLU fit")
+	}
+	if b.Near > 0 {
+		sel, _ := st.conv.(*ConvFitSelection)
+		clear(st.ndx)
+		clear(st.ndk)
+		ConvFitNearBackward(st.ndx, st.ndk, st.dv, st.dc, x, k, st.v, lx, lk, sel, b.Near, b.Scale(lx))
 	}
 	ScaleWeights(st.dv, st.dv, lv, T(b.Scale(lx)))
 	copy(st.g, g)

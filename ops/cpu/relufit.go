@@ -36,7 +36,7 @@ import (
 // check this); a non-finite result, which only extreme covariances can
 // produce, is reported as an error naming the component.
 func ReLUFit[T Float](y, x, kappa, t []T, l mixture.Layout, opts device.ReLUFitOptions) error {
-	return reluFit(y, x, kappa, t, l, opts, nil)
+	return reluFit(y, x, kappa, t, false, l, opts, nil)
 }
 
 // ReLUFitSums holds the target t_k (κ and given targets included) and the approximation e_k at
@@ -50,12 +50,16 @@ type ReLUFitSums[T Float] struct {
 // ReLUFitSaving is ReLUFit that also returns the sums, so that
 // ReLUFitBackwardSaved can skip the O(N²) forward pass.
 func ReLUFitSaving[T Float](y, x, kappa, t []T, l mixture.Layout, opts device.ReLUFitOptions) (*ReLUFitSums[T], error) {
-	n := l.Mixtures() * l.N
-	s := &ReLUFitSums[T]{l: l, t: make([]T, n), e: make([]T, n)}
-	if err := reluFit(y, x, kappa, t, l, opts, s); err != nil {
+	s := newReLUFitSums[T](l)
+	if err := reluFit(y, x, kappa, t, false, l, opts, s); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+func newReLUFitSums[T Float](l mixture.Layout) *ReLUFitSums[T] {
+	n := l.Mixtures() * l.N
+	return &ReLUFitSums[T]{l: l, t: make([]T, n), e: make([]T, n)}
 }
 
 // mixture returns the sums of mixture m; nil for a nil receiver.
@@ -67,15 +71,18 @@ func (s *ReLUFitSums[T]) mixture(m int) (t, e []T) {
 	return s.t[m*n : (m+1)*n], s.e[m*n : (m+1)*n]
 }
 
-// reluFit is ReLUFit, saving the sums into sums unless it is nil.
-func reluFit[T Float](y, x, kappa, t []T, l mixture.Layout, opts device.ReLUFitOptions, sums *ReLUFitSums[T]) error {
+// reluFit is ReLUFit, saving the sums into sums unless it is nil. With add
+// the targets t are corrections added to x's own sums instead of replacing
+// them: t_k = Σ_j a_j E_kj + t[m·N+k] + κ (the fused blocks' near-group
+// targets).
+func reluFit[T Float](y, x, kappa, t []T, add bool, l mixture.Layout, opts device.ReLUFitOptions, sums *ReLUFitSums[T]) error {
 	p, err := resolveReLUFit(opts, t, l)
 	if err != nil {
 		return err
 	}
 	copy(y, x)
 	off := T(p.Off)
-	err = reluEach(x, kappa, t, l, p, false, sums, func(s *reluWork[T], m int) error {
+	err = reluEach(x, kappa, t, add, l, p, false, sums, func(s *reluWork[T], m int) error {
 		out := mixture.Mixture(y, l, m)
 		s.heuristicWeights(out, off)
 		if p.Refine {
@@ -123,6 +130,12 @@ func ReLUFitBackward[T Float](dx, dkappa, dt, x, kappa, t, g []T, l mixture.Layo
 // of recomputing them; with sums nil it recomputes them. It reports sums
 // saved for another layout as an error.
 func ReLUFitBackwardSaved[T Float](dx, dkappa, dt, x, kappa, t, g []T, l mixture.Layout, opts device.ReLUFitOptions, sums *ReLUFitSums[T]) error {
+	return reluFitBackward(dx, dkappa, dt, x, kappa, t, false, g, l, opts, sums)
+}
+
+// reluFitBackward is ReLUFitBackwardSaved, for targets t added to x's own
+// sums if add (see reluFit).
+func reluFitBackward[T Float](dx, dkappa, dt, x, kappa, t []T, add bool, g []T, l mixture.Layout, opts device.ReLUFitOptions, sums *ReLUFitSums[T]) error {
 	p, err := resolveReLUFit(opts, t, l)
 	if err != nil {
 		return err
@@ -134,7 +147,7 @@ func ReLUFitBackwardSaved[T Float](dx, dkappa, dt, x, kappa, t, g []T, l mixture
 		dx = make([]T, len(g))
 	}
 	copy(dx, g)
-	err = reluEach(x, kappa, t, l, p, true, sums, func(s *reluWork[T], m int) error {
+	err = reluEach(x, kappa, t, add, l, p, true, sums, func(s *reluWork[T], m int) error {
 		var dk T
 		if p.Refine {
 			var err error
@@ -180,17 +193,18 @@ func resolveReLUFit[T Float](opts device.ReLUFitOptions, t []T, l mixture.Layout
 }
 
 // reluEach loads every mixture of x with its constant (kappa[m], or 0 for a
-// nil kappa) and its given targets (t, or none for a nil t) into a
+// nil kappa) and its given targets (t, or none for a nil t; added to its
+// own sums if add, else replacing them) into a
 // per-worker reluWork (with the backward buffers if
 // backward is set) and hands the work to f with the forward sums in place;
 // it returns the first error of a load or of f. The sums come from sums in
 // the backward pass and are computed, and stored into sums, in the forward
 // pass or when sums is nil.
-func reluEach[T Float](x, kappa, t []T, l mixture.Layout, p device.ReLUFitParams, backward bool, sums *ReLUFitSums[T], f func(s *reluWork[T], m int) error) error {
+func reluEach[T Float](x, kappa, t []T, add bool, l mixture.Layout, p device.ReLUFitParams, backward bool, sums *ReLUFitSums[T], f func(s *reluWork[T], m int) error) error {
 	ws := make([]*reluWork[T], parallel.Workers(l.Mixtures()))
 	for i := range ws {
 		ws[i] = newReLUWork[T](l.N, l.D, backward)
-		ws[i].given = t != nil
+		ws[i].given = t != nil && !add
 	}
 	errs := make([]error, len(ws))
 	parallel.ForWorker(l.Mixtures(), func(w, m int) {

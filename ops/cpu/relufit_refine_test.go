@@ -168,7 +168,7 @@ func refineDecisions(x, kappa []float64, l mixture.Layout, opts device.ReLUFitOp
 	y := make([]float64, len(x))
 	copy(y, x)
 	decs := make([][]bool, l.Mixtures())
-	err = reluEach(x, kappa, nil, l, p, false, nil, func(s *reluWork[float64], m int) error {
+	err = reluEach(x, kappa, nil, false, l, p, false, nil, func(s *reluWork[float64], m int) error {
 		out := mixture.Mixture(y, l, m)
 		s.heuristicWeights(out, p.Off)
 		var md []bool

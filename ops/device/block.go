@@ -42,6 +42,12 @@ type BlockSpec struct {
 	Np     int
 	// TreeHEM are the options of BlockTreeHEM.
 	TreeHEM TreeHEMOptions
+	// Near is the radius r of a fused block's near-group targets (docs/fused.md):
+	// the ReLU fit's target at each centroid is exact over the components of
+	// the selected nodes within Mahalanobis distance r of it (the node's
+	// covariance), coarse elsewhere; +Inf gives the exact convolution at the
+	// centroids. 0 keeps the coarse targets.
+	Near float64
 	// Integrate ends the block by integrating each reduced mixture: its
 	// output is [B, Fo] instead of the mixtures. A model's last block does,
 	// so that its mixtures, often its largest, never leave the device.
@@ -105,8 +111,17 @@ func (b BlockSpec) Check(lx, lk mixture.Layout) error {
 			return errors.Errorf("block's fused convolution-fitting: Fi·Ni·Nk = %d convolved Gaussians per channel exceed the limit 2³¹ − 1", nv)
 		}
 	}
-	if _, err := b.ReLU.Resolve(); err != nil {
+	p, err := b.ReLU.Resolve()
+	if err != nil {
 		return errors.Wrap(err, "block's ReLU fit")
+	}
+	switch {
+	case !(b.Near >= 0):
+		return errors.Errorf("block's near-group targets: radius %g, want a number ≥ 0", b.Near)
+	case b.Near > 0 && !b.Fused():
+		return errors.Errorf("block's near-group targets: radius %g needs the fused convolution-fitting (Fit.N > 0)", b.Near)
+	case b.Near > 0 && p.Refine:
+		return errors.Wrap(ErrRefinedTargets, "block's near-group targets")
 	}
 	lv := b.ConvLayout(lx, lk)
 	switch b.Reduce {
@@ -128,6 +143,9 @@ func (b BlockSpec) String() string {
 	conv := "conv"
 	if b.Fused() {
 		conv = fmt.Sprintf("convfit(%v)", b.Fit)
+		if b.Near > 0 {
+			conv = fmt.Sprintf("convfit(%v near=%g)", b.Fit, b.Near)
+		}
 	}
 	red := "unreduced"
 	switch b.Reduce {
