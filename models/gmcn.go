@@ -49,6 +49,13 @@ type Config struct {
 	// of on the coarse mixture itself; it has no effect without Fused or
 	// where n is the whole convolution.
 	FusedExact bool
+	// FusedNear > 0 gives each fused block's dense ReLU fit near-group
+	// targets of radius r = FusedNear (ops.BlockSpec.Near, docs/fused.md):
+	// at each centroid the coarse mixture's value, made exact over the
+	// components of the groups within Mahalanobis distance r of it. It
+	// needs the block op (no Bias, a reduction with a block: TreeHEM or
+	// keep-largest) and excludes FusedExact; 0 keeps the coarse targets.
+	FusedNear float64
 	// FusedNegative is the fused selection's priority factor of groups of
 	// negative weights (ops.ConvFitSelect.Negative); 0 means
 	// ops.DefaultConvFitNegative. Runs saved before it existed used 1.
@@ -162,7 +169,7 @@ func Build(cfg Config) (*Model, error) {
 			// only covariances, would change neither the integrals nor
 			// their gradients.
 			spec.Integrate = i == len(l.Blocks)-1
-			x, err = m.block(x, k, spec, n, name)
+			x, err = m.block(x, k, spec, n, cfg.FusedNear > 0 && n < nv, name)
 		} else {
 			x, kappa, err = m.composedBlock(x, k, b, fi, n, exact, kappa, name)
 		}
@@ -258,6 +265,9 @@ func (cfg Config) Check() error {
 	if err := cfg.normalise(); err != nil {
 		return err
 	}
+	if err := cfg.checkNear(); err != nil {
+		return err
+	}
 	fi, ni := cfg.Layout.InputChannels, cfg.Layout.InputGaussians
 	for i, b := range cfg.Layout.Blocks {
 		n := fi * ni * cfg.KernelGaussians
@@ -272,6 +282,29 @@ func (cfg Config) Check() error {
 			ni = b.Gaussians
 		}
 		fi = b.Channels
+	}
+	return nil
+}
+
+// checkNear reports near-group targets the model cannot compute.
+func (cfg Config) checkNear() error {
+	near := cfg.FusedNear
+	switch {
+	case !(near >= 0):
+		return errors.Errorf("model: near-group targets' radius %g, want a number ≥ 0", near)
+	case near == 0:
+		return nil
+	case cfg.Fused == 0:
+		return errors.Errorf("model: near-group targets (radius %g) need the fused convolution-fitting", near)
+	case cfg.FusedExact:
+		return errors.New("model: a fused block's targets are either exact or near-group, not both")
+	case cfg.Bias != BiasNone:
+		return errors.Errorf("model: near-group targets (radius %g) cannot take biases (%v): only the block op computes them, and it has no constants", near, cfg.Bias)
+	}
+	for i, b := range cfg.Layout.Blocks {
+		if _, ok := cfg.Reduction.BlockSpec(b.Gaussians); !ok {
+			return errors.Errorf("model: near-group targets (radius %g) need a reduction the block op computes (TreeHEM or keep-largest); block %d reduces with %v", near, i+1, cfg.Reduction)
+		}
 	}
 	return nil
 }
@@ -303,8 +336,11 @@ func (cfg Config) FusedKey() string {
 		return ""
 	}
 	targets := "coarse"
-	if cfg.FusedExact {
+	switch {
+	case cfg.FusedExact:
 		targets = "exact"
+	case cfg.FusedNear > 0:
+		targets = fmt.Sprintf("near%g", cfg.FusedNear)
 	}
 	return fmt.Sprintf("fused%d targets %s negative%g min%d", cfg.Fused, targets, cfg.fusedNegative(), cfg.fusedMin())
 }
@@ -318,15 +354,21 @@ func (cfg Config) fusedMin() int {
 
 // block applies block b (convolution, ÷Fi, ReLU fit and reduction, spec
 // holding the reduction) to x as one gm.Block op, which equals the ops of
-// composedBlock and keeps its intermediates where they are made (on the
-// CUDA device in its memory). n is the fused count.
-func (m *Model) block(x *G.Node, k *gmnode.Kernel, spec ops.BlockSpec, n int, name string) (*G.Node, error) {
+// composedBlock (but for near-group targets, which only the block op
+// computes) and keeps its intermediates where they are made (on the CUDA
+// device in its memory). n is the fused count; near gives the block
+// near-group targets.
+func (m *Model) block(x *G.Node, k *gmnode.Kernel, spec ops.BlockSpec, n int, near bool, name string) (*G.Node, error) {
 	cfg := m.Config
 	spec.ReLU = cfg.ReLUFit
 	stage := " (conv ÷ Fi)"
 	if cfg.Fused > 0 {
 		spec.Fit = ops.ConvFitSelect{N: n, Negative: cfg.fusedNegative()}
 		stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi)", n)
+		if near {
+			spec.Near = cfg.FusedNear
+			stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi, near r=%g)", n, cfg.FusedNear)
+		}
 	}
 	lx, err := mixture.LayoutOf(x.Shape())
 	if err != nil {
@@ -529,6 +571,9 @@ func (m *Model) Table() string {
 		fused = fmt.Sprintf("fused ×%d", m.Config.Fused)
 		if m.Config.FusedExact {
 			fused += " (exact targets)"
+		}
+		if r := m.Config.FusedNear; r > 0 {
+			fused += fmt.Sprintf(" (near-group targets, r = %g)", r)
 		}
 		if f := m.Config.fusedNegative(); f != ops.DefaultConvFitNegative {
 			fused += fmt.Sprintf(" (negative groups ×%g)", f)

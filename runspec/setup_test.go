@@ -171,7 +171,7 @@ func TestResolveErrors(t *testing.T) {
 		{"classes 3D", func(c *Config) { c.Dataset, c.FitInit = "modelnet40", "fps" }, "end in 10 channels but modelnet40 has 40 classes"},
 		{"reduction", func(c *Config) { c.Reduction = "median" }, `unknown reduction "median"`},
 		{"bias", func(c *Config) { c.Bias = "positive" }, `unknown bias type "positive" (want none, normal or negative-softplus)`},
-		{"fused targets", func(c *Config) { c.FusedTargets = "fine" }, `unknown fused targets "fine" (want coarse or exact)`},
+		{"fused targets", func(c *Config) { c.FusedTargets = "fine" }, `unknown fused targets "fine" (want coarse, exact or near)`},
 		{"fused negative", func(c *Config) { c.Fused, c.FusedNegative = 16, -0.5 }, "fused_negative is -0.5, want a finite number > 0"},
 		{"fused negative NaN", func(c *Config) { c.Fused, c.FusedNegative = 16, math.NaN() }, "fused_negative is NaN"},
 		{"fused negative Inf", func(c *Config) { c.Fused, c.FusedNegative = 16, math.Inf(1) }, "fused_negative is +Inf"},

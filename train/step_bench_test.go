@@ -18,7 +18,8 @@ import (
 // samples per second. The paper presets run with batch 8 to keep one step
 // short on the CPU, where the cost per sample is what matters for the epoch
 // projection, and with batch 32, where a GPU's cost per sample falls; the
-// fused model also with the exact targets (--fused-targets exact),
+// fused model also with the exact targets (--fused-targets exact), with
+// near-group targets (--fused-targets near, also at batch 32),
 // without the floor on its counts (--fused-min 1, the count before
 // 2026-11-27) and with a floor of 128 (--fused-min 128). The
 // ModelNet10 model runs at the paper's batch 21 on generated shapes. The
@@ -27,7 +28,7 @@ func BenchmarkTrainStep(b *testing.B) {
 	for _, c := range []struct {
 		preset string
 		batch  int
-	}{{"demo", 50}, {"paper", 8}, {"paper", 32}, {"paper-fused", 8}, {"paper-fused", 32}, {"paper-fused-exact", 8}, {"paper-fused-nofloor", 8}, {"paper-fused-min128", 8}, {"modelnet10-paper", 21}} {
+	}{{"demo", 50}, {"paper", 8}, {"paper", 32}, {"paper-fused", 8}, {"paper-fused", 32}, {"paper-fused-exact", 8}, {"paper-fused-near", 8}, {"paper-fused-near", 32}, {"paper-fused-nofloor", 8}, {"paper-fused-min128", 8}, {"modelnet10-paper", 21}} {
 		b.Run(stepName(c.preset, c.batch), func(b *testing.B) {
 			tr := newStepTrainer(b, c.preset, c.batch)
 			defer tr.close()
@@ -49,9 +50,11 @@ func stepName(preset string, batch int) string {
 // newStepTrainer returns a trainer of the preset's model at the batch size
 // on testDev, whose step(0) trains on one batch of generated inputs. The
 // suffix "-exact" of a preset name sets its fused targets to "exact",
+// "-near" to "near" (radius runspec.DefaultFusedNear),
 // "-nofloor" its least fused count to 1 and "-min128" to 128.
 func newStepTrainer(b *testing.B, preset string, batch int) *trainer {
 	name, exact := strings.CutSuffix(preset, "-exact")
+	name, near := strings.CutSuffix(name, "-near")
 	name, nofloor := strings.CutSuffix(name, "-nofloor")
 	name, min128 := strings.CutSuffix(name, "-min128")
 	rc := runspec.Presets[name]
@@ -60,6 +63,9 @@ func newStepTrainer(b *testing.B, preset string, batch int) *trainer {
 	}
 	if exact {
 		rc.FusedTargets = "exact"
+	}
+	if near {
+		rc.FusedTargets = "near"
 	}
 	if nofloor {
 		rc.FusedMin = 1

@@ -116,85 +116,83 @@ func isFloat32[T Float]() bool {
 	return ok
 }
 
-// nearGroup is a selected node of the fit in float64: its weight, position,
-// inverse covariance and normalisation.
-type nearGroup struct {
-	w, nrm float64
-	mu     [3]float64
-	inv    [9]float64
-	leaf   bool
-	sp     span
-}
-
-// at returns N(p; μ, Σ) and u = Σ⁻¹(p − μ).
-func (g *nearGroup) at(d int, p *[3]float64) (n float64, u [3]float64) {
-	q := 0.0
-	for a := range d {
-		for b := range d {
-			u[a] += g.inv[a*d+b] * (p[b] - g.mu[b])
-		}
-		q += (p[a] - g.mu[a]) * u[a]
-	}
-	return g.nrm * math.Exp(-q/2), u
-}
-
-// maha returns (p − μ)ᵀ Σ⁻¹ (p − μ).
-func (g *nearGroup) maha(d int, p *[3]float64) float64 {
-	q := 0.0
-	for a := range d {
-		s := 0.0
-		for b := range d {
-			s += g.inv[a*d+b] * (p[b] - g.mu[b])
-		}
-		q += (p[a] - g.mu[a]) * s
-	}
-	return q
-}
-
-// nearWork is one worker's copy of an output mixture for ConvFitNear: the
-// virtual components of its non-leaf nodes in key order as structure of
-// arrays (positions, symmetrised inverse covariances, weight times
-// normalisation, normalisation), its nodes, and the backward pass's
-// per-component sums.
+// nearWork is one worker's copy of an output mixture for ConvFitNear as
+// structures of arrays: its selected nodes (groups) and the virtual
+// components of its non-leaf nodes in key order, each with its position,
+// symmetrised inverse covariance, weight times normalisation and
+// normalisation; scratch rows for one centroid; and the backward pass's
+// per-component sums. Every term at a centroid is computed in T, in rows
+// that the vectorised exponential takes whole: the quadratic forms of all
+// nodes (which decide which are near), then those of all the near nodes'
+// components, concatenated.
 type nearWork[T Float] struct {
 	lx, lk mixture.Layout
 	at     convFitOffsets
 	d, nv  int
-	mu     [3][]T
-	sym    [6][]T // order 00 01 11 (2D) or 00 01 02 11 12 22 (3D)
-	wn     []T    // w_v·nrm_v
-	nrm    []T
-	row    []T // scratch: one run's exponents, then their exponentials
-	rowU   [3][]T
-	groups []nearGroup
-	perm   []int32
-	x, k   []T
-	xb, kb int32
-	scale  T
-	// Backward sums per component: ∂/∂w, Σ E g, Σ E g u, Σ E g u uᵀ.
-	gw, ge []T
-	gu     [3][]T
-	guu    [6][]T
+	// Components, indexed by sorted position (only non-leaf nodes' are set).
+	mu  [3][]T
+	sym [6][]T // order 00 01 11 (2D) or 00 01 02 11 12 22 (3D)
+	wn  []T    // w_v·nrm_v
+	nrm []T
+	// Nodes.
+	gmu       [3][]T
+	gsym      [6][]T
+	gw, gnrm  []T
+	leaf      []bool
+	sp        []span
+	ns        int
+	gq, gexp  []T    // per node: −½ quadratic form; per near node: its exponential
+	gu        [3][]T // per node: Σ_j⁻¹(p − μ_j) (backward)
+	near      []int32
+	row       []T // the near nodes' components' exponents, then exponentials
+	rowU      [3][]T
+	perm      []int32
+	x, k      []T
+	xb, kb    int32
+	scale     T
+	// Backward sums per component: ∂/∂w, Σ E g w, Σ E g w u, Σ E g w u uᵀ.
+	gwt, ge []T
+	gus     [3][]T
+	guu     [6][]T
 }
 
 func newNearWork[T Float](lx, lk mixture.Layout, n int) *nearWork[T] {
 	nv, d := lx.C*lx.N*lk.N, lx.D
 	ns := symCount(d)
-	buf := make([]T, nv*(2*d+2*ns+5+d))
-	next := func() []T {
-		s := buf[:nv:nv]
-		buf = buf[nv:]
+	buf := make([]T, nv*(2*d+2*ns+5+d)+n*(2*d+ns+4))
+	next := func(k int) []T {
+		s := buf[:k:k]
+		buf = buf[k:]
 		return s
 	}
-	w := &nearWork[T]{lx: lx, lk: lk, at: newConvFitOffsets(lx, lk), d: d, nv: nv, groups: make([]nearGroup, n)}
+	w := &nearWork[T]{lx: lx, lk: lk, at: newConvFitOffsets(lx, lk), d: d, nv: nv,
+		leaf: make([]bool, n), sp: make([]span, n), near: make([]int32, n)}
 	for a := range d {
-		w.mu[a], w.rowU[a], w.gu[a] = next(), next(), next()
+		w.mu[a], w.rowU[a], w.gus[a] = next(nv), next(nv), next(nv)
+		w.gmu[a], w.gu[a] = next(n), next(n)
 	}
 	for i := range ns {
-		w.sym[i], w.guu[i] = next(), next()
+		w.sym[i], w.guu[i] = next(nv), next(nv)
+		w.gsym[i] = next(n)
 	}
-	w.wn, w.nrm, w.row, w.gw, w.ge = next(), next(), next(), next(), next()
+	w.wn, w.nrm, w.row, w.gwt, w.ge = next(nv), next(nv), next(nv), next(nv), next(nv)
+	w.gw, w.gnrm, w.gq, w.gexp = next(n), next(n), next(n), next(n)
 	return w
+}
+
+// setGaussian stores the Gaussian of position mu and covariance cov
+// (float64) at index j of the position and inverse arrays and returns its
+// normalisation.
+func setGaussian[T Float](d int, mu, cov []float64, pos *[3][]T, sym *[6][]T, j int) float64 {
+	var inv [9]float64
+	det := mixture.InvDet(d, cov[:d*d], inv[:d*d])
+	for a := range d {
+		pos[a][j] = T(mu[a])
+	}
+	for i, rc := range symIndex[d-2] {
+		sym[i][j] = T((inv[rc[0]*d+rc[1]] + inv[rc[1]*d+rc[0]]) / 2)
+	}
+	return mixture.GaussNorm(d) / math.Sqrt(det)
 }
 
 // load reads output mixture m: its nodes from its packed fit fm and the
@@ -202,207 +200,230 @@ func newNearWork[T Float](lx, lk mixture.Layout, n int) *nearWork[T] {
 func (w *nearWork[T]) load(x, k, fm []T, sel *ConvFitSelection, m int, scale float64) {
 	d, n := w.d, sel.s.N
 	st := w.lx.Stride()
-	ns := int(sel.nsel[m])
-	w.groups = w.groups[:ns]
+	w.ns = int(sel.nsel[m])
 	w.perm = sel.perm[m*w.nv : (m+1)*w.nv]
 	w.xb, w.kb = w.at.bases(w.lx, w.lk, m)
 	w.x, w.k, w.scale = x, k, T(scale)
-	var cov, inv [9]float64
-	for j := range ns {
-		g := &w.groups[j]
+	var mu [3]float64
+	var cov [9]float64
+	for j := range w.ns {
 		p := fm[j*st : (j+1)*st]
-		g.sp = sel.sel[m*n+j]
-		g.leaf = g.sp.first == g.sp.last
-		g.w = float64(p[0])
-		for a := range d {
-			g.mu[a] = float64(p[1+a])
+		sp := sel.sel[m*n+j]
+		w.sp[j], w.leaf[j] = sp, sp.first == sp.last
+		for e := range d {
+			mu[e] = float64(p[1+e])
 		}
 		for e := range d * d {
 			cov[e] = float64(p[1+d+e])
 		}
-		det := mixture.InvDet(d, cov[:d*d], g.inv[:d*d])
-		g.nrm = mixture.GaussNorm(d) / math.Sqrt(det)
-		if g.leaf {
+		nrm := setGaussian(d, mu[:], cov[:], &w.gmu, &w.gsym, j)
+		w.gw[j], w.gnrm[j] = p[0], T(nrm)
+		if w.leaf[j] {
 			continue
 		}
-		for v := g.sp.first; v <= g.sp.last; v++ {
+		for v := sp.first; v <= sp.last; v++ {
 			c := w.perm[v]
 			xg := x[w.xb+w.at.x[c]:][:st]
 			kg := k[w.kb+w.at.k[c]:][:st]
-			for a := range d {
-				w.mu[a][v] = T(float64(xg[1+a]) + float64(kg[1+a]))
+			for e := range d {
+				mu[e] = float64(xg[1+e]) + float64(kg[1+e])
 			}
 			for e := range d * d {
 				cov[e] = float64(xg[1+d+e]) + float64(kg[1+d+e])
 			}
-			det := mixture.InvDet(d, cov[:d*d], inv[:d*d])
-			nrm := mixture.GaussNorm(d) / math.Sqrt(det)
+			nrm := setGaussian(d, mu[:], cov[:], &w.mu, &w.sym, int(v))
 			w.nrm[v] = T(nrm)
 			w.wn[v] = T(scale * float64(xg[0]) * float64(kg[0]) * nrm)
-			for i, rc := range symIndex[d-2] {
-				w.sym[i][v] = T((inv[rc[0]*d+rc[1]] + inv[rc[1]*d+rc[0]]) / 2)
-			}
 		}
+	}
+}
+
+// quadRow writes −½ (p − μ_j)ᵀ Σ_j⁻¹ (p − μ_j) of the Gaussians [f, l) of
+// pos and sym into dst, and with u non-nil also Σ_j⁻¹(p − μ_j) into the
+// rows of u from uo on.
+func quadRow[T Float](dst []T, u *[3][]T, uo int, p *[3]T, pos *[3][]T, sym *[6][]T, d, f, l int) {
+	dst = dst[:l-f]
+	if d == 2 {
+		m0, m1 := pos[0][f:l], pos[1][f:l]
+		a00, a01, a11 := sym[0][f:l], sym[1][f:l], sym[2][f:l]
+		if u == nil {
+			for e := range dst {
+				d0, d1 := p[0]-m0[e], p[1]-m1[e]
+				dst[e] = -(d0*(a00[e]*d0+a01[e]*d1) + d1*(a01[e]*d0+a11[e]*d1)) / 2
+			}
+			return
+		}
+		u0, u1 := u[0][uo:uo+len(dst)], u[1][uo:uo+len(dst)]
+		for e := range dst {
+			d0, d1 := p[0]-m0[e], p[1]-m1[e]
+			v0, v1 := a00[e]*d0+a01[e]*d1, a01[e]*d0+a11[e]*d1
+			u0[e], u1[e] = v0, v1
+			dst[e] = -(d0*v0 + d1*v1) / 2
+		}
+		return
+	}
+	m0, m1, m2 := pos[0][f:l], pos[1][f:l], pos[2][f:l]
+	a00, a01, a02 := sym[0][f:l], sym[1][f:l], sym[2][f:l]
+	a11, a12, a22 := sym[3][f:l], sym[4][f:l], sym[5][f:l]
+	for e := range dst {
+		d0, d1, d2 := p[0]-m0[e], p[1]-m1[e], p[2]-m2[e]
+		v0 := a00[e]*d0 + a01[e]*d1 + a02[e]*d2
+		v1 := a01[e]*d0 + a11[e]*d1 + a12[e]*d2
+		v2 := a02[e]*d0 + a12[e]*d1 + a22[e]*d2
+		if u != nil {
+			u[0][uo+e], u[1][uo+e], u[2][uo+e] = v0, v1, v2
+		}
+		dst[e] = -(d0*v0 + d1*v1 + d2*v2) / 2
 	}
 }
 
 // centroid returns the position of node i.
-func (w *nearWork[T]) centroid(i int) (p [3]float64) {
-	copy(p[:], w.groups[i].mu[:w.d])
+func (w *nearWork[T]) centroid(i int) (p [3]T) {
+	for a := range w.d {
+		p[a] = w.gmu[a][i]
+	}
 	return p
 }
 
-// near reports whether node j is a non-leaf node near the point p.
-func (w *nearWork[T]) near(j int, p *[3]float64, r2 float64) bool {
-	g := &w.groups[j]
-	return !g.leaf && g.maha(w.d, p) <= r2
+// nearRows fills the rows of the centroid p: the nodes' quadratic forms
+// (and with u their Σ_j⁻¹(p − μ_j)), the list of near non-leaf nodes with
+// their exponentials, and the exponentials of their components,
+// concatenated in the order of the list (with u also the components'
+// Σ_v⁻¹(p − μ_v)). It returns the number of near nodes.
+func (w *nearWork[T]) nearRows(p *[3]T, r2 float64, u bool) int {
+	var gu, ru *[3][]T
+	if u {
+		gu, ru = &w.gu, &w.rowU
+	}
+	quadRow(w.gq, gu, 0, p, &w.gmu, &w.gsym, w.d, 0, w.ns)
+	nb := 0
+	for j, q := range w.gq[:w.ns] {
+		// The test runs in T, the same in the forward and backward passes.
+		if !w.leaf[j] && float64(-2*q) <= r2 {
+			w.near[nb], w.gexp[nb] = int32(j), q
+			nb++
+		}
+	}
+	expRow(w.gexp[:nb])
+	off := 0
+	for _, j := range w.near[:nb] {
+		sp := w.sp[j]
+		quadRow(w.row[off:], ru, off, p, &w.mu, &w.sym, w.d, int(sp.first), int(sp.last)+1)
+		off += int(sp.last-sp.first) + 1
+	}
+	expRow(w.row[:off])
+	return nb
 }
 
 // forward writes the corrections of the mixture's nodes into c (n values).
 func (w *nearWork[T]) forward(c []T, r2 float64) {
-	ns := len(w.groups)
-	for i := range ns {
+	for i := range w.ns {
 		p := w.centroid(i)
-		sum := 0.0
-		for j := range ns {
-			if !w.near(j, &p, r2) {
-				continue
+		nb := w.nearRows(&p, r2, false)
+		var sum T
+		off := 0
+		for b, j := range w.near[:nb] {
+			sum -= w.gw[j] * w.gnrm[j] * w.gexp[b]
+			sp := w.sp[j]
+			cnt := int(sp.last-sp.first) + 1
+			row := w.row[off : off+cnt]
+			for e, v := range w.wn[sp.first : sp.last+1] {
+				sum += v * row[e]
 			}
-			g := &w.groups[j]
-			row := w.exponents(&p, g.sp, false)
-			expRow(row)
-			var t T
-			for e, v := range w.wn[g.sp.first : g.sp.last+1] {
-				t += v * row[e]
-			}
-			nj, _ := g.at(w.d, &p)
-			sum += float64(t) - g.w*nj
+			off += cnt
 		}
-		c[i] = T(sum)
+		c[i] = sum
 	}
-	clear(c[ns:])
-}
-
-// exponents writes −½ (p − μ_v)ᵀ Σ_v⁻¹ (p − μ_v) of the components of sp
-// into the scratch row and returns it, and with u also u_v = Σ_v⁻¹(p − μ_v)
-// into rowU.
-func (w *nearWork[T]) exponents(p *[3]float64, sp span, u bool) []T {
-	f, l := int(sp.first), int(sp.last)+1
-	row := w.row[:l-f]
-	if w.d == 2 {
-		p0, p1 := T(p[0]), T(p[1])
-		m0, m1 := w.mu[0][f:l], w.mu[1][f:l]
-		a00, a01, a11 := w.sym[0][f:l], w.sym[1][f:l], w.sym[2][f:l]
-		u0, u1 := w.rowU[0][:l-f], w.rowU[1][:l-f]
-		for e := range row {
-			d0, d1 := p0-m0[e], p1-m1[e]
-			v0 := a00[e]*d0 + a01[e]*d1
-			v1 := a01[e]*d0 + a11[e]*d1
-			row[e] = -(d0*v0 + d1*v1) / 2
-			if u {
-				u0[e], u1[e] = v0, v1
-			}
-		}
-		return row
-	}
-	p0, p1, p2 := T(p[0]), T(p[1]), T(p[2])
-	m0, m1, m2 := w.mu[0][f:l], w.mu[1][f:l], w.mu[2][f:l]
-	a00, a01, a02 := w.sym[0][f:l], w.sym[1][f:l], w.sym[2][f:l]
-	a11, a12, a22 := w.sym[3][f:l], w.sym[4][f:l], w.sym[5][f:l]
-	u0, u1, u2 := w.rowU[0][:l-f], w.rowU[1][:l-f], w.rowU[2][:l-f]
-	for e := range row {
-		d0, d1, d2 := p0-m0[e], p1-m1[e], p2-m2[e]
-		v0 := a00[e]*d0 + a01[e]*d1 + a02[e]*d2
-		v1 := a01[e]*d0 + a11[e]*d1 + a12[e]*d2
-		v2 := a02[e]*d0 + a12[e]*d1 + a22[e]*d2
-		row[e] = -(d0*v0 + d1*v1 + d2*v2) / 2
-		if u {
-			u0[e], u1[e], u2[e] = v0, v1, v2
-		}
-	}
-	return row
+	clear(c[w.ns:])
 }
 
 // backward adds the gradient of the mixture's corrections for the incoming
 // gradient g (n values) to dfm (the gradient at its packed fit, unless nil)
 // and to px and pk, its terms for its data row and its kernel row.
 func (w *nearWork[T]) backward(dfm, px, pk, g []T, r2 float64) {
-	d, ns := w.d, len(w.groups)
+	d := w.d
 	st := w.lx.Stride()
-	nsym := symCount(d)
-	for j := range ns {
-		if sp := w.groups[j].sp; !w.groups[j].leaf {
+	for j := range w.ns {
+		if sp := w.sp[j]; !w.leaf[j] {
 			f, l := sp.first, sp.last+1
-			clear(w.gw[f:l])
+			clear(w.gwt[f:l])
 			clear(w.ge[f:l])
 			for a := range d {
-				clear(w.gu[a][f:l])
+				clear(w.gus[a][f:l])
 			}
-			for i := range nsym {
+			for i := range symCount(d) {
 				clear(w.guu[i][f:l])
 			}
 		}
 	}
-	for i := range ns {
-		gi := float64(g[i])
+	for i := range w.ns {
+		gi := g[i]
 		if gi == 0 {
 			continue
 		}
 		p := w.centroid(i)
-		var dp [3]float64
-		for j := range ns {
-			if !w.near(j, &p, r2) {
-				continue
-			}
-			gr := &w.groups[j]
-			du := w.runBackward(&p, gr.sp, T(gi))
-			nj, u := gr.at(d, &p)
-			wn := gi * gr.w * nj
+		nb := w.nearRows(&p, r2, true)
+		var dp [3]T
+		off := 0
+		for b, j := range w.near[:nb] {
+			// The node's own term, subtracted.
+			e := w.gexp[b]
+			wn := gi * w.gw[j] * w.gnrm[j] * e
 			for a := range d {
-				dp[a] += wn*u[a] - float64(du[a])
+				dp[a] += wn * w.gu[a][j]
 			}
-			if dfm == nil {
-				continue
-			}
-			dj := dfm[j*st : (j+1)*st]
-			dj[0] -= T(gi * nj)
-			for a := range d {
-				dj[1+a] -= T(wn * u[a])
-				for b := range d {
-					dj[1+d+a*d+b] -= T(wn * (u[a]*u[b] - gr.inv[a*d+b]) / 2)
+			if dfm != nil {
+				dj := dfm[int(j)*st : (int(j)+1)*st]
+				dj[0] -= gi * w.gnrm[j] * e
+				for a := range d {
+					dj[1+a] -= wn * w.gu[a][j]
+				}
+				for s, rc := range symIndex[d-2] {
+					t := wn * (w.gu[rc[0]][j]*w.gu[rc[1]][j] - w.gsym[s][j]) / 2
+					dj[1+d+rc[0]*d+rc[1]] -= t
+					if rc[0] != rc[1] {
+						dj[1+d+rc[1]*d+rc[0]] -= t
+					}
 				}
 			}
+			// Its components' terms.
+			sp := w.sp[j]
+			cnt := int(sp.last-sp.first) + 1
+			du := w.runBackward(int(sp.first), off, cnt, gi)
+			for a := range d {
+				dp[a] -= du[a]
+			}
+			off += cnt
 		}
 		if dfm != nil {
 			for a := range d {
-				dfm[i*st+1+a] += T(dp[a])
+				dfm[i*st+1+a] += dp[a]
 			}
 		}
 	}
 	w.scatter(px, pk)
 }
 
-// runBackward adds the terms of the components of sp at the point p, with
+// runBackward adds the terms of the cnt components from sorted position f,
+// whose exponentials and Σ_v⁻¹(p − μ_v) start at off in the rows, with
 // incoming gradient gi, to the per-component sums and returns Σ_v E_v u_v,
-// the components' part of the gradient at p (negated).
-func (w *nearWork[T]) runBackward(p *[3]float64, sp span, gi T) (du [3]T) {
+// the components' part of the gradient at the centroid (negated).
+func (w *nearWork[T]) runBackward(f, off, cnt int, gi T) (du [3]T) {
 	d := w.d
-	f, l := int(sp.first), int(sp.last)+1
-	row := w.exponents(p, sp, true)
-	expRow(row)
-	wn, nrm, gw, ge := w.wn[f:l], w.nrm[f:l], w.gw[f:l], w.ge[f:l]
+	row := w.row[off : off+cnt]
+	wn, nrm, gwt, ge := w.wn[f:f+cnt], w.nrm[f:f+cnt], w.gwt[f:f+cnt], w.ge[f:f+cnt]
 	for e, v := range row {
 		et := v * gi
-		gw[e] += et * nrm[e]
+		gwt[e] += et * nrm[e]
 		ww := et * wn[e]
 		ge[e] += ww
 		for a := range d {
-			t := ww * w.rowU[a][e]
-			w.gu[a][f+e] += t
+			t := ww * w.rowU[a][off+e]
+			w.gus[a][f+e] += t
 			du[a] += t
 		}
 		for s, rc := range symIndex[d-2] {
-			w.guu[s][f+e] += ww * w.rowU[rc[0]][e] * w.rowU[rc[1]][e]
+			w.guu[s][f+e] += ww * w.rowU[rc[0]][off+e] * w.rowU[rc[1]][off+e]
 		}
 	}
 	return du
@@ -411,23 +432,22 @@ func (w *nearWork[T]) runBackward(p *[3]float64, sp span, gi T) (du [3]T) {
 // scatter adds the gradients of the non-leaf nodes' components to their
 // factors' terms px (the data row) and pk (the kernel row): a component's
 // weight is scale·x_w·k_w, its position x_μ + k_μ and its covariance
-// x_Σ + k_Σ, with ∂/∂Σ_v = ½ (Σ E g u uᵀ − (Σ E g) Σ_v⁻¹).
+// x_Σ + k_Σ, with ∂/∂Σ_v = ½ (Σ E g w u uᵀ − (Σ E g w) Σ_v⁻¹).
 func (w *nearWork[T]) scatter(px, pk []T) {
 	d := w.d
 	st := w.lx.Stride()
 	xr, kr := w.x[w.xb:], w.k[w.kb:]
 	var grad [13]T
-	for gi := range w.groups {
-		gr := &w.groups[gi]
-		if gr.leaf {
+	for j := range w.ns {
+		if w.leaf[j] {
 			continue
 		}
-		for v := gr.sp.first; v <= gr.sp.last; v++ {
+		for v := w.sp[j].first; v <= w.sp[j].last; v++ {
 			c := w.perm[v]
 			xo, ko := int(w.at.x[c]), int(w.at.k[c])
-			grad[0] = w.gw[v] * w.scale
+			grad[0] = w.gwt[v] * w.scale
 			for a := range d {
-				grad[1+a] = w.gu[a][v]
+				grad[1+a] = w.gus[a][v]
 			}
 			for s, rc := range symIndex[d-2] {
 				t := (w.guu[s][v] - w.ge[v]*w.sym[s][v]) / 2

@@ -142,10 +142,11 @@ func nearRadiusClear(x, k, f []float64, lx, lk mixture.Layout, sel *ConvFitSelec
 	var q []float64
 	for m := range ly.Mixtures() {
 		w.load(x, k, mixture.Mixture(f, ly, m), sel, m, nearScale)
-		for i := range w.groups {
+		for i := range w.ns {
 			p := w.centroid(i)
-			for j := range w.groups {
-				q = append(q, w.groups[j].maha(lx.D, &p))
+			quadRow(w.gq, nil, 0, &p, &w.gmu, &w.gsym, lx.D, 0, w.ns)
+			for _, v := range w.gq[:w.ns] {
+				q = append(q, -2*v)
 			}
 		}
 	}
