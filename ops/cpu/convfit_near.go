@@ -135,21 +135,21 @@ type nearWork[T Float] struct {
 	wn  []T    // w_v·nrm_v
 	nrm []T
 	// Nodes.
-	gmu       [3][]T
-	gsym      [6][]T
-	gw, gnrm  []T
-	leaf      []bool
-	sp        []span
-	ns        int
-	gq, gexp  []T    // per node: −½ quadratic form; per near node: its exponential
-	gu        [3][]T // per node: Σ_j⁻¹(p − μ_j) (backward)
-	near      []int32
-	row       []T // the near nodes' components' exponents, then exponentials
-	rowU      [3][]T
-	perm      []int32
-	x, k      []T
-	xb, kb    int32
-	scale     T
+	gmu      [3][]T
+	gsym     [6][]T
+	gw, gnrm []T
+	leaf     []bool
+	sp       []span
+	ns       int
+	gq, gexp []T    // per node: −½ quadratic form; per near node: its exponential
+	gu       [3][]T // per node: Σ_j⁻¹(p − μ_j) (backward)
+	near     []int32
+	row      []T // the near nodes' components' exponents, then exponentials
+	rowU     [3][]T
+	perm     []int32
+	x, k     []T
+	xb, kb   int32
+	scale    T
 	// Backward sums per component: ∂/∂w, Σ E g w, Σ E g w u, Σ E g w u uᵀ.
 	gwt, ge []T
 	gus     [3][]T
