@@ -254,7 +254,7 @@ func (cfg *Config) normalise() error {
 	case cfg.Bias < BiasNone || cfg.Bias > BiasNegativeSoftplus:
 		return errors.Errorf("model: unknown bias type %v", cfg.Bias)
 	}
-	return nil
+	return cfg.checkNear()
 }
 
 // Check reports, before any graph is built or data loaded, a configuration
@@ -263,9 +263,6 @@ func (cfg *Config) normalise() error {
 // Fused > 0) to its N_p, as the op would say when the graph is built.
 func (cfg Config) Check() error {
 	if err := cfg.normalise(); err != nil {
-		return err
-	}
-	if err := cfg.checkNear(); err != nil {
 		return err
 	}
 	fi, ni := cfg.Layout.InputChannels, cfg.Layout.InputGaussians

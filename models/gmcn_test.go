@@ -1,6 +1,7 @@
 package models
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -150,6 +151,58 @@ func TestBuildFusedExact(t *testing.T) {
 		"conv2 (fused conv-fit to 96 ÷ Fi, exact targets)", "conv3 (fused conv-fit to 96 ÷ Fi, exact targets)"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("layer table lacks %q:\n%s", want, table)
+		}
+	}
+}
+
+// TestBuildFusedNear builds the demo's network fused ×16 with near-group
+// targets: like the exact targets, only blocks 2 and 3, which fit fewer
+// Gaussians than they convolve, get them, inside their block ops.
+func TestBuildFusedNear(t *testing.T) {
+	l, err := ParseLayout("1/16 -> 8/8 -> 16/4 -> 10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Build(Config{Layout: l, D: 2, Classes: 10, Batch: 2, Fused: 16, FusedNear: 1.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := m.Table()
+	for _, want := range []string{"fused ×16 (near-group targets, r = 1.5)", "conv1 (fused conv-fit to 80 ÷ Fi)",
+		"conv2 (fused conv-fit to 96 ÷ Fi, near r=1.5)", "conv3 (fused conv-fit to 96 ÷ Fi, near r=1.5)"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("layer table lacks %q:\n%s", want, table)
+		}
+	}
+	if k := m.Config.FusedKey(); !strings.Contains(k, "targets near1.5") {
+		t.Errorf("fused key %q does not name the near-group targets", k)
+	}
+}
+
+// TestFusedNearErrors checks that Check refuses near-group targets the
+// block op cannot compute, naming what is wrong.
+func TestFusedNearErrors(t *testing.T) {
+	l, err := ParseLayout("1/16 -> 8/8 -> 16/4 -> 10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := Config{Layout: l, D: 2, Classes: 10, Batch: 2, Fused: 16, FusedNear: 1}
+	for _, c := range []struct {
+		set  func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.FusedNear = -1 }, "radius -1, want a number ≥ 0"},
+		{func(c *Config) { c.FusedNear = math.NaN() }, "radius NaN"},
+		{func(c *Config) { c.Fused = 0 }, "need the fused convolution-fitting"},
+		{func(c *Config) { c.FusedExact = true }, "either exact or near-group"},
+		{func(c *Config) { c.Bias = BiasNormal }, "cannot take biases"},
+		{func(c *Config) { c.Reduction = gmnode.UseMEM() }, "block 1 reduces with MEM"},
+	} {
+		cfg := base
+		c.set(&cfg)
+		gmtest.WantErr(t, cfg.Check(), c.want)
+		if _, err := Build(cfg); err == nil {
+			t.Errorf("Build accepted %+v", cfg)
 		}
 	}
 }

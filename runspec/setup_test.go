@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gmcn-go/gmcn/dataset"
+	"github.com/gmcn-go/gmcn/internal/gmtest"
 	"github.com/gmcn-go/gmcn/models"
 	"github.com/gmcn-go/gmcn/ops"
 )
@@ -92,6 +93,32 @@ func TestResolveFusedTargets(t *testing.T) {
 			t.Errorf("fused targets %q: model FusedExact %v, want %v", name, s.Model.FusedExact, want)
 		}
 	}
+}
+
+// TestResolveFusedNear checks that near-group targets reach the model with
+// their radius, DefaultFusedNear when run.json gives none (which Resolve
+// writes into the run), and that a radius without them is refused.
+func TestResolveFusedNear(t *testing.T) {
+	for _, c := range []struct {
+		near, want float64
+	}{{0, DefaultFusedNear}, {2.5, 2.5}} {
+		rc := Presets["paper-fused"]
+		rc.FusedTargets, rc.FusedNear = "near", c.near
+		s, err := Resolve(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Model.FusedNear != c.want || s.Run.FusedNear != c.want || s.Model.FusedExact {
+			t.Errorf("fused_near %g: model %g (exact %v), run %g; want %g", c.near, s.Model.FusedNear, s.Model.FusedExact, s.Run.FusedNear, c.want)
+		}
+	}
+	rc := Presets["paper-fused"]
+	rc.FusedTargets, rc.FusedNear = "exact", 2
+	_, err := Resolve(rc)
+	gmtest.WantErr(t, err, `fused_near 2 needs fused targets "near", not "exact"`)
+	rc.FusedTargets, rc.FusedNear = "near", -1
+	_, err = Resolve(rc)
+	gmtest.WantErr(t, err, "fused_near is -1")
 }
 
 // TestFusedDefaults checks the fused settings whose 0 means a default:
