@@ -57,3 +57,23 @@ func BenchmarkConvFitBackward(b *testing.B) {
 		ConvFitBackwardSaved(nil, o.dk, o.g, o.x, o.k, o.lx, o.lk, s, sel)
 	})
 }
+
+// BenchmarkConvFitNear computes the near-group corrections at radius 1 on
+// ConvFit's output (convFitBench's sizes).
+func BenchmarkConvFitNear(b *testing.B) {
+	convFitBench(b, func(o *convOperands, _ device.ConvFitSelect, sel *ConvFitSelection) {
+		ConvFitNear(o.g, o.x, o.k, o.y, o.lx, o.lk, sel, 1, 0.125)
+	})
+}
+
+// BenchmarkConvFitNearBackward computes the corrections' gradients at
+// radius 1: data, kernels and ConvFit's output in one call.
+func BenchmarkConvFitNearBackward(b *testing.B) {
+	var df []float32
+	convFitBench(b, func(o *convOperands, _ device.ConvFitSelect, sel *ConvFitSelection) {
+		if len(df) != len(o.y) {
+			df = make([]float32, len(o.y))
+		}
+		ConvFitNearBackward(o.dx, o.dk, df, o.g, o.x, o.k, o.y, o.lx, o.lk, sel, 1, 0.125)
+	})
+}

@@ -16,8 +16,9 @@ import (
 //
 // where node j = {w_j, μ_j, Σ_j} is f's slot j, G_j the virtual components
 // below it (Conv's components, their weights times scale) and j is near i
-// when (μ_i − μ_j)ᵀ Σ_j⁻¹ (μ_i − μ_j) ≤ r². Added to the fit's value at μ_i
-// it makes the value exact over the near nodes' components: with r = ∞ the
+// when j = i or, for r > 0, (μ_i − μ_j)ᵀ Σ_j⁻¹ (μ_i − μ_j) ≤ r² (computed in
+// T). Added to the fit's value at μ_i it makes the value exact over the
+// near nodes' components: with r = 0 over node i's own, with r = ∞ the
 // sum is the convolution itself (times scale) at μ_i. A node that is a
 // single component equals it and adds nothing; padding slots get 0.
 //
@@ -290,21 +291,32 @@ func (w *nearWork[T]) centroid(i int) (p [3]T) {
 // their exponentials, and the exponentials of their components,
 // concatenated in the order of the list (with u also the components'
 // Σ_v⁻¹(p − μ_v)). It returns the number of near nodes.
-func (w *nearWork[T]) nearRows(p *[3]T, r2 float64, u bool) int {
+func (w *nearWork[T]) nearRows(i int, p *[3]T, r2 float64, u bool) int {
 	var gu, ru *[3][]T
 	if u {
 		gu, ru = &w.gu, &w.rowU
 	}
-	quadRow(w.gq, gu, 0, p, &w.gmu, &w.gsym, w.d, 0, w.ns)
 	nb := 0
-	for j, q := range w.gq[:w.ns] {
-		// The test runs in T, the same in the forward and backward passes.
-		if !w.leaf[j] && float64(-2*q) <= r2 {
-			w.near[nb], w.gexp[nb] = int32(j), q
-			nb++
+	if r2 > 0 {
+		quadRow(w.gq, gu, 0, p, &w.gmu, &w.gsym, w.d, 0, w.ns)
+		for j, q := range w.gq[:w.ns] {
+			// The test runs in T, the same in the forward and backward
+			// passes; node i itself has q = 0.
+			if !w.leaf[j] && float64(-2*q) <= r2 {
+				w.near[nb], w.gexp[nb] = int32(j), q
+				nb++
+			}
 		}
+		expRow(w.gexp[:nb])
+	} else if !w.leaf[i] {
+		// Radius 0: node i alone, at distance 0, where the quadratic form
+		// above would give exactly 0, its exponential 1 and u = 0.
+		w.near[0], w.gexp[0] = int32(i), 1
+		for a := range w.d {
+			w.gu[a][i] = 0
+		}
+		nb = 1
 	}
-	expRow(w.gexp[:nb])
 	off := 0
 	for _, j := range w.near[:nb] {
 		sp := w.sp[j]
@@ -319,7 +331,7 @@ func (w *nearWork[T]) nearRows(p *[3]T, r2 float64, u bool) int {
 func (w *nearWork[T]) forward(c []T, r2 float64) {
 	for i := range w.ns {
 		p := w.centroid(i)
-		nb := w.nearRows(&p, r2, false)
+		nb := w.nearRows(i, &p, r2, false)
 		var sum T
 		off := 0
 		for b, j := range w.near[:nb] {
@@ -362,7 +374,7 @@ func (w *nearWork[T]) backward(dfm, px, pk, g []T, r2 float64) {
 			continue
 		}
 		p := w.centroid(i)
-		nb := w.nearRows(&p, r2, true)
+		nb := w.nearRows(i, &p, r2, true)
 		var dp [3]T
 		off := 0
 		for b, j := range w.near[:nb] {

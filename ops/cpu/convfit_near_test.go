@@ -35,8 +35,9 @@ func centroids(f []float64, l mixture.Layout) []float64 {
 }
 
 // TestConvFitNearExact checks that with r = ∞ the corrections turn the fit's
-// values at its centroids into the exact convolution's, and with r = 0 that
-// they make only each node's own value exact.
+// values at its centroids into the exact convolution's, and that r = 0
+// (each node's own components, without the search for near nodes) gives
+// what the search gives at a radius too small to reach another node.
 func TestConvFitNearExact(t *testing.T) {
 	forConvFitCases(41, func(c convFitCase) {
 		x, k, lx, lk := c.x, c.k, c.lx, c.lk
@@ -50,7 +51,10 @@ func TestConvFitNearExact(t *testing.T) {
 			exact, coarse := make([]float64, ly.Mixtures()*s.N), make([]float64, ly.Mixtures()*s.N)
 			Evaluate(exact, conv, pts, lc, ly.B, ly.C, s.N)
 			Evaluate(coarse, f, pts, ly, ly.B, ly.C, s.N)
-			corr := make([]float64, len(exact))
+			corr, own, tiny := make([]float64, len(exact)), make([]float64, len(exact)), make([]float64, len(exact))
+			ConvFitNear(own, x, k, f, lx, lk, sel, 0, nearScale)
+			ConvFitNear(tiny, x, k, f, lx, lk, sel, 1e-9, nearScale)
+			gmtest.WantClose(t, fmt.Sprintf("%s %v: radius 0 against the general path at 1e-9", c.name, s), own, tiny, 1e-14)
 			ConvFitNear(corr, x, k, f, lx, lk, sel, math.Inf(1), nearScale)
 			for m := range ly.Mixtures() {
 				for i := range s.N {
