@@ -107,7 +107,7 @@ func ownBlockBufs[T Float](s *seq, sv *blockSaved[T], lx, lk mixture.Layout, b d
 // refined ReLU fit (the block has no constants or given targets) and the
 // near-group targets. Other blocks run on the fallback.
 func blockOnGPU(b device.BlockSpec) bool {
-	return b.Near == 0 && onGPU(device.ReLUFitCall("ReLUFit", false, false, b.ReLU))
+	return !b.NearTargets && onGPU(device.ReLUFitCall("ReLUFit", false, false, b.ReLU))
 }
 
 // launchBlockFit runs the block's convolution (or fused

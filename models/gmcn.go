@@ -49,13 +49,16 @@ type Config struct {
 	// of on the coarse mixture itself; it has no effect without Fused or
 	// where n is the whole convolution.
 	FusedExact bool
-	// FusedNear > 0 gives each fused block's dense ReLU fit near-group
-	// targets of radius r = FusedNear (ops.BlockSpec.Near, docs/fused.md):
-	// at each centroid the coarse mixture's value, made exact over the
-	// components of the groups within Mahalanobis distance r of it. It
-	// needs the block op (no Bias, a reduction with a block: TreeHEM or
-	// keep-largest) and excludes FusedExact; 0 keeps the coarse targets.
-	FusedNear float64
+	// FusedNear gives each fused block's dense ReLU fit near-group targets
+	// of radius FusedNearRadius ≥ 0 (ops.BlockSpec.NearTargets,
+	// docs/fused.md): at each centroid the coarse mixture's value, made
+	// exact over the components of its own group (radius 0) and of the
+	// groups within that Mahalanobis distance of it. It needs the block op
+	// (no Bias, a reduction with a block: TreeHEM or keep-largest) and
+	// excludes FusedExact; it has no effect where a block fits its whole
+	// convolution.
+	FusedNear       bool
+	FusedNearRadius float64
 	// FusedNegative is the fused selection's priority factor of groups of
 	// negative weights (ops.ConvFitSelect.Negative); 0 means
 	// ops.DefaultConvFitNegative. Runs saved before it existed used 1.
@@ -169,7 +172,7 @@ func Build(cfg Config) (*Model, error) {
 			// only covariances, would change neither the integrals nor
 			// their gradients.
 			spec.Integrate = i == len(l.Blocks)-1
-			x, err = m.block(x, k, spec, n, cfg.FusedNear > 0 && n < nv, name)
+			x, err = m.block(x, k, spec, n, cfg.FusedNear && n < nv, name)
 		} else {
 			x, kappa, err = m.composedBlock(x, k, b, fi, n, exact, kappa, name)
 		}
@@ -285,22 +288,24 @@ func (cfg Config) Check() error {
 
 // checkNear reports near-group targets the model cannot compute.
 func (cfg Config) checkNear() error {
-	near := cfg.FusedNear
+	r := cfg.FusedNearRadius
 	switch {
-	case !(near >= 0):
-		return errors.Errorf("model: near-group targets' radius %g, want a number ≥ 0", near)
-	case near == 0:
+	case !cfg.FusedNear && r != 0:
+		return errors.Errorf("model: near-group radius %g without near-group targets", r)
+	case !cfg.FusedNear:
 		return nil
+	case !(r >= 0):
+		return errors.Errorf("model: near-group targets' radius %g, want a number ≥ 0", r)
 	case cfg.Fused == 0:
-		return errors.Errorf("model: near-group targets (radius %g) need the fused convolution-fitting", near)
+		return errors.New("model: near-group targets need the fused convolution-fitting")
 	case cfg.FusedExact:
 		return errors.New("model: a fused block's targets are either exact or near-group, not both")
 	case cfg.Bias != BiasNone:
-		return errors.Errorf("model: near-group targets (radius %g) cannot take biases (%v): only the block op computes them, and it has no constants", near, cfg.Bias)
+		return errors.Errorf("model: near-group targets cannot take biases (%v): only the block op computes them, and it has no constants", cfg.Bias)
 	}
 	for i, b := range cfg.Layout.Blocks {
 		if _, ok := cfg.Reduction.BlockSpec(b.Gaussians); !ok {
-			return errors.Errorf("model: near-group targets (radius %g) need a reduction the block op computes (TreeHEM or keep-largest); block %d reduces with %v", near, i+1, cfg.Reduction)
+			return errors.Errorf("model: near-group targets need a reduction the block op computes (TreeHEM or keep-largest); block %d reduces with %v", i+1, cfg.Reduction)
 		}
 	}
 	return nil
@@ -336,8 +341,8 @@ func (cfg Config) FusedKey() string {
 	switch {
 	case cfg.FusedExact:
 		targets = "exact"
-	case cfg.FusedNear > 0:
-		targets = fmt.Sprintf("near%g", cfg.FusedNear)
+	case cfg.FusedNear:
+		targets = fmt.Sprintf("near%g", cfg.FusedNearRadius)
 	}
 	return fmt.Sprintf("fused%d targets %s negative%g min%d", cfg.Fused, targets, cfg.fusedNegative(), cfg.fusedMin())
 }
@@ -363,8 +368,8 @@ func (m *Model) block(x *G.Node, k *gmnode.Kernel, spec ops.BlockSpec, n int, ne
 		spec.Fit = ops.ConvFitSelect{N: n, Negative: cfg.fusedNegative()}
 		stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi)", n)
 		if near {
-			spec.Near = cfg.FusedNear
-			stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi, near r=%g)", n, cfg.FusedNear)
+			spec.NearTargets, spec.Near = true, cfg.FusedNearRadius
+			stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi, near r=%g)", n, cfg.FusedNearRadius)
 		}
 	}
 	lx, err := mixture.LayoutOf(x.Shape())
@@ -569,8 +574,8 @@ func (m *Model) Table() string {
 		if m.Config.FusedExact {
 			fused += " (exact targets)"
 		}
-		if r := m.Config.FusedNear; r > 0 {
-			fused += fmt.Sprintf(" (near-group targets, r = %g)", r)
+		if m.Config.FusedNear {
+			fused += fmt.Sprintf(" (near-group targets, r = %g)", m.Config.FusedNearRadius)
 		}
 		if f := m.Config.fusedNegative(); f != ops.DefaultConvFitNegative {
 			fused += fmt.Sprintf(" (negative groups ×%g)", f)

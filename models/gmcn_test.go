@@ -163,7 +163,7 @@ func TestBuildFusedNear(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := Build(Config{Layout: l, D: 2, Classes: 10, Batch: 2, Fused: 16, FusedNear: 1.5})
+	m, err := Build(Config{Layout: l, D: 2, Classes: 10, Batch: 2, Fused: 16, FusedNear: true, FusedNearRadius: 1.5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,13 +186,14 @@ func TestFusedNearErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := Config{Layout: l, D: 2, Classes: 10, Batch: 2, Fused: 16, FusedNear: 1}
+	base := Config{Layout: l, D: 2, Classes: 10, Batch: 2, Fused: 16, FusedNear: true}
 	for _, c := range []struct {
 		set  func(*Config)
 		want string
 	}{
-		{func(c *Config) { c.FusedNear = -1 }, "radius -1, want a number ≥ 0"},
-		{func(c *Config) { c.FusedNear = math.NaN() }, "radius NaN"},
+		{func(c *Config) { c.FusedNearRadius = -1 }, "radius -1, want a number ≥ 0"},
+		{func(c *Config) { c.FusedNearRadius = math.NaN() }, "radius NaN"},
+		{func(c *Config) { c.FusedNear, c.FusedNearRadius = false, 1 }, "radius 1 without near-group targets"},
 		{func(c *Config) { c.Fused = 0 }, "need the fused convolution-fitting"},
 		{func(c *Config) { c.FusedExact = true }, "either exact or near-group"},
 		{func(c *Config) { c.Bias = BiasNormal }, "cannot take biases"},

@@ -26,9 +26,9 @@ var blockCases = []struct {
 	{"convfit unreduced", BlockSpec{Fit: fitN(5), ReLU: ReLUFitOptions{Variant: device.ReLUFitPaper}}},
 	{"conv+TreeHEM integrate", BlockSpec{Reduce: BlockTreeHEM, Np: 4, TreeHEM: TreeHEMOptions{Reduction: 2}, Integrate: true}},
 	{"conv unreduced integrate", BlockSpec{Integrate: true}},
-	{"convfit near=1+TreeHEM", BlockSpec{Fit: fitN(7), Near: 1, Reduce: BlockTreeHEM, Np: 4, TreeHEM: TreeHEMOptions{Reduction: 2}}},
-	{"convfit near=2 integrate", BlockSpec{Fit: fitN(5), Near: 2, Integrate: true}},
-	{"convfit near=∞+KeepLargest", BlockSpec{Fit: fitN(7), Near: math.Inf(1), Reduce: BlockKeepLargest, Np: 3}},
+	{"convfit near=0+TreeHEM", BlockSpec{Fit: fitN(7), NearTargets: true, Reduce: BlockTreeHEM, Np: 4, TreeHEM: TreeHEMOptions{Reduction: 2}}},
+	{"convfit near=2 integrate", BlockSpec{Fit: fitN(5), NearTargets: true, Near: 2, Integrate: true}},
+	{"convfit near=∞+KeepLargest", BlockSpec{Fit: fitN(7), NearTargets: true, Near: math.Inf(1), Reduce: BlockKeepLargest, Np: 3}},
 }
 
 // blockInputs returns data [2, 2, 6] on a jittered grid with positive
@@ -102,7 +102,7 @@ func composedBlock(s BlockSpec, x, k *G.Node) (*G.Node, error) {
 // against the exact targets at radius ∞ (TestBlockNearExact).
 func TestBlockEqualsComposed(t *testing.T) {
 	for _, c := range blockCases {
-		if c.spec.Near > 0 {
+		if c.spec.NearTargets {
 			continue
 		}
 		for _, d := range []int{2, 3} {
@@ -134,7 +134,7 @@ func TestBlockEqualsComposed(t *testing.T) {
 // function, summed in another order), float64 and float32, 2D and 3D.
 func TestBlockNearExact(t *testing.T) {
 	for _, c := range blockCases {
-		if !math.IsInf(c.spec.Near, 1) {
+		if !c.spec.NearTargets || !math.IsInf(c.spec.Near, 1) {
 			continue
 		}
 		for _, d := range []int{2, 3} {
@@ -235,10 +235,11 @@ func TestBlockOpErrors(t *testing.T) {
 		{BlockSpec{Reduce: BlockKeepLargest, Np: 100}, "keep-largest"},
 		{BlockSpec{Fit: ConvFitSelect{N: 4, Negative: -1}}, "fused convolution-fitting"},
 		{BlockSpec{Reduce: 9, Np: 2}, "unknown reduction"},
-		{BlockSpec{Near: 1}, "near-group targets"},
-		{BlockSpec{Fit: fitN(4), Near: -1}, "near-group targets"},
-		{BlockSpec{Fit: fitN(4), Near: math.NaN()}, "near-group targets"},
-		{BlockSpec{Fit: fitN(4), Near: 1, ReLU: ReLUFitOptions{Refine: true}}, "near-group targets"},
+		{BlockSpec{NearTargets: true}, "near-group targets need the fused"},
+		{BlockSpec{Fit: fitN(4), Near: 1}, "radius 1 without near-group targets"},
+		{BlockSpec{Fit: fitN(4), NearTargets: true, Near: -1}, "near-group targets: radius -1"},
+		{BlockSpec{Fit: fitN(4), NearTargets: true, Near: math.NaN()}, "near-group targets: radius NaN"},
+		{BlockSpec{Fit: fitN(4), NearTargets: true, ReLU: ReLUFitOptions{Refine: true}}, "near-group targets"},
 	} {
 		g := G.NewGraph()
 		rng := rand.New(rand.NewPCG(1, 2))

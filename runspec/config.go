@@ -40,8 +40,8 @@ type Config struct {
 	// "exact" for the exact convolution's (models.Config.FusedExact), "near"
 	// for near-group targets of radius FusedNear (models.Config.FusedNear).
 	FusedTargets string `json:"fused_targets,omitempty"`
-	// FusedNear is the radius of near-group targets; 0 with "near" targets
-	// means DefaultFusedNear, which Resolve writes in.
+	// FusedNear is the radius of near-group targets
+	// (models.Config.FusedNearRadius): 0, each centroid's own group.
 	FusedNear float64 `json:"fused_near,omitempty"`
 	// FusedNegative is the fused selection's priority factor of groups of
 	// negative weights (models.Config.FusedNegative): 0 in a new
@@ -139,31 +139,18 @@ func ParseReLUFit(s string) (ops.ReLUFitOptions, error) {
 	return ops.ReLUFitOptions{}, errors.Errorf("unknown ReLU fit %q (want heuristic or refined)", s)
 }
 
-// DefaultFusedNear is the radius of near-group targets when a
-// configuration gives none: on Fashion-MNIST it trains as well as radius 2
-// at under a third of its cost (docs/fused.md).
-const DefaultFusedNear = 1.0
-
-// ParseFusedTargets returns the fused targets s of radius near
-// (Config.FusedTargets and Config.FusedNear) as models.Config's FusedExact
-// and FusedNear; a radius needs near-group targets.
-func ParseFusedTargets(s string, near float64) (exact bool, r float64, err error) {
-	t := strings.ToLower(s)
-	if near != 0 && t != "near" {
-		return false, 0, errors.Errorf("fused_near %g needs fused targets \"near\", not %q", near, s)
-	}
-	switch t {
+// ParseFusedTargets returns the fused targets s (Config.FusedTargets):
+// exact or near-group targets, or neither for the coarse ones.
+func ParseFusedTargets(s string) (exact, near bool, err error) {
+	switch strings.ToLower(s) {
 	case "coarse", "":
-		return false, 0, nil
+		return false, false, nil
 	case "exact":
-		return true, 0, nil
+		return true, false, nil
 	case "near":
-		if near == 0 {
-			near = DefaultFusedNear
-		}
-		return false, near, nil
+		return false, true, nil
 	}
-	return false, 0, errors.Errorf("unknown fused targets %q (want coarse, exact or near)", s)
+	return false, false, errors.Errorf("unknown fused targets %q (want coarse, exact or near)", s)
 }
 
 // SaveConfig writes c as dir/run.json atomically, creating dir if

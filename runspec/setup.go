@@ -140,11 +140,13 @@ func Resolve(c Config) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	exact, near, err := ParseFusedTargets(c.FusedTargets, c.FusedNear)
+	exact, near, err := ParseFusedTargets(c.FusedTargets)
 	if err != nil {
 		return nil, err
 	}
-	s.Run.FusedNear = near // run.json records the radius
+	if c.FusedNear != 0 && !near {
+		return nil, errors.Errorf("fused_near %g needs fused targets \"near\", not %q", c.FusedNear, c.FusedTargets)
+	}
 	if c.Fused > 0 && c.FusedNegative == 0 {
 		s.Run.FusedNegative = ops.DefaultConvFitNegative // run.json records the rule
 	}
@@ -152,7 +154,7 @@ func Resolve(c Config) (*Setup, error) {
 		s.Run.FusedMin = models.DefaultFusedMin
 	}
 	s.Model = models.Config{Layout: l, D: src.dim, Classes: src.classes, Batch: c.Batch, KernelGaussians: c.Kernel,
-		Reduction: red, ReLUFit: fit, DenseHead: c.DenseHead, Fused: c.Fused, FusedExact: exact, FusedNear: near, FusedNegative: s.Run.FusedNegative,
+		Reduction: red, ReLUFit: fit, DenseHead: c.DenseHead, Fused: c.Fused, FusedExact: exact, FusedNear: near, FusedNearRadius: c.FusedNear, FusedNegative: s.Run.FusedNegative,
 		FusedMin: s.Run.FusedMin, Bias: bias, Seed: c.Seed}
 	if err := s.Model.Check(); err != nil {
 		return nil, errors.Wrapf(err, "layers %q", c.Layers)
@@ -187,7 +189,7 @@ func checkNumbers(c Config) error {
 		{"fused", c.Fused >= 0, c.Fused, "≥ 0 (0: unfused)"},
 		{"fused_negative", c.FusedNegative >= 0 && !math.IsInf(c.FusedNegative, 1), c.FusedNegative, "a finite number > 0 (0: the default)"},
 		{"fused_min", c.FusedMin >= 0, c.FusedMin, "≥ 1 (0: the default)"},
-		{"fused_near", c.FusedNear >= 0 && !math.IsInf(c.FusedNear, 1), c.FusedNear, "a finite number > 0 (0: the default)"},
+		{"fused_near", c.FusedNear >= 0 && !math.IsInf(c.FusedNear, 1), c.FusedNear, "a finite number ≥ 0"},
 		{"dense_head", c.DenseHead >= 0, c.DenseHead, "≥ 0 (0: none)"},
 		{"accumulate", c.Accumulate >= 0, c.Accumulate, "≥ 1 (0: 1)"},
 	} {

@@ -96,20 +96,18 @@ func TestResolveFusedTargets(t *testing.T) {
 }
 
 // TestResolveFusedNear checks that near-group targets reach the model with
-// their radius, DefaultFusedNear when run.json gives none (which Resolve
-// writes into the run), and that a radius without them is refused.
+// their radius (0 when run.json gives none: each centroid's own group), and
+// that a radius without them is refused.
 func TestResolveFusedNear(t *testing.T) {
-	for _, c := range []struct {
-		near, want float64
-	}{{0, DefaultFusedNear}, {2.5, 2.5}} {
+	for _, r := range []float64{0, 2.5} {
 		rc := Presets["paper-fused"]
-		rc.FusedTargets, rc.FusedNear = "near", c.near
+		rc.FusedTargets, rc.FusedNear = "near", r
 		s, err := Resolve(rc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.Model.FusedNear != c.want || s.Run.FusedNear != c.want || s.Model.FusedExact {
-			t.Errorf("fused_near %g: model %g (exact %v), run %g; want %g", c.near, s.Model.FusedNear, s.Model.FusedExact, s.Run.FusedNear, c.want)
+		if !s.Model.FusedNear || s.Model.FusedNearRadius != r || s.Model.FusedExact {
+			t.Errorf("fused_near %g: model near %v radius %g (exact %v)", r, s.Model.FusedNear, s.Model.FusedNearRadius, s.Model.FusedExact)
 		}
 	}
 	rc := Presets["paper-fused"]

@@ -19,7 +19,7 @@ import (
 // short on the CPU, where the cost per sample is what matters for the epoch
 // projection, and with batch 32, where a GPU's cost per sample falls; the
 // fused model also with the exact targets (--fused-targets exact), with
-// near-group targets (--fused-targets near, also at batch 32),
+// near-group targets (--fused-targets near, radius 0, also at batch 32),
 // without the floor on its counts (--fused-min 1, the count before
 // 2026-11-27) and with a floor of 128 (--fused-min 128). The
 // ModelNet10 model runs at the paper's batch 21 on generated shapes. The
@@ -50,7 +50,7 @@ func stepName(preset string, batch int) string {
 // newStepTrainer returns a trainer of the preset's model at the batch size
 // on testDev, whose step(0) trains on one batch of generated inputs. The
 // suffix "-exact" of a preset name sets its fused targets to "exact",
-// "-near" to "near" (radius runspec.DefaultFusedNear),
+// "-near" to "near" (radius 0),
 // "-nofloor" its least fused count to 1 and "-min128" to 128.
 func newStepTrainer(b *testing.B, preset string, batch int) *trainer {
 	name, exact := strings.CutSuffix(preset, "-exact")

@@ -29,7 +29,7 @@ type BlockState[T Float] struct {
 	haveDV        bool
 	// c and dc are the near-group corrections of a fused block's ReLU fit
 	// targets and their gradient, ndx and ndk the corrections' part of
-	// ∂L/∂x and ∂L/∂k for the last incoming gradient (nil unless b.Near > 0).
+	// ∂L/∂x and ∂L/∂k for the last incoming gradient (nil without b.NearTargets).
 	c, dc, ndx, ndk []T
 }
 
@@ -65,7 +65,7 @@ func newBlockState[T Float](lx, lk mixture.Layout, b device.BlockSpec) *BlockSta
 		v:   make([]T, lv.Len()), r: make([]T, lv.Len()),
 		g: make([]T, b.OutLen(lx, lk)), dr: make([]T, lv.Len()), dv: make([]T, lv.Len()),
 	}
-	if b.Near > 0 {
+	if b.NearTargets {
 		n := lv.Mixtures() * lv.N
 		st.c, st.dc, st.ndx, st.ndk = make([]T, n), make([]T, n), make([]T, lx.Len()), make([]T, lk.Len())
 	}
@@ -106,7 +106,7 @@ func (st *BlockState[T]) forward(y, x, k []T, save bool) error {
 	lv := b.ConvLayout(lx, lk)
 	var sel *ConvFitSelection
 	switch {
-	case b.Fused() && (save || b.Near > 0):
+	case b.Fused() && (save || b.NearTargets):
 		sel = ConvFitSaving(st.v, x, k, lx, lk, b.Fit)
 		if save {
 			st.conv = sel
@@ -117,7 +117,7 @@ func (st *BlockState[T]) forward(y, x, k []T, save bool) error {
 		Conv(st.v, x, k, lx, lk)
 	}
 	ScaleWeights(st.v, st.v, lv, T(b.Scale(lx)))
-	if b.Near > 0 {
+	if b.NearTargets {
 		ConvFitNear(st.c, x, k, st.v, lx, lk, sel, b.Near, b.Scale(lx))
 		if !save {
 			sel.Release()
@@ -188,7 +188,7 @@ func BlockBackward[T Float](dx, dk, g, x, k []T, lx, lk mixture.Layout, b device
 	if b.Fused() {
 		sel, _ := st.conv.(*ConvFitSelection)
 		ConvFitBackwardSaved(dx, dk, st.dv, x, k, lx, lk, b.Fit, sel)
-		if b.Near > 0 {
+		if b.NearTargets {
 			addTo(dx, st.ndx)
 			addTo(dk, st.ndk)
 		}
@@ -240,7 +240,7 @@ func (st *BlockState[T]) convGrad(g, x, k []T) error {
 	if err := reluFitBackward(st.dv, nil, st.dc, st.v, nil, st.c, true, dr, lv, b.ReLU, sums); err != nil {
 		return errors.Wrap(err, "block's ReLU fit")
 	}
-	if b.Near > 0 {
+	if b.NearTargets {
 		sel, _ := st.conv.(*ConvFitSelection)
 		clear(st.ndx)
 		clear(st.ndk)

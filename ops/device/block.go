@@ -42,12 +42,15 @@ type BlockSpec struct {
 	Np     int
 	// TreeHEM are the options of BlockTreeHEM.
 	TreeHEM TreeHEMOptions
-	// Near is the radius r of a fused block's near-group targets (docs/fused.md):
-	// the ReLU fit's target at each centroid is exact over the components of
-	// the selected nodes within Mahalanobis distance r of it (the node's
-	// covariance), coarse elsewhere; +Inf gives the exact convolution at the
-	// centroids. 0 keeps the coarse targets.
-	Near float64
+	// NearTargets gives a fused block's ReLU fit near-group targets of
+	// radius Near ≥ 0 (docs/fused.md): the target at each centroid is the
+	// fitted mixture's value made exact over the components of its own
+	// group and, for Near > 0, of every group within Mahalanobis distance
+	// Near of it (under the group's covariance); +Inf gives the exact
+	// convolution at the centroids. Without it the targets are the fitted
+	// mixture's own values and Near must be 0.
+	NearTargets bool
+	Near        float64
 	// Integrate ends the block by integrating each reduced mixture: its
 	// output is [B, Fo] instead of the mixtures. A model's last block does,
 	// so that its mixtures, often its largest, never leave the device.
@@ -116,11 +119,14 @@ func (b BlockSpec) Check(lx, lk mixture.Layout) error {
 		return errors.Wrap(err, "block's ReLU fit")
 	}
 	switch {
+	case !b.NearTargets && b.Near != 0:
+		return errors.Errorf("block: near-group radius %g without near-group targets", b.Near)
+	case !b.NearTargets:
 	case !(b.Near >= 0):
 		return errors.Errorf("block's near-group targets: radius %g, want a number ≥ 0", b.Near)
-	case b.Near > 0 && !b.Fused():
-		return errors.Errorf("block's near-group targets: radius %g needs the fused convolution-fitting (Fit.N > 0)", b.Near)
-	case b.Near > 0 && p.Refine:
+	case !b.Fused():
+		return errors.New("block's near-group targets need the fused convolution-fitting (Fit.N > 0)")
+	case p.Refine:
 		return errors.Wrap(ErrRefinedTargets, "block's near-group targets")
 	}
 	lv := b.ConvLayout(lx, lk)
@@ -143,7 +149,7 @@ func (b BlockSpec) String() string {
 	conv := "conv"
 	if b.Fused() {
 		conv = fmt.Sprintf("convfit(%v)", b.Fit)
-		if b.Near > 0 {
+		if b.NearTargets {
 			conv = fmt.Sprintf("convfit(%v near=%g)", b.Fit, b.Near)
 		}
 	}
