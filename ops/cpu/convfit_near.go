@@ -219,23 +219,57 @@ func (w *nearWork[T]) load(x, k, fm []T, sel *ConvFitSelection, m int, scale flo
 		}
 		nrm := setGaussian(d, mu[:], cov[:], &w.gmu, &w.gsym, j)
 		w.gw[j], w.gnrm[j] = p[0], T(nrm)
-		if w.leaf[j] {
-			continue
+		switch {
+		case w.leaf[j]:
+		case d == 2:
+			w.loadRun2(sp, scale)
+		default:
+			w.loadRun(sp, scale)
 		}
-		for v := sp.first; v <= sp.last; v++ {
-			c := w.perm[v]
-			xg := x[w.xb+w.at.x[c]:][:st]
-			kg := k[w.kb+w.at.k[c]:][:st]
-			for e := range d {
-				mu[e] = float64(xg[1+e]) + float64(kg[1+e])
-			}
-			for e := range d * d {
-				cov[e] = float64(xg[1+d+e]) + float64(kg[1+d+e])
-			}
-			nrm := setGaussian(d, mu[:], cov[:], &w.mu, &w.sym, int(v))
-			w.nrm[v] = T(nrm)
-			w.wn[v] = T(scale * float64(xg[0]) * float64(kg[0]) * nrm)
+	}
+}
+
+// loadRun sets the components of the node sp.
+func (w *nearWork[T]) loadRun(sp span, scale float64) {
+	d, st := w.d, w.lx.Stride()
+	var mu [3]float64
+	var cov [9]float64
+	for v := sp.first; v <= sp.last; v++ {
+		c := w.perm[v]
+		xg := w.x[w.xb+w.at.x[c]:][:st]
+		kg := w.k[w.kb+w.at.k[c]:][:st]
+		for e := range d {
+			mu[e] = float64(xg[1+e]) + float64(kg[1+e])
 		}
+		for e := range d * d {
+			cov[e] = float64(xg[1+d+e]) + float64(kg[1+d+e])
+		}
+		nrm := setGaussian(d, mu[:], cov[:], &w.mu, &w.sym, int(v))
+		w.nrm[v] = T(nrm)
+		w.wn[v] = T(scale * float64(xg[0]) * float64(kg[0]) * nrm)
+	}
+}
+
+// loadRun2 is loadRun in 2D, written out: the components' inverses are most
+// of the corrections' cost at radius 0.
+func (w *nearWork[T]) loadRun2(sp span, scale float64) {
+	xr, kr := w.x[w.xb:], w.k[w.kb:]
+	f, l := int(sp.first), int(sp.last)+1
+	m0, m1, a00, a01, a11 := w.mu[0][f:l], w.mu[1][f:l], w.sym[0][f:l], w.sym[1][f:l], w.sym[2][f:l]
+	wn, nrm := w.wn[f:l], w.nrm[f:l]
+	norm := mixture.GaussNorm(2)
+	for e, c := range w.perm[f:l] {
+		xg, kg := xr[w.at.x[c]:][:7:7], kr[w.at.k[c]:][:7:7]
+		m0[e] = T(float64(xg[1]) + float64(kg[1]))
+		m1[e] = T(float64(xg[2]) + float64(kg[2]))
+		c00, c01 := float64(xg[3])+float64(kg[3]), float64(xg[4])+float64(kg[4])
+		c10, c11 := float64(xg[5])+float64(kg[5]), float64(xg[6])+float64(kg[6])
+		det := c00*c11 - c01*c10
+		r := 1 / det
+		a00[e], a01[e], a11[e] = T(c11*r), T(-(c01+c10)*r/2), T(c00*r)
+		nv := norm / math.Sqrt(det)
+		nrm[e] = T(nv)
+		wn[e] = T(scale * float64(xg[0]) * float64(kg[0]) * nv)
 	}
 }
 
@@ -424,6 +458,28 @@ func (w *nearWork[T]) runBackward(f, off, cnt int, gi T) (du [3]T) {
 	d := w.d
 	row := w.row[off : off+cnt]
 	wn, nrm, gwt, ge := w.wn[f:f+cnt], w.nrm[f:f+cnt], w.gwt[f:f+cnt], w.ge[f:f+cnt]
+	if d == 2 {
+		// Written out: the loop over the dimension costs more than the
+		// arithmetic.
+		u0, u1 := w.rowU[0][off:off+cnt], w.rowU[1][off:off+cnt]
+		gu0, gu1 := w.gus[0][f:f+cnt], w.gus[1][f:f+cnt]
+		g00, g01, g11 := w.guu[0][f:f+cnt], w.guu[1][f:f+cnt], w.guu[2][f:f+cnt]
+		for e, v := range row {
+			et := v * gi
+			gwt[e] += et * nrm[e]
+			ww := et * wn[e]
+			ge[e] += ww
+			t0, t1 := ww*u0[e], ww*u1[e]
+			gu0[e] += t0
+			gu1[e] += t1
+			du[0] += t0
+			du[1] += t1
+			g00[e] += t0 * u0[e]
+			g01[e] += t0 * u1[e]
+			g11[e] += t1 * u1[e]
+		}
+		return du
+	}
 	for e, v := range row {
 		et := v * gi
 		gwt[e] += et * nrm[e]
@@ -454,6 +510,10 @@ func (w *nearWork[T]) scatter(px, pk []T) {
 		if w.leaf[j] {
 			continue
 		}
+		if d == 2 {
+			w.scatter2(px, pk, w.sp[j])
+			continue
+		}
 		for v := w.sp[j].first; v <= w.sp[j].last; v++ {
 			c := w.perm[v]
 			xo, ko := int(w.at.x[c]), int(w.at.k[c])
@@ -474,5 +534,37 @@ func (w *nearWork[T]) scatter(px, pk []T) {
 				gk[e] += grad[e]
 			}
 		}
+	}
+}
+
+// scatter2 is scatter's loop over the components of node sp in 2D,
+// written out.
+func (w *nearWork[T]) scatter2(px, pk []T, sp span) {
+	xr, kr := w.x[w.xb:], w.k[w.kb:]
+	f, l := int(sp.first), int(sp.last)+1
+	gwt, ge, gu0, gu1 := w.gwt[f:l], w.ge[f:l], w.gus[0][f:l], w.gus[1][f:l]
+	g00, g01, g11 := w.guu[0][f:l], w.guu[1][f:l], w.guu[2][f:l]
+	a00, a01, a11 := w.sym[0][f:l], w.sym[1][f:l], w.sym[2][f:l]
+	for e, c := range w.perm[f:l] {
+		xo, ko := int(w.at.x[c]), int(w.at.k[c])
+		gx, gk := px[xo:][:7:7], pk[ko:][:7:7]
+		gw := gwt[e] * w.scale
+		gx[0] += gw * kr[ko]
+		gk[0] += gw * xr[xo]
+		gx[1] += gu0[e]
+		gk[1] += gu0[e]
+		gx[2] += gu1[e]
+		gk[2] += gu1[e]
+		c00 := (g00[e] - ge[e]*a00[e]) / 2
+		c01 := (g01[e] - ge[e]*a01[e]) / 2
+		c11 := (g11[e] - ge[e]*a11[e]) / 2
+		gx[3] += c00
+		gk[3] += c00
+		gx[4] += c01
+		gk[4] += c01
+		gx[5] += c01
+		gk[5] += c01
+		gx[6] += c11
+		gk[6] += c11
 	}
 }
