@@ -36,7 +36,7 @@ func ConvFitNear[T Float](c, x, k, f []T, lx, lk mixture.Layout, sel *ConvFitSel
 			work[w] = newNearWork[T](lx, lk, n)
 		}
 		nw := work[w]
-		nw.load(x, k, mixture.Mixture(f, ly, m), sel, m, scale)
+		nw.load(x, k, mixture.Mixture(f, ly, m), sel, m, scale, nil)
 		nw.forward(c[m*n:(m+1)*n], r*r)
 	})
 }
@@ -68,7 +68,11 @@ func ConvFitNearBackward[T Float](dx, dk, df, g, x, k, f []T, lx, lk mixture.Lay
 		pk := part[m*(xrow+krow)+xrow:][:krow]
 		clear(px)
 		clear(pk)
-		nw.load(x, k, fm, sel, m, scale)
+		var idle []T // at radius 0 a node of zero gradient needs nothing
+		if r == 0 {
+			idle = g[m*n : (m+1)*n]
+		}
+		nw.load(x, k, fm, sel, m, scale, idle)
 		nw.backward(dfm, px, pk, g[m*n:(m+1)*n], r*r)
 	})
 	if dx != nil {
@@ -139,7 +143,7 @@ type nearWork[T Float] struct {
 	gmu      [3][]T
 	gsym     [6][]T
 	gw, gnrm []T
-	leaf     []bool
+	inert    []bool // a leaf, or a node of zero gradient in a backward pass at radius 0: adds nothing
 	sp       []span
 	ns       int
 	gq, gexp []T    // per node: −½ quadratic form; per near node: its exponential
@@ -167,7 +171,7 @@ func newNearWork[T Float](lx, lk mixture.Layout, n int) *nearWork[T] {
 		return s
 	}
 	w := &nearWork[T]{lx: lx, lk: lk, at: newConvFitOffsets(lx, lk), d: d, nv: nv,
-		leaf: make([]bool, n), sp: make([]span, n), near: make([]int32, n)}
+		inert: make([]bool, n), sp: make([]span, n), near: make([]int32, n)}
 	for a := range d {
 		w.mu[a], w.rowU[a], w.gus[a] = next(nv), next(nv), next(nv)
 		w.gmu[a], w.gu[a] = next(n), next(n)
@@ -197,8 +201,9 @@ func setGaussian[T Float](d int, mu, cov []float64, pos *[3][]T, sym *[6][]T, j 
 }
 
 // load reads output mixture m: its nodes from its packed fit fm and the
-// components of its non-leaf nodes from x and k.
-func (w *nearWork[T]) load(x, k, fm []T, sel *ConvFitSelection, m int, scale float64) {
+// components of its non-leaf nodes from x and k, but for those whose value
+// in idle (unless nil) is 0.
+func (w *nearWork[T]) load(x, k, fm []T, sel *ConvFitSelection, m int, scale float64, idle []T) {
 	d, n := w.d, sel.s.N
 	st := w.lx.Stride()
 	w.ns = int(sel.nsel[m])
@@ -210,7 +215,7 @@ func (w *nearWork[T]) load(x, k, fm []T, sel *ConvFitSelection, m int, scale flo
 	for j := range w.ns {
 		p := fm[j*st : (j+1)*st]
 		sp := sel.sel[m*n+j]
-		w.sp[j], w.leaf[j] = sp, sp.first == sp.last
+		w.sp[j], w.inert[j] = sp, sp.first == sp.last || idle != nil && idle[j] == 0
 		for e := range d {
 			mu[e] = float64(p[1+e])
 		}
@@ -220,7 +225,7 @@ func (w *nearWork[T]) load(x, k, fm []T, sel *ConvFitSelection, m int, scale flo
 		nrm := setGaussian(d, mu[:], cov[:], &w.gmu, &w.gsym, j)
 		w.gw[j], w.gnrm[j] = p[0], T(nrm)
 		switch {
-		case w.leaf[j]:
+		case w.inert[j]:
 		case d == 2:
 			w.loadRun2(sp, scale)
 		default:
@@ -264,10 +269,10 @@ func (w *nearWork[T]) loadRun2(sp span, scale float64) {
 		m1[e] = T(float64(xg[2]) + float64(kg[2]))
 		c00, c01 := float64(xg[3])+float64(kg[3]), float64(xg[4])+float64(kg[4])
 		c10, c11 := float64(xg[5])+float64(kg[5]), float64(xg[6])+float64(kg[6])
-		det := c00*c11 - c01*c10
-		r := 1 / det
+		rs := 1 / math.Sqrt(c00*c11-c01*c10)
+		r := rs * rs
 		a00[e], a01[e], a11[e] = T(c11*r), T(-(c01+c10)*r/2), T(c00*r)
-		nv := norm / math.Sqrt(det)
+		nv := norm * rs
 		nrm[e] = T(nv)
 		wn[e] = T(scale * float64(xg[0]) * float64(kg[0]) * nv)
 	}
@@ -336,13 +341,13 @@ func (w *nearWork[T]) nearRows(i int, p *[3]T, r2 float64, u bool) int {
 		for j, q := range w.gq[:w.ns] {
 			// The test runs in T, the same in the forward and backward
 			// passes; node i itself has q = 0.
-			if !w.leaf[j] && float64(-2*q) <= r2 {
+			if !w.inert[j] && float64(-2*q) <= r2 {
 				w.near[nb], w.gexp[nb] = int32(j), q
 				nb++
 			}
 		}
 		expRow(w.gexp[:nb])
-	} else if !w.leaf[i] {
+	} else if !w.inert[i] {
 		// Radius 0: node i alone, at distance 0, where the quadratic form
 		// above would give exactly 0, its exponential 1 and u = 0.
 		w.near[0], w.gexp[0] = int32(i), 1
@@ -390,7 +395,7 @@ func (w *nearWork[T]) backward(dfm, px, pk, g []T, r2 float64) {
 	d := w.d
 	st := w.lx.Stride()
 	for j := range w.ns {
-		if sp := w.sp[j]; !w.leaf[j] {
+		if sp := w.sp[j]; !w.inert[j] {
 			f, l := sp.first, sp.last+1
 			clear(w.gwt[f:l])
 			clear(w.ge[f:l])
@@ -507,7 +512,7 @@ func (w *nearWork[T]) scatter(px, pk []T) {
 	xr, kr := w.x[w.xb:], w.k[w.kb:]
 	var grad [13]T
 	for j := range w.ns {
-		if w.leaf[j] {
+		if w.inert[j] {
 			continue
 		}
 		if d == 2 {
