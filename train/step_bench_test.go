@@ -28,7 +28,7 @@ func BenchmarkTrainStep(b *testing.B) {
 	for _, c := range []struct {
 		preset string
 		batch  int
-	}{{"demo", 50}, {"paper", 8}, {"paper", 32}, {"paper-fused", 8}, {"paper-fused", 32}, {"paper-fused-exact", 8}, {"paper-fused-near", 8}, {"paper-fused-near", 32}, {"paper-fused-nofloor", 8}, {"paper-fused-min128", 8}, {"modelnet10-paper", 21}} {
+	}{{"demo", 50}, {"paper", 8}, {"paper", 32}, {"paper-fused", 8}, {"paper-fused", 32}, {"paper-fused-exact", 8}, {"paper-fused-near", 8}, {"paper-fused-near", 32}, {"paper-fused-near-nofloor", 8}, {"paper-fused-nofloor", 8}, {"paper-fused-min128", 8}, {"modelnet10-paper", 21}} {
 		b.Run(stepName(c.preset, c.batch), func(b *testing.B) {
 			tr := newStepTrainer(b, c.preset, c.batch)
 			defer tr.close()
@@ -49,14 +49,14 @@ func stepName(preset string, batch int) string {
 
 // newStepTrainer returns a trainer of the preset's model at the batch size
 // on testDev, whose step(0) trains on one batch of generated inputs. The
-// suffix "-exact" of a preset name sets its fused targets to "exact",
-// "-near" to "near" (radius 0),
-// "-nofloor" its least fused count to 1 and "-min128" to 128.
+// suffixes of a preset name, in this order, set its fused targets to
+// "exact" ("-exact") or "near" at radius 0 ("-near"), and its least fused
+// count to 1 ("-nofloor") or 128 ("-min128").
 func newStepTrainer(b *testing.B, preset string, batch int) *trainer {
-	name, exact := strings.CutSuffix(preset, "-exact")
-	name, near := strings.CutSuffix(name, "-near")
+	name, min128 := strings.CutSuffix(preset, "-min128")
 	name, nofloor := strings.CutSuffix(name, "-nofloor")
-	name, min128 := strings.CutSuffix(name, "-min128")
+	name, near := strings.CutSuffix(name, "-near")
+	name, exact := strings.CutSuffix(name, "-exact")
 	rc := runspec.Presets[name]
 	if min128 {
 		rc.FusedMin = 128

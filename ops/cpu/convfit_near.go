@@ -255,26 +255,23 @@ func (w *nearWork[T]) loadRun(sp span, scale float64) {
 	}
 }
 
-// loadRun2 is loadRun in 2D, written out: the components' inverses are most
-// of the corrections' cost at radius 0.
+// loadRun2 is loadRun in 2D, written out and in T: the components'
+// inverses are most of the corrections' cost at radius 0.
 func (w *nearWork[T]) loadRun2(sp span, scale float64) {
 	xr, kr := w.x[w.xb:], w.k[w.kb:]
 	f, l := int(sp.first), int(sp.last)+1
 	m0, m1, a00, a01, a11 := w.mu[0][f:l], w.mu[1][f:l], w.sym[0][f:l], w.sym[1][f:l], w.sym[2][f:l]
 	wn, nrm := w.wn[f:l], w.nrm[f:l]
-	norm := mixture.GaussNorm(2)
+	norm, sc := T(mixture.GaussNorm(2)), T(scale)
 	for e, c := range w.perm[f:l] {
 		xg, kg := xr[w.at.x[c]:][:7:7], kr[w.at.k[c]:][:7:7]
-		m0[e] = T(float64(xg[1]) + float64(kg[1]))
-		m1[e] = T(float64(xg[2]) + float64(kg[2]))
-		c00, c01 := float64(xg[3])+float64(kg[3]), float64(xg[4])+float64(kg[4])
-		c10, c11 := float64(xg[5])+float64(kg[5]), float64(xg[6])+float64(kg[6])
-		rs := 1 / math.Sqrt(c00*c11-c01*c10)
+		m0[e], m1[e] = xg[1]+kg[1], xg[2]+kg[2]
+		c00, c01, c10, c11 := xg[3]+kg[3], xg[4]+kg[4], xg[5]+kg[5], xg[6]+kg[6]
+		rs := 1 / T(math.Sqrt(float64(c00*c11-c01*c10)))
 		r := rs * rs
-		a00[e], a01[e], a11[e] = T(c11*r), T(-(c01+c10)*r/2), T(c00*r)
-		nv := norm * rs
-		nrm[e] = T(nv)
-		wn[e] = T(scale * float64(xg[0]) * float64(kg[0]) * nv)
+		a00[e], a01[e], a11[e] = c11*r, -(c01+c10)*r/2, c00*r
+		nrm[e] = norm * rs
+		wn[e] = sc * xg[0] * kg[0] * nrm[e]
 	}
 }
 
