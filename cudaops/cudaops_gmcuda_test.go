@@ -1052,3 +1052,32 @@ func TestLaunchesWaitOnce(t *testing.T) {
 		t.Errorf("a failed wait after two kernels: %v, want the kernels named", err)
 	}
 }
+
+// TestBlockNearFallback checks that a fused block with near-group targets,
+// which has no GPU kernel yet, runs on the fallback: the CPU's results,
+// bitwise, and no launch.
+func TestBlockNearFallback(t *testing.T) {
+	b := device.BlockSpec{Fit: device.ConvFitSelect{N: 12, Negative: device.DefaultConvFitNegative}, NearTargets: true,
+		Reduce: device.BlockTreeHEM, Np: 6, TreeHEM: device.TreeHEMOptions{Reduction: 2}}
+	rng := rand.New(rand.NewPCG(5, 51))
+	lx := mixture.Layout{B: 2, C: 2, N: 13, D: 2}
+	lk := mixture.Layout{B: 3, C: 2, N: 3, D: 2}
+	x, k := treeHEMData[float64](rng, lx, 3, "random"), randomMixtures[float64](rng, lk)
+	ny := b.OutLen(lx, lk)
+	y, want := make([]float64, ny), make([]float64, ny)
+	t0 := dev.Traffic()
+	saved, err := gpu[float64]().BlockSaving(y, x, k, lx, lk, b)
+	must(t, err)
+	must(t, cpu.Block(want, x, k, lx, lk, b))
+	compare(t, "y", y, want, 0)
+	g := gmtest.Uniform[float64](rng, ny, -1, 1)
+	dx, dk := make([]float64, lx.Len()), make([]float64, lk.Len())
+	wdx, wdk := make([]float64, lx.Len()), make([]float64, lk.Len())
+	must(t, gpu[float64]().BlockBackward(dx, dk, g, x, k, lx, lk, b, saved))
+	must(t, cpu.BlockBackward(wdx, wdk, g, x, k, lx, lk, b, nil))
+	compare(t, "dx", dx, wdx, 0)
+	compare(t, "dk", dk, wdk, 0)
+	if n := dev.Traffic().Sub(t0).Launches; n != 0 {
+		t.Errorf("the near-target block made %d launches, want 0 (the fallback)", n)
+	}
+}
