@@ -48,6 +48,7 @@ import (
 	"github.com/gmcn-go/gmcn/dataset/mnist"
 	"github.com/gmcn-go/gmcn/models"
 	"github.com/gmcn-go/gmcn/ops"
+	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
@@ -89,8 +90,10 @@ func main() {
 
 // method is one layer pipeline under test: a reduction, after the full
 // convolution (fused = 0) or after the fused convolution-fitting to
-// fused·N_p Gaussians, whose ReLU fit takes its targets from the exact
-// convolution if exact is set (--fused-targets exact). The fused
+// fused·N_p Gaussians, whose ReLU fit takes its targets from the fused
+// mixture (coarse), the exact convolution (exact, --fused-targets exact) or
+// the fused mixture made exact over each centroid's own group (near,
+// --fused-targets near at radius 0, the default since 2026-11-28). The fused
 // selection's priority factor of negative groups is negative, or 1 (the
 // rule before 2026-11-27) if that is 0; the least fused count is least, or
 // 1 (no floor, the count before 2026-11-27) if that is 0.
@@ -98,10 +101,19 @@ type method struct {
 	name     string
 	fused    int
 	reduce   func(y, x []float64, l mixture.Layout, np int) error
-	exact    bool
+	targets  targets
 	negative float64
 	least    int
 }
+
+// targets are the kinds of a fused ReLU fit's targets (method.targets).
+type targets int
+
+const (
+	coarse targets = iota
+	exact
+	near
+)
 
 // kernels are the CPU device's float64 computations, reached through the
 // device seam as the ops reach them.
@@ -119,21 +131,22 @@ func keepLargest(y, x []float64, l mixture.Layout, np int) error {
 }
 
 var methods = []method{
-	{"MEM", 0, kernels.MEM, false, 0, 0},
-	{"TreeHEM T=2", 0, treeHEM(2), false, 0, 0},
-	{"TreeHEM T=4", 0, treeHEM(4), false, 0, 0},
-	{"fused ×2 + TreeHEM T=2", 2, treeHEM(2), false, 0, 0},
-	{"fused ×4 + TreeHEM T=2", 4, treeHEM(2), false, 0, 0},
-	{"fused ×8 + TreeHEM T=2", 8, treeHEM(2), false, 0, 0},
-	{"fused ×16 + TreeHEM T=2", 16, treeHEM(2), false, 0, 0},
-	{"fused ×4 exact targets + TreeHEM T=2", 4, treeHEM(2), true, 0, 0},
-	{"fused ×16 exact targets + TreeHEM T=2", 16, treeHEM(2), true, 0, 0},
-	{"fused ×4 negative ½ + TreeHEM T=2", 4, treeHEM(2), false, ops.DefaultConvFitNegative, 0},
-	{"fused ×16 negative ½ + TreeHEM T=2", 16, treeHEM(2), false, ops.DefaultConvFitNegative, 0},
-	{"fused ×16 negative ½ floor 96 + TreeHEM T=2", 16, treeHEM(2), false, ops.DefaultConvFitNegative, 96},
-	{"fused ×2 + max", 2, keepLargest, false, 0, 0},
-	{"fused ×4 + max", 4, keepLargest, false, 0, 0},
-	{"fused ×8 + max", 8, keepLargest, false, 0, 0},
+	{"MEM", 0, kernels.MEM, coarse, 0, 0},
+	{"TreeHEM T=2", 0, treeHEM(2), coarse, 0, 0},
+	{"TreeHEM T=4", 0, treeHEM(4), coarse, 0, 0},
+	{"fused ×2 + TreeHEM T=2", 2, treeHEM(2), coarse, 0, 0},
+	{"fused ×4 + TreeHEM T=2", 4, treeHEM(2), coarse, 0, 0},
+	{"fused ×8 + TreeHEM T=2", 8, treeHEM(2), coarse, 0, 0},
+	{"fused ×16 + TreeHEM T=2", 16, treeHEM(2), coarse, 0, 0},
+	{"fused ×4 exact targets + TreeHEM T=2", 4, treeHEM(2), exact, 0, 0},
+	{"fused ×16 exact targets + TreeHEM T=2", 16, treeHEM(2), exact, 0, 0},
+	{"fused ×4 negative ½ + TreeHEM T=2", 4, treeHEM(2), coarse, ops.DefaultConvFitNegative, 0},
+	{"fused ×16 negative ½ + TreeHEM T=2", 16, treeHEM(2), coarse, ops.DefaultConvFitNegative, 0},
+	{"fused ×16 negative ½ floor 96 + TreeHEM T=2", 16, treeHEM(2), coarse, ops.DefaultConvFitNegative, 96},
+	{"fused ×2 + max", 2, keepLargest, coarse, 0, 0},
+	{"fused ×4 + max", 4, keepLargest, coarse, 0, 0},
+	{"fused ×8 + max", 8, keepLargest, coarse, 0, 0},
+	{"fused ×16 negative ½ floor 96 near targets + TreeHEM T=2", 16, treeHEM(2), near, ops.DefaultConvFitNegative, 96},
 }
 
 func treeHEM(t int) func(y, x []float64, l mixture.Layout, np int) error {
@@ -167,8 +180,8 @@ func run(w *os.File, x []float64, lx mixture.Layout, rng *rand.Rand, samples int
 		}
 		var ref []layerResult
 		// The refined fit evaluates its target away from the centroids,
-		// which exact targets do not give.
-		refined := refined && !m.exact
+		// which exact and near-group targets do not give.
+		refined := refined && m.targets == coarse
 		if refined {
 			if ref, err = pipeline(m, x, lx, layers, samples, seed, device.ReLUFitOptions{Refine: true}); err != nil {
 				return err
@@ -201,7 +214,7 @@ func pipeline(m method, x []float64, lx mixture.Layout, layers []layer, samples 
 	var res []layerResult
 	for li, layer := range layers {
 		start := time.Now()
-		var conv []float64
+		var conv, t []float64 // t: the ReLU fit's targets, nil for its own
 		var lc mixture.Layout
 		if m.fused > 0 {
 			// The model's count: F·N_p, at least the method's floor and at
@@ -211,17 +224,21 @@ func pipeline(m method, x []float64, lx mixture.Layout, layers []layer, samples 
 			if neg == 0 {
 				neg = 1
 			}
-			conv, lc = convolveFused(in, layer.k, lin, layer.lk, ops.ConvFitSelect{N: n, Negative: neg})
+			var sel *cpu.ConvFitSelection
+			conv, lc, sel = convolveFused(in, layer.k, lin, layer.lk, ops.ConvFitSelect{N: n, Negative: neg})
+			if m.targets == near {
+				t = nearTargets(in, layer.k, conv, lin, layer.lk, lc, sel)
+			}
+			sel.Release()
 		} else {
 			conv, lc = convolve(in, layer.k, lin, layer.lk)
 		}
-		var targets []float64
-		if m.exact {
+		if m.targets == exact {
 			full, lf := convolve(in, layer.k, lin, layer.lk)
-			targets = exactTargets(full, lf, conv, lc)
+			t = exactTargets(full, lf, conv, lc)
 		}
 		dense := make([]float64, len(conv))
-		if err := kernels.ReLUFit(dense, conv, nil, targets, lc, opts); err != nil {
+		if err := kernels.ReLUFit(dense, conv, nil, t, lc, opts); err != nil {
 			return nil, fmt.Errorf("%s layer %d ReLU fit: %w", m.name, li+1, err)
 		}
 		lr := lc
@@ -281,25 +298,46 @@ func convolve(x, k []float64, lx, lk mixture.Layout) ([]float64, mixture.Layout)
 // exactTargets returns the full convolution (layout lf) at the centroids of
 // the fused mixtures fused (layout lc): the ReLU fit's exact targets.
 func exactTargets(full []float64, lf mixture.Layout, fused []float64, lc mixture.Layout) []float64 {
+	return centroidValues(full, lf, fused, lc)
+}
+
+// centroidValues returns the mixtures f (layout lf) at the centroids of
+// the mixtures at (layout lc, the same batch and channels).
+func centroidValues(f []float64, lf mixture.Layout, at []float64, lc mixture.Layout) []float64 {
 	pts := make([]float64, 0, lc.Mixtures()*lc.N*lc.D)
-	for i := 0; i < len(fused); i += lc.Stride() {
-		pts = append(pts, fused[i+1:i+1+lc.D]...)
+	for i := 0; i < len(at); i += lc.Stride() {
+		pts = append(pts, at[i+1:i+1+lc.D]...)
 	}
 	t := make([]float64, lc.Mixtures()*lc.N)
-	must(kernels.Evaluate(t, full, pts, lf, lf.B, lf.C, lc.N))
+	must(kernels.Evaluate(t, f, pts, lf, lf.B, lf.C, lc.N))
 	return t
 }
 
 // convolveFused applies the fused convolution-fitting to s.N Gaussians per
-// channel and divides the weights by F_i.
-func convolveFused(x, k []float64, lx, lk mixture.Layout, s ops.ConvFitSelect) ([]float64, mixture.Layout) {
+// channel and divides the weights by F_i; it returns the selection too.
+func convolveFused(x, k []float64, lx, lk mixture.Layout, s ops.ConvFitSelect) ([]float64, mixture.Layout, *cpu.ConvFitSelection) {
 	ly := device.ConvFitLayout(lx, lk, s.N)
 	y := make([]float64, ly.Len())
-	must(kernels.ConvFit(y, x, k, lx, lk, s))
+	sel := cpu.ConvFitSaving(y, x, k, lx, lk, s)
 	for i := 0; i < len(y); i += ly.Stride() {
 		y[i] /= float64(lx.C)
 	}
-	return y, ly
+	return y, ly, sel
+}
+
+// nearTargets returns the near-group targets of radius 0 of the fused
+// mixtures fused (layout lc, ConvFit's output for x and k with selection
+// sel, weights ÷ F_i): their own values at their centroids plus the
+// corrections that make each exact over its own group's components, as
+// the block op's ReLU fit sees them.
+func nearTargets(x, k, fused []float64, lx, lk, lc mixture.Layout, sel *cpu.ConvFitSelection) []float64 {
+	t := centroidValues(fused, lc, fused, lc)
+	c := make([]float64, len(t))
+	cpu.ConvFitNear(c, x, k, fused, lx, lk, sel, 0, 1/float64(lx.C))
+	for i := range t {
+		t[i] += c[i]
+	}
+	return t
 }
 
 // randomKernels returns reference-initialised 2D kernels [fo, fi, 5, 7]
