@@ -36,6 +36,11 @@ func ConvFitNear[T Float](c, x, k, f []T, lx, lk mixture.Layout, sel *ConvFitSel
 			work[w] = newNearWork[T](lx, lk, n)
 		}
 		nw := work[w]
+		if r == 0 && lx.D == 2 {
+			nw.loadNodes(x, k, mixture.Mixture(f, ly, m), sel, m, scale, nil)
+			nw.ownForward2(c[m*n : (m+1)*n])
+			return
+		}
 		nw.load(x, k, mixture.Mixture(f, ly, m), sel, m, scale, nil)
 		nw.forward(c[m*n:(m+1)*n], r*r)
 	})
@@ -71,6 +76,11 @@ func ConvFitNearBackward[T Float](dx, dk, df, g, x, k, f []T, lx, lk mixture.Lay
 		var idle []T // at radius 0 a node of zero gradient needs nothing
 		if r == 0 {
 			idle = g[m*n : (m+1)*n]
+		}
+		if r == 0 && lx.D == 2 {
+			nw.loadNodes(x, k, fm, sel, m, scale, idle)
+			nw.ownBackward2(dfm, px, pk, g[m*n:(m+1)*n])
+			return
 		}
 		nw.load(x, k, fm, sel, m, scale, idle)
 		nw.backward(dfm, px, pk, g[m*n:(m+1)*n], r*r)
@@ -204,6 +214,20 @@ func setGaussian[T Float](d int, mu, cov []float64, pos *[3][]T, sym *[6][]T, j 
 // components of its non-leaf nodes from x and k, but for those whose value
 // in idle (unless nil) is 0.
 func (w *nearWork[T]) load(x, k, fm []T, sel *ConvFitSelection, m int, scale float64, idle []T) {
+	w.loadNodes(x, k, fm, sel, m, scale, idle)
+	for j := range w.ns {
+		switch {
+		case w.inert[j]:
+		case w.d == 2:
+			w.loadRun2(w.sp[j], scale)
+		default:
+			w.loadRun(w.sp[j], scale)
+		}
+	}
+}
+
+// loadNodes is load without the components.
+func (w *nearWork[T]) loadNodes(x, k, fm []T, sel *ConvFitSelection, m int, scale float64, idle []T) {
 	d, n := w.d, sel.s.N
 	st := w.lx.Stride()
 	w.ns = int(sel.nsel[m])
@@ -224,13 +248,6 @@ func (w *nearWork[T]) load(x, k, fm []T, sel *ConvFitSelection, m int, scale flo
 		}
 		nrm := setGaussian(d, mu[:], cov[:], &w.gmu, &w.gsym, j)
 		w.gw[j], w.gnrm[j] = p[0], T(nrm)
-		switch {
-		case w.inert[j]:
-		case d == 2:
-			w.loadRun2(sp, scale)
-		default:
-			w.loadRun(sp, scale)
-		}
 	}
 }
 
@@ -568,5 +585,116 @@ func (w *nearWork[T]) scatter2(px, pk []T, sp span) {
 		gk[5] += c01
 		gx[6] += c11
 		gk[6] += c11
+	}
+}
+
+// ownForward2 is forward at radius 0 in 2D, each node's components made,
+// evaluated at its centroid and summed in one pass: at radius 0 each
+// component meets one centroid, so nothing needs keeping.
+func (w *nearWork[T]) ownForward2(c []T) {
+	xr, kr := w.x[w.xb:], w.k[w.kb:]
+	norm, sc := T(mixture.GaussNorm(2)), w.scale
+	for i := range w.ns {
+		c[i] = 0
+		if w.inert[i] {
+			continue
+		}
+		f, l := int(w.sp[i].first), int(w.sp[i].last)+1
+		p0, p1 := w.gmu[0][i], w.gmu[1][i]
+		row, wn := w.row[:l-f], w.wn[:l-f]
+		for e, v := range w.perm[f:l] {
+			xg, kg := xr[w.at.x[v]:][:7:7], kr[w.at.k[v]:][:7:7]
+			d0, d1 := p0-(xg[1]+kg[1]), p1-(xg[2]+kg[2])
+			c00, c01, c10, c11 := xg[3]+kg[3], xg[4]+kg[4], xg[5]+kg[5], xg[6]+kg[6]
+			rs := 1 / T(math.Sqrt(float64(c00*c11-c01*c10)))
+			r := rs * rs
+			a00, a01, a11 := c11*r, -(c01+c10)*r/2, c00*r
+			row[e] = -(d0*(a00*d0+a01*d1) + d1*(a01*d0+a11*d1)) / 2
+			wn[e] = sc * xg[0] * kg[0] * norm * rs
+		}
+		expRow(row)
+		var sum T
+		for e, v := range row {
+			sum += wn[e] * v
+		}
+		c[i] = sum - w.gw[i]*w.gnrm[i]
+	}
+	clear(c[w.ns:])
+}
+
+// ownBackward2 is backward at radius 0 in 2D: per node, its components
+// made and evaluated at its centroid as in ownForward2, then each one's
+// gradient added to its factors' terms px and pk at once, since no other
+// centroid meets it.
+func (w *nearWork[T]) ownBackward2(dfm, px, pk, g []T) {
+	xr, kr := w.x[w.xb:], w.k[w.kb:]
+	norm, sc := T(mixture.GaussNorm(2)), w.scale
+	for i := range w.ns {
+		gi := g[i]
+		if gi == 0 || w.inert[i] {
+			continue
+		}
+		f, l := int(w.sp[i].first), int(w.sp[i].last)+1
+		perm := w.perm[f:l]
+		p0, p1 := w.gmu[0][i], w.gmu[1][i]
+		n := l - f
+		row, wn, nrm := w.row[:n], w.wn[:n], w.nrm[:n]
+		a00, a01, a11 := w.sym[0][:n], w.sym[1][:n], w.sym[2][:n]
+		u0, u1 := w.rowU[0][:n], w.rowU[1][:n]
+		for e, v := range perm {
+			xg, kg := xr[w.at.x[v]:][:7:7], kr[w.at.k[v]:][:7:7]
+			d0, d1 := p0-(xg[1]+kg[1]), p1-(xg[2]+kg[2])
+			c00, c01, c10, c11 := xg[3]+kg[3], xg[4]+kg[4], xg[5]+kg[5], xg[6]+kg[6]
+			rs := 1 / T(math.Sqrt(float64(c00*c11-c01*c10)))
+			r := rs * rs
+			a00[e], a01[e], a11[e] = c11*r, -(c01+c10)*r/2, c00*r
+			u0[e], u1[e] = a00[e]*d0+a01[e]*d1, a01[e]*d0+a11[e]*d1
+			row[e] = -(d0*u0[e] + d1*u1[e]) / 2
+			nrm[e] = norm * rs
+			wn[e] = sc * xg[0] * kg[0] * nrm[e]
+		}
+		expRow(row)
+		var dp0, dp1 T
+		for e, v := range perm {
+			xo, ko := int(w.at.x[v]), int(w.at.k[v])
+			gx, gk := px[xo:][:7:7], pk[ko:][:7:7]
+			et := row[e] * gi
+			gw := et * nrm[e] * sc
+			ww := et * wn[e]
+			t0, t1 := ww*u0[e], ww*u1[e]
+			dp0 -= t0
+			dp1 -= t1
+			gx[0] += gw * kr[ko]
+			gk[0] += gw * xr[xo]
+			gx[1] += t0
+			gk[1] += t0
+			gx[2] += t1
+			gk[2] += t1
+			s00 := (t0*u0[e] - ww*a00[e]) / 2
+			s01 := (t0*u1[e] - ww*a01[e]) / 2
+			s11 := (t1*u1[e] - ww*a11[e]) / 2
+			gx[3] += s00
+			gk[3] += s00
+			gx[4] += s01
+			gk[4] += s01
+			gx[5] += s01
+			gk[5] += s01
+			gx[6] += s11
+			gk[6] += s11
+		}
+		if dfm == nil {
+			continue
+		}
+		// The node's own term, w_i N(μ_i; μ_i, Σ_i), subtracted: at distance 0
+		// only its weight and, through the normalisation, its covariance.
+		own := gi * w.gw[i] * w.gnrm[i] / 2
+		dj := dfm[i*7:][:7:7]
+		dj[0] -= gi * w.gnrm[i]
+		dj[1] += dp0
+		dj[2] += dp1
+		dj[3] += own * w.gsym[0][i]
+		dj[4] += own * w.gsym[1][i]
+		dj[5] += own * w.gsym[1][i]
+		dj[6] += own * w.gsym[2][i]
 	}
 }
