@@ -174,10 +174,12 @@ type nearWork[T Float] struct {
 func newNearWork[T Float](lx, lk mixture.Layout, n int) *nearWork[T] {
 	nv, d := lx.C*lx.N*lk.N, lx.D
 	ns := symCount(d)
-	buf := make([]T, nv*(2*d+2*ns+5+d)+n*(2*d+ns+4))
+	pad := func(k int) int { return (k + reluLanes - 1) / reluLanes * reluLanes }
+	buf := make([]T, pad(nv)*(2*d+2*ns+5+d)+pad(n)*(2*d+ns+4))
 	next := func(k int) []T {
-		s := buf[:k:k]
-		buf = buf[k:]
+		// Padded to whole vectors for expPadded.
+		s := buf[:k:pad(k)]
+		buf = buf[pad(k):]
 		return s
 	}
 	w := &nearWork[T]{lx: lx, lk: lk, at: newConvFitOffsets(lx, lk), d: d, nv: nv,
@@ -360,7 +362,7 @@ func (w *nearWork[T]) nearRows(i int, p *[3]T, r2 float64, u bool) int {
 				nb++
 			}
 		}
-		expRow(w.gexp[:nb])
+		expPadded(w.gexp[:nb])
 	} else if !w.inert[i] {
 		// Radius 0: node i alone, at distance 0, where the quadratic form
 		// above would give exactly 0, its exponential 1 and u = 0.
@@ -376,7 +378,7 @@ func (w *nearWork[T]) nearRows(i int, p *[3]T, r2 float64, u bool) int {
 		quadRow(w.row[off:], ru, off, p, &w.mu, &w.sym, w.d, int(sp.first), int(sp.last)+1)
 		off += int(sp.last-sp.first) + 1
 	}
-	expRow(w.row[:off])
+	expPadded(w.row[:off])
 	return nb
 }
 
@@ -612,7 +614,7 @@ func (w *nearWork[T]) ownForward2(c []T) {
 			row[e] = -(d0*(a00*d0+a01*d1) + d1*(a01*d0+a11*d1)) / 2
 			wn[e] = sc * xg[0] * kg[0] * norm * rs
 		}
-		expRow(row)
+		expPadded(row)
 		var sum T
 		for e, v := range row {
 			sum += wn[e] * v
@@ -653,7 +655,7 @@ func (w *nearWork[T]) ownBackward2(dfm, px, pk, g []T) {
 			nrm[e] = norm * rs
 			wn[e] = sc * xg[0] * kg[0] * nrm[e]
 		}
-		expRow(row)
+		expPadded(row)
 		var dp0, dp1 T
 		for e, v := range perm {
 			xo, ko := int(w.at.x[v]), int(w.at.k[v])

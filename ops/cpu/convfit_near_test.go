@@ -115,7 +115,8 @@ func TestConvFitNearGradient(t *testing.T) {
 }
 
 // TestConvFitNearFloat32 checks the float32 corrections and gradients
-// against float64 on the same inputs.
+// against float64 on the same inputs, at radius 0 (each node's own
+// components) and 2.
 func TestConvFitNearFloat32(t *testing.T) {
 	forConvFitCases(47, func(c convFitCase) {
 		x, k, lx, lk := c.x, c.k, c.lx, c.lk
@@ -125,21 +126,24 @@ func TestConvFitNearFloat32(t *testing.T) {
 			f32 := gmtest.To32(f)
 			sel32 := ConvFitSaving(make([]float32, ly.Len()), x32, k32, lx, lk, s)
 			g := gmtest.Normal(c.rng, ly.Mixtures()*s.N)
-			c64, c32 := make([]float64, len(g)), make([]float32, len(g))
-			ConvFitNear(c64, gmtest.To64(x32), gmtest.To64(k32), gmtest.To64(f32), lx, lk, sel, 2, nearScale)
-			ConvFitNear(c32, x32, k32, f32, lx, lk, sel32, 2, nearScale)
-			name := fmt.Sprintf("%s %v", c.name, s)
-			gmtest.WantClose(t, name+": corrections", c32, c64, 1e-4)
-			dx, dx32 := make([]float64, len(x)), make([]float32, len(x))
-			ConvFitNearBackward(dx, nil, nil, g, gmtest.To64(x32), gmtest.To64(k32), gmtest.To64(f32), lx, lk, sel, 2, nearScale)
-			ConvFitNearBackward(dx32, nil, nil, gmtest.To32(g), x32, k32, f32, lx, lk, sel32, 2, nearScale)
-			gmtest.WantClose(t, name+": data gradient", dx32, dx, 1e-3)
+			for _, r := range []float64{0, 2} {
+				c64, c32 := make([]float64, len(g)), make([]float32, len(g))
+				ConvFitNear(c64, gmtest.To64(x32), gmtest.To64(k32), gmtest.To64(f32), lx, lk, sel, r, nearScale)
+				ConvFitNear(c32, x32, k32, f32, lx, lk, sel32, r, nearScale)
+				name := fmt.Sprintf("%s %v r %g", c.name, s, r)
+				gmtest.WantClose(t, name+": corrections", c32, c64, 1e-4)
+				dx, dx32 := make([]float64, len(x)), make([]float32, len(x))
+				dk, dk32 := make([]float64, len(k)), make([]float32, len(k))
+				ConvFitNearBackward(dx, dk, nil, g, gmtest.To64(x32), gmtest.To64(k32), gmtest.To64(f32), lx, lk, sel, r, nearScale)
+				ConvFitNearBackward(dx32, dk32, nil, gmtest.To32(g), x32, k32, f32, lx, lk, sel32, r, nearScale)
+				gmtest.WantClose(t, name+": data gradient", dx32, dx, 1e-3)
+				gmtest.WantClose(t, name+": kernel gradient", dk32, dk, 1e-3)
+			}
 			sel.Release()
 			sel32.Release()
 		}
 	})
 }
-
 // nearRadiusClear returns a radius close to r at which no pair of a node
 // and a centroid of f is within 1 % of the boundary, so that the finite
 // differences do not change which nodes are near.

@@ -9,5 +9,5 @@ func reluForwardFast[T Float](*reluWork[T]) bool { return false }
 // reluBackwardFast reports false, as reluForwardFast.
 func reluBackwardFast[T Float](*reluWork[T]) bool { return false }
 
-// refineExp is expRow: this build has no vector exponential.
-func refineExp[T Float](v []T) { expRow(v) }
+// expPadded is expRow: this build has no vector exponential.
+func expPadded[T Float](v []T) { expRow(v) }

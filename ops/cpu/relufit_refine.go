@@ -324,7 +324,7 @@ func (s *reluWork[T]) refineWeights(out []T, r *refineWork[T], off T) {
 }
 
 // rowAt writes v_j = exp(−½ (p − μ_j)ᵀ Σ_j⁻¹ (p − μ_j)) for every Gaussian j
-// of s into v[:n]; v is one of reluWork's rows, whose padding refineExp
+// of s into v[:n]; v is one of reluWork's rows, whose padding expPadded
 // overwrites.
 func (s *reluWork[T]) rowAt(p []T, v []T) {
 	n := s.n
@@ -345,7 +345,7 @@ func (s *reluWork[T]) rowAt(p []T, v []T) {
 			v[j] = d0*(q00[j]*d0+q01[j]*d1+q02[j]*d2) + d1*(q11[j]*d1+q12[j]*d2) + q22[j]*d2*d2
 		}
 	}
-	refineExp(v)
+	expPadded(v)
 }
 
 // cholesky writes the lower-triangular L with L·Lᵀ = (a + aᵀ)/2 (d×d,

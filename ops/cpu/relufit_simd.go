@@ -96,12 +96,13 @@ func reluScaleFields(v []float32, w, nf, f0, f1 int, c float32) {
 	}
 }
 
-// refineExp replaces v[i] by e^v[i] as expRow does, sixteen lanes at a time
-// for float32 on AVX-512: the refined fit evaluates rows at points that are
-// not centroids, which the fused loops above do not cover. v's capacity must
-// reach the next multiple of reluLanes (reluWork's rows do); the padding is
+// expPadded replaces v[i] by e^v[i] as expRow does, sixteen lanes at a time
+// for float32 on AVX-512, for rows the fused loops above do not cover: the
+// refined fit's at points that are not centroids, and the near-group
+// corrections' (convfit_near.go). v's capacity must reach the next multiple
+// of reluLanes (reluWork's and nearWork's rows do); the padding is
 // overwritten.
-func refineExp[T Float](v []T) {
+func expPadded[T Float](v []T) {
 	if !cpuAVX512 || len(v) == 0 || unsafe.Sizeof(v[0]) != 4 {
 		expRow(v)
 		return
