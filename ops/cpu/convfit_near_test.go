@@ -144,6 +144,7 @@ func TestConvFitNearFloat32(t *testing.T) {
 		}
 	})
 }
+
 // nearRadiusClear returns a radius close to r at which no pair of a node
 // and a centroid of f is within 1 % of the boundary, so that the finite
 // differences do not change which nodes are near.
