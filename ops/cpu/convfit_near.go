@@ -590,20 +590,20 @@ func (w *nearWork[T]) scatter2(px, pk []T, sp span) {
 	}
 }
 
-// ownForward2 is forward at radius 0 in 2D, each node's components made,
-// evaluated at its centroid and summed in one pass: at radius 0 each
-// component meets one centroid, so nothing needs keeping.
+// ownForward2 is forward at radius 0 in 2D: each component meets only its
+// own node's centroid, so its exponent is made with the component, all of
+// the mixture's in one row (sorted positions) under one vector
+// exponential, and summed per node.
 func (w *nearWork[T]) ownForward2(c []T) {
 	xr, kr := w.x[w.xb:], w.k[w.kb:]
 	norm, sc := T(mixture.GaussNorm(2)), w.scale
 	for i := range w.ns {
-		c[i] = 0
 		if w.inert[i] {
 			continue
 		}
 		f, l := int(w.sp[i].first), int(w.sp[i].last)+1
 		p0, p1 := w.gmu[0][i], w.gmu[1][i]
-		row, wn := w.row[:l-f], w.wn[:l-f]
+		row, wn := w.row[f:l], w.wn[f:l]
 		for e, v := range w.perm[f:l] {
 			xg, kg := xr[w.at.x[v]:][:7:7], kr[w.at.k[v]:][:7:7]
 			d0, d1 := p0-(xg[1]+kg[1]), p1-(xg[2]+kg[2])
@@ -614,56 +614,70 @@ func (w *nearWork[T]) ownForward2(c []T) {
 			row[e] = -(d0*(a00*d0+a01*d1) + d1*(a01*d0+a11*d1)) / 2
 			wn[e] = sc * xg[0] * kg[0] * norm * rs
 		}
-		expPadded(row)
+	}
+	// Inert nodes' entries hold stale finite values; their exponentials are
+	// not read.
+	expPadded(w.row[:w.nv])
+	for i := range w.ns {
+		c[i] = 0
+		if w.inert[i] {
+			continue
+		}
+		f, l := int(w.sp[i].first), int(w.sp[i].last)+1
 		var sum T
-		for e, v := range row {
-			sum += wn[e] * v
+		for e, v := range w.row[f:l] {
+			sum += w.wn[f+e] * v
 		}
 		c[i] = sum - w.gw[i]*w.gnrm[i]
 	}
 	clear(c[w.ns:])
 }
 
-// ownBackward2 is backward at radius 0 in 2D: per node, its components
-// made and evaluated at its centroid as in ownForward2, then each one's
+// ownBackward2 is backward at radius 0 in 2D: the components made and
+// evaluated at their nodes' centroids as in ownForward2, then each one's
 // gradient added to its factors' terms px and pk at once, since no other
 // centroid meets it.
 func (w *nearWork[T]) ownBackward2(dfm, px, pk, g []T) {
 	xr, kr := w.x[w.xb:], w.k[w.kb:]
 	norm, sc := T(mixture.GaussNorm(2)), w.scale
+	a00, a01, a11 := w.sym[0], w.sym[1], w.sym[2]
+	u0, u1 := w.rowU[0], w.rowU[1]
+	for i := range w.ns {
+		if g[i] == 0 || w.inert[i] {
+			continue
+		}
+		f, l := int(w.sp[i].first), int(w.sp[i].last)+1
+		p0, p1 := w.gmu[0][i], w.gmu[1][i]
+		for v := f; v < l; v++ {
+			c := w.perm[v]
+			xg, kg := xr[w.at.x[c]:][:7:7], kr[w.at.k[c]:][:7:7]
+			d0, d1 := p0-(xg[1]+kg[1]), p1-(xg[2]+kg[2])
+			c00, c01, c10, c11 := xg[3]+kg[3], xg[4]+kg[4], xg[5]+kg[5], xg[6]+kg[6]
+			rs := 1 / T(math.Sqrt(float64(c00*c11-c01*c10)))
+			r := rs * rs
+			a00[v], a01[v], a11[v] = c11*r, -(c01+c10)*r/2, c00*r
+			u0[v], u1[v] = a00[v]*d0+a01[v]*d1, a01[v]*d0+a11[v]*d1
+			w.row[v] = -(d0*u0[v] + d1*u1[v]) / 2
+			w.nrm[v] = norm * rs
+			w.wn[v] = sc * xg[0] * kg[0] * w.nrm[v]
+		}
+	}
+	expPadded(w.row[:w.nv])
 	for i := range w.ns {
 		gi := g[i]
 		if gi == 0 || w.inert[i] {
 			continue
 		}
 		f, l := int(w.sp[i].first), int(w.sp[i].last)+1
-		perm := w.perm[f:l]
-		p0, p1 := w.gmu[0][i], w.gmu[1][i]
-		n := l - f
-		row, wn, nrm := w.row[:n], w.wn[:n], w.nrm[:n]
-		a00, a01, a11 := w.sym[0][:n], w.sym[1][:n], w.sym[2][:n]
-		u0, u1 := w.rowU[0][:n], w.rowU[1][:n]
-		for e, v := range perm {
-			xg, kg := xr[w.at.x[v]:][:7:7], kr[w.at.k[v]:][:7:7]
-			d0, d1 := p0-(xg[1]+kg[1]), p1-(xg[2]+kg[2])
-			c00, c01, c10, c11 := xg[3]+kg[3], xg[4]+kg[4], xg[5]+kg[5], xg[6]+kg[6]
-			rs := 1 / T(math.Sqrt(float64(c00*c11-c01*c10)))
-			r := rs * rs
-			a00[e], a01[e], a11[e] = c11*r, -(c01+c10)*r/2, c00*r
-			u0[e], u1[e] = a00[e]*d0+a01[e]*d1, a01[e]*d0+a11[e]*d1
-			row[e] = -(d0*u0[e] + d1*u1[e]) / 2
-			nrm[e] = norm * rs
-			wn[e] = sc * xg[0] * kg[0] * nrm[e]
-		}
-		expPadded(row)
 		var dp0, dp1 T
-		for e, v := range perm {
-			xo, ko := int(w.at.x[v]), int(w.at.k[v])
+		for v := f; v < l; v++ {
+			c := w.perm[v]
+			xo, ko := int(w.at.x[c]), int(w.at.k[c])
 			gx, gk := px[xo:][:7:7], pk[ko:][:7:7]
-			et := row[e] * gi
-			gw := et * nrm[e] * sc
-			ww := et * wn[e]
-			t0, t1 := ww*u0[e], ww*u1[e]
+			et := w.row[v] * gi
+			gw := et * w.nrm[v] * sc
+			ww := et * w.wn[v]
+			t0, t1 := ww*u0[v], ww*u1[v]
 			dp0 -= t0
 			dp1 -= t1
 			gx[0] += gw * kr[ko]
@@ -672,9 +686,9 @@ func (w *nearWork[T]) ownBackward2(dfm, px, pk, g []T) {
 			gk[1] += t0
 			gx[2] += t1
 			gk[2] += t1
-			s00 := (t0*u0[e] - ww*a00[e]) / 2
-			s01 := (t0*u1[e] - ww*a01[e]) / 2
-			s11 := (t1*u1[e] - ww*a11[e]) / 2
+			s00 := (t0*u0[v] - ww*a00[v]) / 2
+			s01 := (t0*u1[v] - ww*a01[v]) / 2
+			s11 := (t1*u1[v] - ww*a11[v]) / 2
 			gx[3] += s00
 			gk[3] += s00
 			gx[4] += s01
