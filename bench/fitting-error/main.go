@@ -48,7 +48,6 @@ import (
 	"github.com/gmcn-go/gmcn/dataset/mnist"
 	"github.com/gmcn-go/gmcn/models"
 	"github.com/gmcn-go/gmcn/ops"
-	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/device"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
@@ -93,7 +92,8 @@ func main() {
 // fused·N_p Gaussians, whose ReLU fit takes its targets from the fused
 // mixture (coarse), the exact convolution (exact, --fused-targets exact) or
 // the fused mixture made exact over each centroid's own group (near,
-// --fused-targets near at radius 0, the default since 2026-11-28). The fused
+// --fused-targets near at radius 0, the default since 2026-11-28, which
+// only the block op computes). The fused
 // selection's priority factor of negative groups is negative, or 1 (the
 // rule before 2026-11-27) if that is 0; the least fused count is least, or
 // 1 (no floor, the count before 2026-11-27) if that is 0.
@@ -216,6 +216,7 @@ func pipeline(m method, x []float64, lx mixture.Layout, layers []layer, samples 
 		start := time.Now()
 		var conv, t []float64 // t: the ReLU fit's targets, nil for its own
 		var lc mixture.Layout
+		var fit ops.ConvFitSelect
 		if m.fused > 0 {
 			// The model's count: F·N_p, at least the method's floor and at
 			// most the convolution's Gaussians.
@@ -224,12 +225,8 @@ func pipeline(m method, x []float64, lx mixture.Layout, layers []layer, samples 
 			if neg == 0 {
 				neg = 1
 			}
-			var sel *cpu.ConvFitSelection
-			conv, lc, sel = convolveFused(in, layer.k, lin, layer.lk, ops.ConvFitSelect{N: n, Negative: neg})
-			if m.targets == near {
-				t = nearTargets(in, layer.k, conv, lin, layer.lk, lc, sel)
-			}
-			sel.Release()
+			fit = ops.ConvFitSelect{N: n, Negative: neg}
+			conv, lc = convolveFused(in, layer.k, lin, layer.lk, fit)
 		} else {
 			conv, lc = convolve(in, layer.k, lin, layer.lk)
 		}
@@ -238,7 +235,14 @@ func pipeline(m method, x []float64, lx mixture.Layout, layers []layer, samples 
 			t = exactTargets(full, lf, conv, lc)
 		}
 		dense := make([]float64, len(conv))
-		if err := kernels.ReLUFit(dense, conv, nil, t, lc, opts); err != nil {
+		if m.targets == near {
+			// Only the block op computes near-group targets: unreduced, it
+			// ends with the ReLU fit.
+			b := ops.BlockSpec{Fit: fit, NearTargets: true, ReLU: opts}
+			if err := kernels.Block(dense, in, layer.k, lin, layer.lk, b); err != nil {
+				return nil, fmt.Errorf("%s layer %d ReLU fit: %w", m.name, li+1, err)
+			}
+		} else if err := kernels.ReLUFit(dense, conv, nil, t, lc, opts); err != nil {
 			return nil, fmt.Errorf("%s layer %d ReLU fit: %w", m.name, li+1, err)
 		}
 		lr := lc
@@ -298,46 +302,25 @@ func convolve(x, k []float64, lx, lk mixture.Layout) ([]float64, mixture.Layout)
 // exactTargets returns the full convolution (layout lf) at the centroids of
 // the fused mixtures fused (layout lc): the ReLU fit's exact targets.
 func exactTargets(full []float64, lf mixture.Layout, fused []float64, lc mixture.Layout) []float64 {
-	return centroidValues(full, lf, fused, lc)
-}
-
-// centroidValues returns the mixtures f (layout lf) at the centroids of
-// the mixtures at (layout lc, the same batch and channels).
-func centroidValues(f []float64, lf mixture.Layout, at []float64, lc mixture.Layout) []float64 {
 	pts := make([]float64, 0, lc.Mixtures()*lc.N*lc.D)
-	for i := 0; i < len(at); i += lc.Stride() {
-		pts = append(pts, at[i+1:i+1+lc.D]...)
+	for i := 0; i < len(fused); i += lc.Stride() {
+		pts = append(pts, fused[i+1:i+1+lc.D]...)
 	}
 	t := make([]float64, lc.Mixtures()*lc.N)
-	must(kernels.Evaluate(t, f, pts, lf, lf.B, lf.C, lc.N))
+	must(kernels.Evaluate(t, full, pts, lf, lf.B, lf.C, lc.N))
 	return t
 }
 
 // convolveFused applies the fused convolution-fitting to s.N Gaussians per
-// channel and divides the weights by F_i; it returns the selection too.
-func convolveFused(x, k []float64, lx, lk mixture.Layout, s ops.ConvFitSelect) ([]float64, mixture.Layout, *cpu.ConvFitSelection) {
+// channel and divides the weights by F_i.
+func convolveFused(x, k []float64, lx, lk mixture.Layout, s ops.ConvFitSelect) ([]float64, mixture.Layout) {
 	ly := device.ConvFitLayout(lx, lk, s.N)
 	y := make([]float64, ly.Len())
-	sel := cpu.ConvFitSaving(y, x, k, lx, lk, s)
+	must(kernels.ConvFit(y, x, k, lx, lk, s))
 	for i := 0; i < len(y); i += ly.Stride() {
 		y[i] /= float64(lx.C)
 	}
-	return y, ly, sel
-}
-
-// nearTargets returns the near-group targets of radius 0 of the fused
-// mixtures fused (layout lc, ConvFit's output for x and k with selection
-// sel, weights ÷ F_i): their own values at their centroids plus the
-// corrections that make each exact over its own group's components, as
-// the block op's ReLU fit sees them.
-func nearTargets(x, k, fused []float64, lx, lk, lc mixture.Layout, sel *cpu.ConvFitSelection) []float64 {
-	t := centroidValues(fused, lc, fused, lc)
-	c := make([]float64, len(t))
-	cpu.ConvFitNear(c, x, k, fused, lx, lk, sel, 0, 1/float64(lx.C))
-	for i := range t {
-		t[i] += c[i]
-	}
-	return t
+	return y, ly
 }
 
 // randomKernels returns reference-initialised 2D kernels [fo, fi, 5, 7]
