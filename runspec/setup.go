@@ -144,6 +144,10 @@ func Resolve(c Config) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.FusedTargets == "" && c.FusedNear != 0 {
+		near = true // a radius asks for near-group targets
+		s.Run.FusedTargets = "near"
+	}
 	if c.FusedNear != 0 && !near {
 		return nil, errors.Errorf("fused_near %g needs fused targets \"near\", not %q", c.FusedNear, c.FusedTargets)
 	}

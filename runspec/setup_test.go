@@ -147,6 +147,10 @@ func TestResolveFusedNear(t *testing.T) {
 		}
 	}
 	rc := Presets["paper-fused"]
+	rc.FusedNear = 1.5 // without fused_targets: a radius asks for them
+	if s, err := Resolve(rc); err != nil || !s.Model.FusedNear || s.Model.FusedNearRadius != 1.5 || s.Run.FusedTargets != "near" {
+		t.Errorf("fused_near 1.5 alone: %v", err)
+	}
 	rc.FusedTargets, rc.FusedNear = "exact", 2
 	_, err := Resolve(rc)
 	gmtest.WantErr(t, err, `fused_near 2 needs fused targets "near", not "exact"`)
