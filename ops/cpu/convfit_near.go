@@ -284,11 +284,9 @@ func (w *nearWork[T]) loadRun2(sp span, scale float64) {
 	norm, sc := T(mixture.GaussNorm(2)), T(scale)
 	for e, c := range w.perm[f:l] {
 		xg, kg := xr[w.at.x[c]:][:7:7], kr[w.at.k[c]:][:7:7]
-		m0[e], m1[e] = xg[1]+kg[1], xg[2]+kg[2]
-		c00, c01, c10, c11 := xg[3]+kg[3], xg[4]+kg[4], xg[5]+kg[5], xg[6]+kg[6]
-		rs := 1 / T(math.Sqrt(float64(c00*c11-c01*c10)))
-		r := rs * rs
-		a00[e], a01[e], a11[e] = c11*r, -(c01+c10)*r/2, c00*r
+		d0, d1, b00, b01, b11, rs := component2(xg, kg, 0, 0)
+		m0[e], m1[e] = -d0, -d1
+		a00[e], a01[e], a11[e] = b00, b01, b11
 		nrm[e] = norm * rs
 		wn[e] = sc * xg[0] * kg[0] * nrm[e]
 	}
@@ -606,11 +604,7 @@ func (w *nearWork[T]) ownForward2(c []T) {
 		row, wn := w.row[f:l], w.wn[f:l]
 		for e, v := range w.perm[f:l] {
 			xg, kg := xr[w.at.x[v]:][:7:7], kr[w.at.k[v]:][:7:7]
-			d0, d1 := p0-(xg[1]+kg[1]), p1-(xg[2]+kg[2])
-			c00, c01, c10, c11 := xg[3]+kg[3], xg[4]+kg[4], xg[5]+kg[5], xg[6]+kg[6]
-			rs := 1 / T(math.Sqrt(float64(c00*c11-c01*c10)))
-			r := rs * rs
-			a00, a01, a11 := c11*r, -(c01+c10)*r/2, c00*r
+			d0, d1, a00, a01, a11, rs := component2(xg, kg, p0, p1)
 			row[e] = -(d0*(a00*d0+a01*d1) + d1*(a01*d0+a11*d1)) / 2
 			wn[e] = sc * xg[0] * kg[0] * norm * rs
 		}
@@ -633,6 +627,17 @@ func (w *nearWork[T]) ownForward2(c []T) {
 	clear(c[w.ns:])
 }
 
+// component2 returns the offset p − μ of the 2D component made from the
+// factors xg and kg (μ = μ_x + μ_k, Σ = Σ_x + Σ_k), the unique entries of
+// its symmetrised Σ⁻¹ and 1/√det Σ.
+func component2[T Float](xg, kg []T, p0, p1 T) (d0, d1, a00, a01, a11, rs T) {
+	d0, d1 = p0-(xg[1]+kg[1]), p1-(xg[2]+kg[2])
+	c00, c01, c10, c11 := xg[3]+kg[3], xg[4]+kg[4], xg[5]+kg[5], xg[6]+kg[6]
+	rs = 1 / T(math.Sqrt(float64(c00*c11-c01*c10)))
+	r := rs * rs
+	return d0, d1, c11 * r, -(c01 + c10) * r / 2, c00 * r, rs
+}
+
 // ownBackward2 is backward at radius 0 in 2D: the components made and
 // evaluated at their nodes' centroids as in ownForward2, then each one's
 // gradient added to its factors' terms px and pk at once, since no other
@@ -651,11 +656,8 @@ func (w *nearWork[T]) ownBackward2(dfm, px, pk, g []T) {
 		for v := f; v < l; v++ {
 			c := w.perm[v]
 			xg, kg := xr[w.at.x[c]:][:7:7], kr[w.at.k[c]:][:7:7]
-			d0, d1 := p0-(xg[1]+kg[1]), p1-(xg[2]+kg[2])
-			c00, c01, c10, c11 := xg[3]+kg[3], xg[4]+kg[4], xg[5]+kg[5], xg[6]+kg[6]
-			rs := 1 / T(math.Sqrt(float64(c00*c11-c01*c10)))
-			r := rs * rs
-			a00[v], a01[v], a11[v] = c11*r, -(c01+c10)*r/2, c00*r
+			d0, d1, b00, b01, b11, rs := component2(xg, kg, p0, p1)
+			a00[v], a01[v], a11[v] = b00, b01, b11
 			u0[v], u1[v] = a00[v]*d0+a01[v]*d1, a01[v]*d0+a11[v]*d1
 			w.row[v] = -(d0*u0[v] + d1*u1[v]) / 2
 			w.nrm[v] = norm * rs
