@@ -257,7 +257,7 @@ func (cfg *Config) normalise() error {
 	case cfg.Bias < BiasNone || cfg.Bias > BiasNegativeSoftplus:
 		return errors.Errorf("model: unknown bias type %v", cfg.Bias)
 	}
-	return cfg.CheckNear()
+	return cfg.checkNear()
 }
 
 // Check reports, before any graph is built or data loaded, a configuration
@@ -286,10 +286,10 @@ func (cfg Config) Check() error {
 	return nil
 }
 
-// CheckNear reports near-group targets (FusedNear) the model cannot
+// checkNear reports near-group targets (FusedNear) the model cannot
 // compute, naming the setting in the way; nil without them or where they
 // apply.
-func (cfg Config) CheckNear() error {
+func (cfg Config) checkNear() error {
 	r := cfg.FusedNearRadius
 	switch {
 	case !cfg.FusedNear && r != 0:

@@ -139,14 +139,6 @@ func ParseReLUFit(s string) (ops.ReLUFitOptions, error) {
 	return ops.ReLUFitOptions{}, errors.Errorf("unknown ReLU fit %q (want heuristic or refined)", s)
 }
 
-// DefaultFusedTargets are a fused run's targets when its configuration
-// names none: near-group targets of radius 0 (each centroid's own group),
-// which close most of the fused blocks' accuracy gap (docs/fused.md), where
-// the model can take them (no biases, a reduction the block op computes),
-// else the coarse ones. Runs saved before 2026-11-28 without fused_targets
-// used the coarse targets, and LoadConfig gives them those.
-const DefaultFusedTargets = "near"
-
 // ParseFusedTargets returns the fused targets s (Config.FusedTargets):
 // exact or near-group targets, or neither for the coarse ones.
 func ParseFusedTargets(s string) (exact, near bool, err error) {
@@ -176,8 +168,8 @@ func SaveConfig(dir string, c Config) error {
 }
 
 // LoadConfig reads dir/run.json. A fused run saved without fused_negative
-// or fused_min gets 1 there, and one without fused_targets "coarse": the
-// selection, the counts and the targets it was trained with.
+// or fused_min gets 1 there, the selection and the counts it was trained
+// with.
 func LoadConfig(dir string) (Config, error) {
 	path := filepath.Join(dir, ConfigFile)
 	data, err := os.ReadFile(path)
@@ -193,9 +185,6 @@ func LoadConfig(dir string) (Config, error) {
 	}
 	if c.Fused > 0 && c.FusedMin == 0 {
 		c.FusedMin = 1
-	}
-	if c.Fused > 0 && c.FusedTargets == "" {
-		c.FusedTargets = "coarse"
 	}
 	return c, nil
 }

@@ -160,16 +160,6 @@ func Resolve(c Config) (*Setup, error) {
 	s.Model = models.Config{Layout: l, D: src.dim, Classes: src.classes, Batch: c.Batch, KernelGaussians: c.Kernel,
 		Reduction: red, ReLUFit: fit, DenseHead: c.DenseHead, Fused: c.Fused, FusedExact: exact, FusedNear: near, FusedNearRadius: c.FusedNear, FusedNegative: s.Run.FusedNegative,
 		FusedMin: s.Run.FusedMin, Bias: bias, Seed: c.Seed}
-	if c.Fused > 0 && c.FusedTargets == "" {
-		// The default, which run.json records: near-group targets where the
-		// model can take them.
-		s.Run.FusedTargets = "coarse"
-		probe := s.Model
-		probe.FusedNear = true
-		if probe.CheckNear() == nil {
-			s.Run.FusedTargets, s.Model.FusedNear = DefaultFusedTargets, true
-		}
-	}
 	if err := s.Model.Check(); err != nil {
 		return nil, errors.Wrapf(err, "layers %q", c.Layers)
 	}

@@ -80,53 +80,20 @@ func TestResolveBias(t *testing.T) {
 }
 
 // TestResolveFusedTargets checks that run.json's fused targets reach the
-// model; that a new fused configuration without them gets the default,
-// near-group targets, which Resolve writes into the run, or the coarse
-// ones where the model cannot take near-group targets (biases, MEM); and
-// that a saved fused run without them loads as coarse, as the files written
-// before the default existed were trained.
+// model, coarse when they are left out, as in the files written before
+// they existed.
 func TestResolveFusedTargets(t *testing.T) {
 	for _, c := range []struct {
-		targets, bias, reduction string
-		exact, near              bool
-		run                      string
-	}{
-		{"", "", "", false, true, "near"},
-		{"", "normal", "mem", false, false, "coarse"},
-		{"", "", "mem", false, false, "coarse"},
-		{"coarse", "", "", false, false, "coarse"},
-		{"exact", "", "", true, false, "exact"},
-		{"Exact", "", "", true, false, "Exact"},
-		{"near", "", "", false, true, "near"},
-	} {
+		targets     string
+		exact, near bool
+	}{{"", false, false}, {"coarse", false, false}, {"exact", true, false}, {"Exact", true, false}, {"near", false, true}} {
 		rc := Presets["paper-fused"]
-		rc.FusedTargets, rc.Bias = c.targets, c.bias
-		if c.reduction != "" {
-			rc.Reduction = c.reduction
-		}
+		rc.FusedTargets = c.targets
 		s, err := Resolve(rc)
 		if err != nil {
 			t.Errorf("fused targets %q: %v", c.targets, err)
-			continue
-		}
-		if s.Model.FusedExact != c.exact || s.Model.FusedNear != c.near || s.Run.FusedTargets != c.run {
-			t.Errorf("fused targets %q, bias %q, reduction %q: model exact %v near %v, run %q; want %v, %v, %q",
-				c.targets, c.bias, c.reduction, s.Model.FusedExact, s.Model.FusedNear, s.Run.FusedTargets, c.exact, c.near, c.run)
-		}
-	}
-	for _, c := range []struct {
-		preset, want string
-	}{{"paper-fused", "coarse"}, {"paper", ""}} {
-		dir := t.TempDir()
-		if err := SaveConfig(dir, Presets[c.preset]); err != nil {
-			t.Fatal(err)
-		}
-		got, err := LoadConfig(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.FusedTargets != c.want {
-			t.Errorf("saved %s without fused_targets: loads as %q, want %q", c.preset, got.FusedTargets, c.want)
+		} else if s.Model.FusedExact != c.exact || s.Model.FusedNear != c.near {
+			t.Errorf("fused targets %q: model exact %v near %v, want %v, %v", c.targets, s.Model.FusedExact, s.Model.FusedNear, c.exact, c.near)
 		}
 	}
 }

@@ -146,10 +146,7 @@ if [ -x "$bin/train-base.test" ]; then
 		abbench=(-test.bench 'TrainStep/demo' -test.benchtime 1x)
 		rounds=1
 	else
-		# paper_fused_B32 has near-group targets since 2026-11-28 (their
-		# blocks on the fallback), a base before that the coarse ones;
-		# paper_fused_coarse_B32 is the same step in both.
-		abbench=(-test.bench 'TrainStep/(paper_B32|paper_fused_B32|paper_fused_coarse_B32)$' -test.benchtime 10x)
+		abbench=(-test.bench 'TrainStep/(paper_B32|paper_fused_B32)$' -test.benchtime 10x)
 		rounds=3
 	fi
 	# shellcheck disable=SC2016 # expanded by the inner bash

@@ -18,18 +18,17 @@ import (
 // samples per second. The paper presets run with batch 8 to keep one step
 // short on the CPU, where the cost per sample is what matters for the epoch
 // projection, and with batch 32, where a GPU's cost per sample falls; the
-// fused model (near-group targets of radius 0, the default since
-// 2026-11-28) also with the coarse targets (--fused-targets coarse, the
-// default before, also at batch 32), with the exact targets
-// (--fused-targets exact), without the floor on its counts (--fused-min 1)
-// and with a floor of 128 (--fused-min 128). The
+// fused model also with near-group targets of radius 0 (--fused-targets
+// near, also at batch 32), with the exact targets (--fused-targets exact),
+// without the floor on its counts (--fused-min 1) and with a floor of 128
+// (--fused-min 128). The
 // ModelNet10 model runs at the paper's batch 21 on generated shapes. The
 // test binary's GMCN_TEST_DEVICE chooses the device (TestMain).
 func BenchmarkTrainStep(b *testing.B) {
 	for _, c := range []struct {
 		preset string
 		batch  int
-	}{{"demo", 50}, {"paper", 8}, {"paper", 32}, {"paper-fused", 8}, {"paper-fused", 32}, {"paper-fused-coarse", 8}, {"paper-fused-coarse", 32}, {"paper-fused-exact", 8}, {"paper-fused-nofloor", 8}, {"paper-fused-min128", 8}, {"modelnet10-paper", 21}} {
+	}{{"demo", 50}, {"paper", 8}, {"paper", 32}, {"paper-fused", 8}, {"paper-fused", 32}, {"paper-fused-near", 8}, {"paper-fused-near", 32}, {"paper-fused-exact", 8}, {"paper-fused-nofloor", 8}, {"paper-fused-min128", 8}, {"modelnet10-paper", 21}} {
 		b.Run(stepName(c.preset, c.batch), func(b *testing.B) {
 			tr := newStepTrainer(b, c.preset, c.batch)
 			defer tr.close()
@@ -51,13 +50,12 @@ func stepName(preset string, batch int) string {
 // newStepTrainer returns a trainer of the preset's model at the batch size
 // on testDev, whose step(0) trains on one batch of generated inputs. The
 // suffixes of a preset name, in this order, set its fused targets to
-// "exact" ("-exact") or "coarse" ("-coarse"; the default is near-group
-// targets of radius 0), and its least fused count to 1 ("-nofloor") or 128
-// ("-min128").
+// "exact" ("-exact") or "near" at radius 0 ("-near"), and its least fused
+// count to 1 ("-nofloor") or 128 ("-min128").
 func newStepTrainer(b *testing.B, preset string, batch int) *trainer {
 	name, min128 := strings.CutSuffix(preset, "-min128")
 	name, nofloor := strings.CutSuffix(name, "-nofloor")
-	name, coarse := strings.CutSuffix(name, "-coarse")
+	name, near := strings.CutSuffix(name, "-near")
 	name, exact := strings.CutSuffix(name, "-exact")
 	rc := runspec.Presets[name]
 	if min128 {
@@ -66,8 +64,8 @@ func newStepTrainer(b *testing.B, preset string, batch int) *trainer {
 	if exact {
 		rc.FusedTargets = "exact"
 	}
-	if coarse {
-		rc.FusedTargets = "coarse"
+	if near {
+		rc.FusedTargets = "near"
 	}
 	if nofloor {
 		rc.FusedMin = 1

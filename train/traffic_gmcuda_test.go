@@ -12,7 +12,6 @@ import (
 )
 
 // BenchmarkStepTraffic reports what one training step of the paper models
-// (the fused one with the coarse targets, whose blocks stay on the device)
 // moves across the bus (cudaops.Device.Traffic): bytes to the device and
 // back and kernel launches per step. Every tensor scales with the batch or
 // not at all, so the figures are a + b·B, and the batch sizes 1, 2 and 3
@@ -21,7 +20,7 @@ import (
 // GMCN_TEST_DEVICE=cuda.
 func BenchmarkStepTraffic(b *testing.B) {
 	gpu := stepGPU(b)
-	for _, preset := range []string{"paper", "paper-fused-coarse"} {
+	for _, preset := range []string{"paper", "paper-fused"} {
 		for _, batch := range []int{1, 2, 3} {
 			b.Run(stepName(preset, batch), func(b *testing.B) {
 				tr := newStepTrainer(b, preset, batch)
@@ -43,8 +42,7 @@ func BenchmarkStepTraffic(b *testing.B) {
 }
 
 // BenchmarkStepKernels splits a training step of the paper models at batch
-// 32 (the fused one with the coarse targets, whose blocks stay on the
-// device) on the GPU among its kernels: each kernel's CUDA-event time per step
+// 32 on the GPU among its kernels: each kernel's CUDA-event time per step
 // (µs/step, the largest first in the log), the copies' host-clock time,
 // and what remains of the step's wall time: the host's own work (Gorgonia,
 // the checks, the fallback's computations, Adam). Timing makes each launch
@@ -52,7 +50,7 @@ func BenchmarkStepTraffic(b *testing.B) {
 // It needs GMCN_TEST_DEVICE=cuda.
 func BenchmarkStepKernels(b *testing.B) {
 	gpu := stepGPU(b)
-	for _, preset := range []string{"paper", "paper-fused-coarse"} {
+	for _, preset := range []string{"paper", "paper-fused"} {
 		b.Run(stepName(preset, 32), func(b *testing.B) {
 			tr := newStepTrainer(b, preset, 32)
 			defer tr.close()
