@@ -566,26 +566,32 @@ func (w *nearWork[T]) scatter2(px, pk []T, sp span) {
 	a00, a01, a11 := w.sym[0][f:l], w.sym[1][f:l], w.sym[2][f:l]
 	for e, c := range w.perm[f:l] {
 		xo, ko := int(w.at.x[c]), int(w.at.k[c])
-		gx, gk := px[xo:][:7:7], pk[ko:][:7:7]
-		gw := gwt[e] * w.scale
-		gx[0] += gw * kr[ko]
-		gk[0] += gw * xr[xo]
-		gx[1] += gu0[e]
-		gk[1] += gu0[e]
-		gx[2] += gu1[e]
-		gk[2] += gu1[e]
-		c00 := (g00[e] - ge[e]*a00[e]) / 2
-		c01 := (g01[e] - ge[e]*a01[e]) / 2
-		c11 := (g11[e] - ge[e]*a11[e]) / 2
-		gx[3] += c00
-		gk[3] += c00
-		gx[4] += c01
-		gk[4] += c01
-		gx[5] += c01
-		gk[5] += c01
-		gx[6] += c11
-		gk[6] += c11
+		gx, gk := px[xo:], pk[ko:]
+		addFactors2(gx, gk, gwt[e]*w.scale, xr[xo], kr[ko], gu0[e], gu1[e],
+			(g00[e]-ge[e]*a00[e])/2, (g01[e]-ge[e]*a01[e])/2, (g11[e]-ge[e]*a11[e])/2)
 	}
+}
+
+// addFactors2 adds the gradient of a 2D component, made from the data
+// Gaussian of weight xw and the kernel Gaussian of weight kw, to their terms
+// gx and gk: gw for its weight (the product xw·kw times the block's scale),
+// g0, g1 for its position and c00, c01, c11 for its covariance's entries.
+func addFactors2[T Float](gx, gk []T, gw, xw, kw, g0, g1, c00, c01, c11 T) {
+	gx, gk = gx[:7:7], gk[:7:7]
+	gx[0] += gw * kw
+	gk[0] += gw * xw
+	gx[1] += g0
+	gk[1] += g0
+	gx[2] += g1
+	gk[2] += g1
+	gx[3] += c00
+	gk[3] += c00
+	gx[4] += c01
+	gk[4] += c01
+	gx[5] += c01
+	gk[5] += c01
+	gx[6] += c11
+	gk[6] += c11
 }
 
 // ownForward2 is forward at radius 0 in 2D: each component meets only its
@@ -675,30 +681,15 @@ func (w *nearWork[T]) ownBackward2(dfm, px, pk, g []T) {
 		for v := f; v < l; v++ {
 			c := w.perm[v]
 			xo, ko := int(w.at.x[c]), int(w.at.k[c])
-			gx, gk := px[xo:][:7:7], pk[ko:][:7:7]
+			gx, gk := px[xo:], pk[ko:]
 			et := w.row[v] * gi
 			gw := et * w.nrm[v] * sc
 			ww := et * w.wn[v]
 			t0, t1 := ww*u0[v], ww*u1[v]
 			dp0 -= t0
 			dp1 -= t1
-			gx[0] += gw * kr[ko]
-			gk[0] += gw * xr[xo]
-			gx[1] += t0
-			gk[1] += t0
-			gx[2] += t1
-			gk[2] += t1
-			s00 := (t0*u0[v] - ww*a00[v]) / 2
-			s01 := (t0*u1[v] - ww*a01[v]) / 2
-			s11 := (t1*u1[v] - ww*a11[v]) / 2
-			gx[3] += s00
-			gk[3] += s00
-			gx[4] += s01
-			gk[4] += s01
-			gx[5] += s01
-			gk[5] += s01
-			gx[6] += s11
-			gk[6] += s11
+			addFactors2(gx, gk, gw, xr[xo], kr[ko], t0, t1,
+				(t0*u0[v]-ww*a00[v])/2, (t0*u1[v]-ww*a01[v])/2, (t1*u1[v]-ww*a11[v])/2)
 		}
 		if dfm == nil {
 			continue
