@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/gmcn-go/gmcn/internal/parallel"
 	"github.com/gmcn-go/gmcn/ops/device"
@@ -105,13 +106,13 @@ func ConvFitNearBackward[T Float](dx, dk, df, g, x, k, f []T, lx, lk mixture.Lay
 			}
 		})
 	}
-	nearPartPool.put(nearPartKey{len(part), isFloat32[T]()}, any(part))
+	nearPartPool.put(nearPartKey{len(part), unsafe.Sizeof(T(0))}, any(part))
 }
 
 // nearPartKey keys the recycled per-mixture buffers of ConvFitNearBackward.
 type nearPartKey struct {
 	n    int
-	is32 bool
+	size uintptr // of an element, as blockKey's
 }
 
 var nearPartPool keyedPool[nearPartKey, any]
@@ -119,16 +120,10 @@ var nearPartPool keyedPool[nearPartKey, any]
 // nearParts returns a buffer of n values, recycled if one of that size was
 // put back; every mixture clears its part before use.
 func nearParts[T Float](n int) []T {
-	if v, ok := nearPartPool.get(nearPartKey{n, isFloat32[T]()}); ok {
+	if v, ok := nearPartPool.get(nearPartKey{n, unsafe.Sizeof(T(0))}); ok {
 		return v.([]T)
 	}
 	return make([]T, n)
-}
-
-func isFloat32[T Float]() bool {
-	var z T
-	_, ok := any(z).(float32)
-	return ok
 }
 
 // nearWork is one worker's copy of an output mixture for ConvFitNear as
