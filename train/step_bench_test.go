@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -20,15 +21,16 @@ import (
 // projection, and with batch 32, where a GPU's cost per sample falls; the
 // fused model also with near-group targets of radius 0 (--fused-targets
 // near, also at batch 32), with the exact targets (--fused-targets exact),
-// without the floor on its counts (--fused-min 1) and with a floor of 128
-// (--fused-min 128). The
+// without the floor on its counts (--fused-min 1), with floors of 128
+// and 160 (--fused-min 128, 160) and with exact targets at F = 8 without
+// the floor. The
 // ModelNet10 model runs at the paper's batch 21 on generated shapes. The
 // test binary's GMCN_TEST_DEVICE chooses the device (TestMain).
 func BenchmarkTrainStep(b *testing.B) {
 	for _, c := range []struct {
 		preset string
 		batch  int
-	}{{"demo", 50}, {"paper", 8}, {"paper", 32}, {"paper-fused", 8}, {"paper-fused", 32}, {"paper-fused-near", 8}, {"paper-fused-near", 32}, {"paper-fused-exact", 8}, {"paper-fused-nofloor", 8}, {"paper-fused-min128", 8}, {"modelnet10-paper", 21}} {
+	}{{"demo", 50}, {"paper", 8}, {"paper", 32}, {"paper-fused", 8}, {"paper-fused", 32}, {"paper-fused-near", 8}, {"paper-fused-near", 32}, {"paper-fused-exact", 8}, {"paper-fused-nofloor", 8}, {"paper-fused-min128", 8}, {"paper-fused-min160", 8}, {"paper-fused-x8-exact-nofloor", 8}, {"modelnet10-paper", 21}} {
 		b.Run(stepName(c.preset, c.batch), func(b *testing.B) {
 			tr := newStepTrainer(b, c.preset, c.batch)
 			defer tr.close()
@@ -48,27 +50,35 @@ func stepName(preset string, batch int) string {
 }
 
 // newStepTrainer returns a trainer of the preset's model at the batch size
-// on testDev, whose step(0) trains on one batch of generated inputs. The
-// suffixes of a preset name, in this order, set its fused targets to
-// "exact" ("-exact") or "near" at radius 0 ("-near"), and its least fused
-// count to 1 ("-nofloor") or 128 ("-min128").
+// on testDev, whose step(0) trains on one batch of generated inputs.
+// Suffixes of the preset name modify its fused blocks: "-exact" and "-near"
+// (radius 0) set their targets, "-nofloor" and "-minN" their least count
+// (1 or N), "-xN" their factor F.
 func newStepTrainer(b *testing.B, preset string, batch int) *trainer {
-	name, min128 := strings.CutSuffix(preset, "-min128")
-	name, nofloor := strings.CutSuffix(name, "-nofloor")
-	name, near := strings.CutSuffix(name, "-near")
-	name, exact := strings.CutSuffix(name, "-exact")
-	rc := runspec.Presets[name]
-	if min128 {
-		rc.FusedMin = 128
+	name, mods := preset, []string(nil)
+	for {
+		i := strings.LastIndex(name, "-")
+		tok := name[i+1:]
+		if i < 0 || !stepModifier(tok) {
+			break
+		}
+		name, mods = name[:i], append(mods, tok)
 	}
-	if exact {
-		rc.FusedTargets = "exact"
+	rc, ok := runspec.Presets[name]
+	if !ok {
+		b.Fatalf("step preset %q: no preset %q", preset, name)
 	}
-	if near {
-		rc.FusedTargets = "near"
-	}
-	if nofloor {
-		rc.FusedMin = 1
+	for _, m := range mods {
+		switch {
+		case m == "exact" || m == "near":
+			rc.FusedTargets = m
+		case m == "nofloor":
+			rc.FusedMin = 1
+		case strings.HasPrefix(m, "min"):
+			rc.FusedMin, _ = strconv.Atoi(m[len("min"):])
+		default:
+			rc.Fused, _ = strconv.Atoi(m[len("x"):])
+		}
 	}
 	setup, err := runspec.Resolve(rc)
 	if err != nil {
@@ -86,6 +96,20 @@ func newStepTrainer(b *testing.B, preset string, batch int) *trainer {
 		tr.st.EpochPerm[i] = i
 	}
 	return tr
+}
+
+// stepModifier reports whether tok is one of newStepTrainer's suffixes.
+func stepModifier(tok string) bool {
+	switch tok {
+	case "exact", "near", "nofloor":
+		return true
+	}
+	for _, p := range []string{"min", "x"} {
+		if n, err := strconv.Atoi(strings.TrimPrefix(tok, p)); err == nil && n > 0 && strings.HasPrefix(tok, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // stepInputs returns one batch of generated inputs for the preset's model:
