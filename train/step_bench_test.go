@@ -55,30 +55,21 @@ func stepName(preset string, batch int) string {
 // (radius 0) set their targets, "-nofloor" and "-minN" their least count
 // (1 or N), "-xN" their factor F.
 func newStepTrainer(b *testing.B, preset string, batch int) *trainer {
-	name, mods := preset, []string(nil)
+	name, mods := preset, []func(*runspec.Config){}
 	for {
 		i := strings.LastIndex(name, "-")
-		tok := name[i+1:]
-		if i < 0 || !stepModifier(tok) {
+		mod, ok := stepModifier(name[i+1:])
+		if i < 0 || !ok {
 			break
 		}
-		name, mods = name[:i], append(mods, tok)
+		name, mods = name[:i], append(mods, mod)
 	}
 	rc, ok := runspec.Presets[name]
 	if !ok {
 		b.Fatalf("step preset %q: no preset %q", preset, name)
 	}
-	for _, m := range mods {
-		switch {
-		case m == "exact" || m == "near":
-			rc.FusedTargets = m
-		case m == "nofloor":
-			rc.FusedMin = 1
-		case strings.HasPrefix(m, "min"):
-			rc.FusedMin, _ = strconv.Atoi(m[len("min"):])
-		default:
-			rc.Fused, _ = strconv.Atoi(m[len("x"):])
-		}
+	for _, mod := range mods {
+		mod(&rc)
 	}
 	setup, err := runspec.Resolve(rc)
 	if err != nil {
@@ -98,18 +89,26 @@ func newStepTrainer(b *testing.B, preset string, batch int) *trainer {
 	return tr
 }
 
-// stepModifier reports whether tok is one of newStepTrainer's suffixes.
-func stepModifier(tok string) bool {
+// stepModifier returns what the suffix tok of a step preset's name sets
+// (newStepTrainer), and whether tok is one.
+func stepModifier(tok string) (func(*runspec.Config), bool) {
 	switch tok {
-	case "exact", "near", "nofloor":
-		return true
+	case "exact", "near":
+		return func(c *runspec.Config) { c.FusedTargets = tok }, true
+	case "nofloor":
+		return func(c *runspec.Config) { c.FusedMin = 1 }, true
 	}
-	for _, p := range []string{"min", "x"} {
-		if n, err := strconv.Atoi(strings.TrimPrefix(tok, p)); err == nil && n > 0 && strings.HasPrefix(tok, p) {
-			return true
+	for p, field := range map[string]func(*runspec.Config) *int{
+		"min": func(c *runspec.Config) *int { return &c.FusedMin },
+		"x":   func(c *runspec.Config) *int { return &c.Fused },
+	} {
+		if rest, ok := strings.CutPrefix(tok, p); ok {
+			if n, err := strconv.Atoi(rest); err == nil && n > 0 {
+				return func(c *runspec.Config) { *field(c) = n }, true
+			}
 		}
 	}
-	return false
+	return nil, false
 }
 
 // stepInputs returns one batch of generated inputs for the preset's model:
