@@ -82,3 +82,41 @@ func TestTwoModelsTwoDevices(t *testing.T) {
 		t.Errorf("the two devices' log-probabilities differ:\n%v\n%v", out[0], out[1])
 	}
 }
+
+// TestFusedExactWhere checks where a fused model's exact targets are
+// computed: inside its block ops where the device evaluates mixtures in Go
+// (the CPU), and by the composed ops ConvFit, ConvAt and the ReLU fit to
+// given targets on a device that evaluates them elsewhere (as the GPU
+// does), whose every part that device computes.
+func TestFusedExactWhere(t *testing.T) {
+	cpu := ops.CPU()
+	elsewhere := &device.Device{Name: "elsewhere", F32: cpu.F32, F64: cpu.F64, External: map[string]bool{"Evaluate": true}}
+	l, err := ParseLayout("1/16 -> 8/8 -> 16/4 -> 10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		dev       *device.Device
+		evaluates int // gm.Evaluate nodes: one per block with exact targets when composed
+	}{{nil, 0}, {cpu, 0}, {elsewhere, 2}} {
+		m, err := Build(Config{Layout: l, D: 2, Classes: 10, Batch: 2, Fused: 16, FusedExact: true, Device: c.dev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evaluates, blocks := 0, 0
+		for _, n := range m.Graph.AllNodes() {
+			if n.Op() == nil {
+				continue
+			}
+			switch n.Op().String() {
+			case "gm.Evaluate":
+				evaluates++
+			case "gm.Block":
+				blocks++
+			}
+		}
+		if evaluates != c.evaluates || blocks != 3-c.evaluates {
+			t.Errorf("device %v: %d evaluations and %d block ops, want %d and %d", c.dev, evaluates, blocks, c.evaluates, 3-c.evaluates)
+		}
+	}
+}

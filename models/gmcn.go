@@ -166,13 +166,20 @@ func Build(cfg Config) (*Model, error) {
 		m.Kernels = append(m.Kernels, k)
 		n, nv := cfg.FusedGaussians(b, fi, x.Shape()[2]), fi*x.Shape()[2]*cfg.KernelGaussians
 		exact := cfg.Fused > 0 && cfg.FusedExact && n < nv
-		if spec, ok := cfg.Reduction.BlockSpec(b.Gaussians); ok && kappa == nil && !exact {
+		if spec, ok := cfg.Reduction.BlockSpec(b.Gaussians); ok && kappa == nil && (!exact || cfg.exactInBlock()) {
 			// The last block integrates its own mixtures, so that they
 			// stay where they are made; its CovScaleNorm, which scales
 			// only covariances, would change neither the integrals nor
 			// their gradients.
 			spec.Integrate = i == len(l.Blocks)-1
-			x, err = m.block(x, k, spec, n, cfg.FusedNear && n < nv, name)
+			near, r := cfg.FusedNear && n < nv, cfg.FusedNearRadius
+			if exact {
+				// The exact targets are the near-group targets of
+				// radius ∞, which the block op computes in one pass
+				// over the convolution's components.
+				near, r = true, math.Inf(1)
+			}
+			x, err = m.block(x, k, spec, n, near, r, name)
 		} else {
 			x, kappa, err = m.composedBlock(x, k, b, fi, n, exact, kappa, name)
 		}
@@ -313,6 +320,16 @@ func (cfg Config) checkNear() error {
 	return nil
 }
 
+// exactInBlock reports whether the fused blocks' exact targets are
+// computed by the block op (as near-group targets of radius ∞, in Go on
+// the CPU) rather than by the composed ops ConvFit, ConvAt and the ReLU fit
+// to given targets: wherever the device evaluates mixtures in Go. A device
+// that evaluates them elsewhere (the GPU) keeps the composed ops, whose
+// every part it computes, since the block op would run on its CPU fallback.
+func (cfg Config) exactInBlock() bool {
+	return cfg.Device == nil || !cfg.Device.Extern("Evaluate")
+}
+
 // fusedNegative returns FusedNegative, or the default for 0.
 func (cfg Config) fusedNegative() float64 {
 	if cfg.FusedNegative == 0 {
@@ -361,17 +378,21 @@ func (cfg Config) fusedMin() int {
 // composedBlock (but for near-group targets, which only the block op
 // computes) and keeps its intermediates where they are made (on the CUDA
 // device in its memory). n is the fused count; near gives the block
-// near-group targets.
-func (m *Model) block(x *G.Node, k *gmnode.Kernel, spec ops.BlockSpec, n int, near bool, name string) (*G.Node, error) {
+// near-group targets of radius r (∞: the exact targets).
+func (m *Model) block(x *G.Node, k *gmnode.Kernel, spec ops.BlockSpec, n int, near bool, r float64, name string) (*G.Node, error) {
 	cfg := m.Config
 	spec.ReLU = cfg.ReLUFit
 	stage := " (conv ÷ Fi)"
 	if cfg.Fused > 0 {
 		spec.Fit = ops.ConvFitSelect{N: n, Negative: cfg.fusedNegative()}
 		stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi)", n)
-		if near {
-			spec.NearTargets, spec.Near = true, cfg.FusedNearRadius
-			stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi, near r=%g)", n, cfg.FusedNearRadius)
+		switch {
+		case near && math.IsInf(r, 1):
+			spec.NearTargets, spec.Near = true, r
+			stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi, exact targets)", n)
+		case near:
+			spec.NearTargets, spec.Near = true, r
+			stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi, near r=%g)", n, r)
 		}
 	}
 	lx, err := mixture.LayoutOf(x.Shape())

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -58,22 +59,35 @@ func BenchmarkConvFitBackward(b *testing.B) {
 	})
 }
 
-// BenchmarkConvFitNear computes the near-group corrections at radius 1 on
-// ConvFit's output (convFitBench's sizes).
+// nearBenchRadii are the radii of the near-group benchmarks: 1, and ∞,
+// where the corrections make the exact targets (the convolution at every
+// centroid).
+var nearBenchRadii = []float64{1, math.Inf(1)}
+
+// BenchmarkConvFitNear computes the near-group corrections at each of
+// nearBenchRadii on ConvFit's output (convFitBench's sizes).
 func BenchmarkConvFitNear(b *testing.B) {
-	convFitBench(b, func(o *convOperands, _ device.ConvFitSelect, sel *ConvFitSelection) {
-		ConvFitNear(o.g, o.x, o.k, o.y, o.lx, o.lk, sel, 1, 0.125)
-	})
+	for _, r := range nearBenchRadii {
+		b.Run(fmt.Sprintf("r%g", r), func(b *testing.B) {
+			convFitBench(b, func(o *convOperands, _ device.ConvFitSelect, sel *ConvFitSelection) {
+				ConvFitNear(o.g, o.x, o.k, o.y, o.lx, o.lk, sel, r, 0.125)
+			})
+		})
+	}
 }
 
-// BenchmarkConvFitNearBackward computes the corrections' gradients at
-// radius 1: data, kernels and ConvFit's output in one call.
+// BenchmarkConvFitNearBackward computes the corrections' gradients at each
+// of nearBenchRadii: data, kernels and ConvFit's output in one call.
 func BenchmarkConvFitNearBackward(b *testing.B) {
-	var df []float32
-	convFitBench(b, func(o *convOperands, _ device.ConvFitSelect, sel *ConvFitSelection) {
-		if len(df) != len(o.y) {
-			df = make([]float32, len(o.y))
-		}
-		ConvFitNearBackward(o.dx, o.dk, df, o.g, o.x, o.k, o.y, o.lx, o.lk, sel, 1, 0.125)
-	})
+	for _, r := range nearBenchRadii {
+		b.Run(fmt.Sprintf("r%g", r), func(b *testing.B) {
+			var df []float32
+			convFitBench(b, func(o *convOperands, _ device.ConvFitSelect, sel *ConvFitSelection) {
+				if len(df) != len(o.y) {
+					df = make([]float32, len(o.y))
+				}
+				ConvFitNearBackward(o.dx, o.dk, df, o.g, o.x, o.k, o.y, o.lx, o.lk, sel, r, 0.125)
+			})
+		})
+	}
 }

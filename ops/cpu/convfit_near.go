@@ -43,6 +43,10 @@ func ConvFitNear[T Float](c, x, k, f []T, lx, lk mixture.Layout, sel *ConvFitSel
 			return
 		}
 		nw.load(x, k, mixture.Mixture(f, ly, m), sel, m, scale, nil)
+		if math.IsInf(r, 1) {
+			nw.exactForward(c[m*n : (m+1)*n])
+			return
+		}
 		nw.forward(c[m*n:(m+1)*n], r*r)
 	})
 }
@@ -84,6 +88,10 @@ func ConvFitNearBackward[T Float](dx, dk, df, g, x, k, f []T, lx, lk mixture.Lay
 			return
 		}
 		nw.load(x, k, fm, sel, m, scale, idle)
+		if math.IsInf(r, 1) {
+			nw.exactBackward(dfm, px, pk, g[m*n:(m+1)*n])
+			return
+		}
 		nw.backward(dfm, px, pk, g[m*n:(m+1)*n], r*r)
 	})
 	if dx != nil {
@@ -164,13 +172,20 @@ type nearWork[T Float] struct {
 	gwt, ge []T
 	gus     [3][]T
 	guu     [6][]T
+	// The pass at radius ∞ (convfit_exact.go): the nodes' signed
+	// coefficients and backward sums, the centroids' gradients, and the
+	// vector kernels' per-centroid lanes.
+	gcoef, nS []T
+	nSu, gdp  [3][]T
+	nSuu      [6][]T
+	lanes     []T
 }
 
 func newNearWork[T Float](lx, lk mixture.Layout, n int) *nearWork[T] {
 	nv, d := lx.C*lx.N*lk.N, lx.D
 	ns := symCount(d)
 	pad := func(k int) int { return (k + reluLanes - 1) / reluLanes * reluLanes }
-	buf := make([]T, pad(nv)*(2*d+2*ns+5+d)+pad(n)*(2*d+ns+4))
+	buf := make([]T, pad(nv)*(2*d+2*ns+5+d)+pad(n)*(4*d+2*ns+6))
 	next := func(k int) []T {
 		// Padded to whole vectors for expPadded.
 		s := buf[:k:pad(k)]
@@ -185,10 +200,15 @@ func newNearWork[T Float](lx, lk mixture.Layout, n int) *nearWork[T] {
 	}
 	for i := range ns {
 		w.sym[i], w.guu[i] = next(nv), next(nv)
-		w.gsym[i] = next(n)
+		w.gsym[i], w.nSuu[i] = next(n), next(n)
 	}
 	w.wn, w.nrm, w.row, w.gwt, w.ge = next(nv), next(nv), next(nv), next(nv), next(nv)
 	w.gw, w.gnrm, w.gq, w.gexp = next(n), next(n), next(n), next(n)
+	w.gcoef, w.nS = next(n), next(n)
+	for a := range d {
+		w.nSu[a], w.gdp[a] = next(n), next(n)
+	}
+	w.lanes = make([]T, pad(n)*d*reluLanes)
 	return w
 }
 
@@ -314,13 +334,17 @@ func quadRow[T Float](dst []T, u *[3][]T, uo int, p *[3]T, pos *[3][]T, sym *[6]
 	m0, m1, m2 := pos[0][f:l], pos[1][f:l], pos[2][f:l]
 	a00, a01, a02 := sym[0][f:l], sym[1][f:l], sym[2][f:l]
 	a11, a12, a22 := sym[3][f:l], sym[4][f:l], sym[5][f:l]
+	var u0, u1, u2 []T
+	if u != nil {
+		u0, u1, u2 = u[0][uo:uo+len(dst)], u[1][uo:uo+len(dst)], u[2][uo:uo+len(dst)]
+	}
 	for e := range dst {
 		d0, d1, d2 := p[0]-m0[e], p[1]-m1[e], p[2]-m2[e]
 		v0 := a00[e]*d0 + a01[e]*d1 + a02[e]*d2
 		v1 := a01[e]*d0 + a11[e]*d1 + a12[e]*d2
 		v2 := a02[e]*d0 + a12[e]*d1 + a22[e]*d2
 		if u != nil {
-			u[0][uo+e], u[1][uo+e], u[2][uo+e] = v0, v1, v2
+			u0[e], u1[e], u2[e] = v0, v1, v2
 		}
 		dst[e] = -(d0*v0 + d1*v1 + d2*v2) / 2
 	}

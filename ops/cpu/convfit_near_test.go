@@ -118,8 +118,12 @@ func TestConvFitNearGradient(t *testing.T) {
 
 // TestConvFitNearFloat32 checks the float32 corrections and gradients
 // against float64 on the same inputs, at radius 0 (each node's own
-// components) and 2.
-func TestConvFitNearFloat32(t *testing.T) {
+// components), 2 and ∞ (the vector kernels of convfit_exact.go where the
+// build has them).
+func TestConvFitNearFloat32(t *testing.T) { checkConvFitNearFloat32(t, 0, 2, math.Inf(1)) }
+
+// checkConvFitNearFloat32 is TestConvFitNearFloat32 at the radii rs.
+func checkConvFitNearFloat32(t *testing.T, rs ...float64) {
 	forConvFitCases(47, func(c convFitCase) {
 		x, k, lx, lk := c.x, c.k, c.lx, c.lk
 		x32, k32 := gmtest.To32(x), gmtest.To32(k)
@@ -128,7 +132,7 @@ func TestConvFitNearFloat32(t *testing.T) {
 			f32 := gmtest.To32(f)
 			sel32 := ConvFitSaving(make([]float32, ly.Len()), x32, k32, lx, lk, s)
 			g := gmtest.Normal(c.rng, ly.Mixtures()*s.N)
-			for _, r := range []float64{0, 2} {
+			for _, r := range rs {
 				c64, c32 := make([]float64, len(g)), make([]float32, len(g))
 				ConvFitNear(c64, gmtest.To64(x32), gmtest.To64(k32), gmtest.To64(f32), lx, lk, sel, r, nearScale)
 				ConvFitNear(c32, x32, k32, f32, lx, lk, sel32, r, nearScale)
@@ -136,10 +140,12 @@ func TestConvFitNearFloat32(t *testing.T) {
 				gmtest.WantClose(t, name+": corrections", c32, c64, 1e-4)
 				dx, dx32 := make([]float64, len(x)), make([]float32, len(x))
 				dk, dk32 := make([]float64, len(k)), make([]float32, len(k))
-				ConvFitNearBackward(dx, dk, nil, g, gmtest.To64(x32), gmtest.To64(k32), gmtest.To64(f32), lx, lk, sel, r, nearScale)
-				ConvFitNearBackward(dx32, dk32, nil, gmtest.To32(g), x32, k32, f32, lx, lk, sel32, r, nearScale)
+				df, df32 := make([]float64, len(f)), make([]float32, len(f))
+				ConvFitNearBackward(dx, dk, df, g, gmtest.To64(x32), gmtest.To64(k32), gmtest.To64(f32), lx, lk, sel, r, nearScale)
+				ConvFitNearBackward(dx32, dk32, df32, gmtest.To32(g), x32, k32, f32, lx, lk, sel32, r, nearScale)
 				gmtest.WantClose(t, name+": data gradient", dx32, dx, 1e-3)
 				gmtest.WantClose(t, name+": kernel gradient", dk32, dk, 1e-3)
+				gmtest.WantClose(t, name+": fit gradient", df32, df, 1e-3)
 			}
 			sel.Release()
 			sel32.Release()

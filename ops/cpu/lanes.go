@@ -7,3 +7,4 @@ package cpu
 
 //go:generate go run ../../internal/lanegen/cmd/lanegen evaluate_simd16.go evaluate_simd8.go
 //go:generate go run ../../internal/lanegen/cmd/lanegen relufit_simd16.go relufit_simd8.go
+//go:generate go run ../../internal/lanegen/cmd/lanegen convfit_exact_simd16.go convfit_exact_simd8.go
