@@ -385,7 +385,12 @@ func (d *Device) launch(name string, grid [2]int, block, shared int, args ...any
 	}
 	d.launches.Add(1)
 	run := func() error {
-		return errors.Wrapf(f.launch(grid, block, shared, vals), "cudaops: kernel %s (grid %v, block %d, shared %d B)", name, grid, block, shared)
+		// Wrapped only on failure: Wrapf's arguments are boxed wherever
+		// the call is made, and a step makes a hundred launches.
+		if err := f.launch(grid, block, shared, vals); err != nil {
+			return errors.Wrapf(err, "cudaops: kernel %s (grid %v, block %d, shared %d B)", name, grid, block, shared)
+		}
+		return nil
 	}
 	if d.times != nil {
 		return d.timed(name, run)
