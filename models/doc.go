@@ -8,7 +8,8 @@
 // Conv → ÷F_i → dense ReLU fitting → reduction (TreeHEM T=2 by default, none
 // in the last block) → CovScaleNorm (running average), then Integrate →
 // BatchNorm → LogSoftMax → NLL. A block that is one gm.Block op (no
-// constants, no exact fused targets) computes the first four in one op,
+// constants; exact fused targets only where the device evaluates mixtures
+// in Go) computes the first four in one op,
 // and the last such block integrates too and has no CovScaleNorm, which
 // would change neither the integrals nor their gradients. Optionally a dense head (fully connected
 // layer) follows the integration, mixing GM and dense layers in one graph,

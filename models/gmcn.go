@@ -45,9 +45,11 @@ type Config struct {
 	Fused int
 	// FusedExact makes each fused block's dense ReLU fit evaluate its
 	// targets on the exact convolution at the n centroids of ConvFit's
-	// coarse mixture (gmnode.ConvAt, O(n·Fi·Ni·N_k) per channel) instead
-	// of on the coarse mixture itself; it has no effect without Fused or
-	// where n is the whole convolution.
+	// coarse mixture (O(n·Fi·Ni·N_k) per channel) instead of on the coarse
+	// mixture itself: in the block op as near-group targets of radius ∞
+	// where the device evaluates mixtures in Go, through gmnode.ConvAt
+	// where it does not or the block is built op by op (exactInBlock). It
+	// has no effect without Fused or where n is the whole convolution.
 	FusedExact bool
 	// FusedNear gives each fused block's dense ReLU fit near-group targets
 	// of radius FusedNearRadius ≥ 0 (ops.BlockSpec.NearTargets,
