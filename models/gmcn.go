@@ -388,13 +388,12 @@ func (m *Model) block(x *G.Node, k *gmnode.Kernel, spec ops.BlockSpec, n int, ne
 	if cfg.Fused > 0 {
 		spec.Fit = ops.ConvFitSelect{N: n, Negative: cfg.fusedNegative()}
 		stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi)", n)
-		switch {
-		case near && math.IsInf(r, 1):
-			spec.NearTargets, spec.Near = true, r
-			stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi, exact targets)", n)
-		case near:
+		if near {
 			spec.NearTargets, spec.Near = true, r
 			stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi, near r=%g)", n, r)
+			if math.IsInf(r, 1) {
+				stage = fmt.Sprintf(" (fused conv-fit to %d ÷ Fi, exact targets)", n)
+			}
 		}
 	}
 	lx, err := mixture.LayoutOf(x.Shape())

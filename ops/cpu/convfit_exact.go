@@ -42,8 +42,8 @@ type gaussSums[T Float] struct {
 
 // gaussRowsOf returns the rows of the first n Gaussians of pos and sym
 // with the coefficients coef.
-func gaussRowsOf[T Float](d, n int, pos *[3][]T, sym *[6][]T, coef []T) *gaussRows[T] {
-	r := &gaussRows[T]{coef: coef[:n]}
+func gaussRowsOf[T Float](d, n int, pos *[3][]T, sym *[6][]T, coef []T) gaussRows[T] {
+	r := gaussRows[T]{coef: coef[:n]}
 	for a := range d {
 		r.mu[a] = pos[a][:n]
 	}
@@ -53,15 +53,45 @@ func gaussRowsOf[T Float](d, n int, pos *[3][]T, sym *[6][]T, coef []T) *gaussRo
 	return r
 }
 
+// gaussSumsOf returns the sums in the first n entries of s, u and uu.
+func gaussSumsOf[T Float](d, n int, s []T, u *[3][]T, uu *[6][]T) gaussSums[T] {
+	r := gaussSums[T]{s: s[:n]}
+	for a := range d {
+		r.u[a] = u[a][:n]
+	}
+	for k := range symCount(d) {
+		r.uu[k] = uu[k][:n]
+	}
+	return r
+}
+
 // padLanes rounds n up to whole vectors of reluLanes.
 func padLanes(n int) int { return (n + reluLanes - 1) / reluLanes * reluLanes }
 
-// exactRows prepares the loaded mixture for the passes at radius ∞: the
-// components' coefficients (with those of leaf nodes 0), the nodes'
-// coefficients b_j and benign values in the rows beyond them, and returns
-// the rows of the components and of the nodes.
-func (w *nearWork[T]) exactRows() (comps, nodes *gaussRows[T]) {
-	d, ns := w.d, symCount(w.d)
+// exactSet is one set of Gaussians of the pass at radius ∞, as rows, and
+// their backward sums: views of nearWork's arrays.
+type exactSet[T Float] struct {
+	rows gaussRows[T]
+	sums gaussSums[T]
+}
+
+// initExact makes w's two sets for the pass at radius ∞ once: the
+// components (all N_v, whose sums are the gradient rows scatter reads) and
+// the nodes (as many as a selection can hold, min(n, N_v); those beyond a
+// mixture's selection get coefficient 0).
+func (w *nearWork[T]) initExact(n int) {
+	d, nv, np := w.d, padLanes(w.nv), padLanes(min(n, w.nv))
+	w.exact = [2]exactSet[T]{
+		{gaussRowsOf(d, nv, &w.mu, &w.sym, w.wn), gaussSumsOf(d, nv, w.ge, &w.gus, &w.guu)},
+		{gaussRowsOf(d, np, &w.gmu, &w.gsym, w.gcoef), gaussSumsOf(d, np, w.nS, &w.nSu, &w.nSuu)},
+	}
+}
+
+// exactRows prepares the loaded mixture's rows for the passes at radius ∞:
+// the components' coefficients (with those of leaf nodes 0), the nodes'
+// coefficients b_j, and benign values in the node rows beyond them.
+func (w *nearWork[T]) exactRows() {
+	ns := symCount(w.d)
 	for j := range w.ns {
 		if !w.inert[j] {
 			w.gcoef[j] = -w.gw[j] * w.gnrm[j]
@@ -78,47 +108,45 @@ func (w *nearWork[T]) exactRows() (comps, nodes *gaussRows[T]) {
 			}
 		}
 	}
-	np := padLanes(w.ns)
-	for j := w.ns; j < np; j++ {
-		w.gcoef[:np][j] = 0
+	nodes := &w.exact[1].rows
+	for j := w.ns; j < len(nodes.coef); j++ {
+		nodes.coef[j] = 0
 		for k := range ns {
-			w.gsym[k][:np][j] = 0
+			nodes.sym[k][j] = 0
 		}
 	}
-	return gaussRowsOf(d, padLanes(w.nv), &w.mu, &w.sym, w.wn[:padLanes(w.nv)]),
-		gaussRowsOf(d, np, &w.gmu, &w.gsym, w.gcoef[:np])
+}
+
+// centroidRows returns the rows of the loaded mixture's centroids, the
+// positions of its ns nodes.
+func (w *nearWork[T]) centroidRows() *[3][]T {
+	for a := range w.d {
+		w.cent[a] = w.gmu[a][:w.ns]
+	}
+	return &w.cent
 }
 
 // exactForward writes the corrections at radius ∞ of the loaded mixture
 // into c (n values; padding slots 0).
 func (w *nearWork[T]) exactForward(c []T) {
-	comps, nodes := w.exactRows()
+	w.exactRows()
 	clear(c)
-	p := w.centroids()
-	for _, r := range []*gaussRows[T]{comps, nodes} {
+	p := w.centroidRows()
+	for i := range w.exact {
+		r := &w.exact[i].rows
 		if !exactSumFast(w.d, r, p, c[:w.ns]) {
-			w.exactSum(r, p, c[:w.ns])
+			w.exactSum(r, c[:w.ns])
 		}
 	}
 }
 
-// centroids returns the rows of the loaded mixture's centroids, the
-// positions of its ns nodes.
-func (w *nearWork[T]) centroids() *[3][]T {
-	var p [3][]T
-	for a := range w.d {
-		p[a] = w.gmu[a][:w.ns]
-	}
-	return &p
-}
-
-// exactSum adds Σ_v coef_v N_v(p_i) over the rows r to out[i] for each
-// centroid i of p, one centroid at a time with the exponentials of a row
-// in a vector pass.
-func (w *nearWork[T]) exactSum(r *gaussRows[T], p *[3][]T, out []T) {
+// exactSum adds Σ_v coef_v N_v(μ_i) over the rows r to out[i] for each
+// centroid μ_i, one centroid at a time with the exponentials of a row in a
+// vector pass.
+func (w *nearWork[T]) exactSum(r *gaussRows[T], out []T) {
 	n := len(r.coef)
 	for i := range out {
-		pi := w.point(p, i)
+		pi := w.centroid(i)
 		quadRow(w.row, nil, 0, &pi, &r.mu, &r.sym, w.d, 0, n)
 		expPadded(w.row[:n])
 		var s T
@@ -129,18 +157,10 @@ func (w *nearWork[T]) exactSum(r *gaussRows[T], p *[3][]T, out []T) {
 	}
 }
 
-// point returns centroid i of the rows p.
-func (w *nearWork[T]) point(p *[3][]T, i int) (pi [3]T) {
-	for a := range w.d {
-		pi[a] = p[a][i]
-	}
-	return pi
-}
-
 // exactGrad writes the sums S, S_u and S_uu of the rows r over the centroids
-// p with incoming gradients g into s, and adds Σ_v coef_v g_i E_iv u_iv to
+// with incoming gradients g into s, and adds Σ_v coef_v g_i E_iv u_iv to
 // dp[·][i] for each centroid i. Centroids of gradient 0 add nothing.
-func (w *nearWork[T]) exactGrad(r *gaussRows[T], p *[3][]T, g []T, s *gaussSums[T], dp *[3][]T) {
+func (w *nearWork[T]) exactGrad(r *gaussRows[T], g []T, s *gaussSums[T], dp *[3][]T) {
 	d, n := w.d, len(r.coef)
 	clear(s.s)
 	for a := range d {
@@ -157,7 +177,7 @@ func (w *nearWork[T]) exactGrad(r *gaussRows[T], p *[3][]T, g []T, s *gaussSums[
 		if gi == 0 {
 			continue
 		}
-		pi := w.point(p, i)
+		pi := w.centroid(i)
 		quadRow(w.row, &w.rowU, 0, &pi, &r.mu, &r.sym, d, 0, n)
 		expPadded(w.row[:n])
 		var du [3]T
@@ -186,29 +206,18 @@ func (w *nearWork[T]) exactGrad(r *gaussRows[T], p *[3][]T, g []T, s *gaussSums[
 // its kernel row.
 func (w *nearWork[T]) exactBackward(dfm, px, pk, g []T) {
 	d, st := w.d, w.lx.Stride()
-	comps, nodes := w.exactRows()
-	p := w.centroids()
+	w.exactRows()
+	p := w.centroidRows()
 	var dp [3][]T
 	for a := range d {
 		dp[a] = w.gdp[a][:w.ns]
 		clear(dp[a])
 	}
-	// The components' sums go to their gradient rows, which scatter reads.
-	cs := &gaussSums[T]{s: w.ge[:len(comps.coef)]}
-	ns := &gaussSums[T]{s: w.nS[:len(nodes.coef)]}
-	for a := range d {
-		cs.u[a], ns.u[a] = w.gus[a][:len(comps.coef)], w.nSu[a][:len(nodes.coef)]
-	}
-	for k := range symCount(d) {
-		cs.uu[k], ns.uu[k] = w.guu[k][:len(comps.coef)], w.nSuu[k][:len(nodes.coef)]
-	}
 	gm := g[:w.ns]
-	for _, rs := range []struct {
-		r *gaussRows[T]
-		s *gaussSums[T]
-	}{{comps, cs}, {nodes, ns}} {
-		if !exactGradFast(d, rs.r, p, gm, rs.s, &dp, w.lanes) {
-			w.exactGrad(rs.r, p, gm, rs.s, &dp)
+	for i := range w.exact {
+		e := &w.exact[i]
+		if !exactGradFast(d, &e.rows, p, gm, &e.sums, &dp, w.lanes) {
+			w.exactGrad(&e.rows, gm, &e.sums, &dp)
 		}
 	}
 	// Components: ∂/∂w = nrm·S, and scatter's Σ E g w u (uᵀ) = a·S_u (S_uu).

@@ -179,17 +179,18 @@ type nearWork[T Float] struct {
 	nSu, gdp  [3][]T
 	nSuu      [6][]T
 	lanes     []T
+	exact     [2]exactSet[T]
+	cent      [3][]T
 }
 
 func newNearWork[T Float](lx, lk mixture.Layout, n int) *nearWork[T] {
 	nv, d := lx.C*lx.N*lk.N, lx.D
 	ns := symCount(d)
-	pad := func(k int) int { return (k + reluLanes - 1) / reluLanes * reluLanes }
-	buf := make([]T, pad(nv)*(2*d+2*ns+5+d)+pad(n)*(4*d+2*ns+6))
+	buf := make([]T, padLanes(nv)*(2*d+2*ns+5+d)+padLanes(n)*(4*d+2*ns+6))
 	next := func(k int) []T {
 		// Padded to whole vectors for expPadded.
-		s := buf[:k:pad(k)]
-		buf = buf[pad(k):]
+		s := buf[:k:padLanes(k)]
+		buf = buf[padLanes(k):]
 		return s
 	}
 	w := &nearWork[T]{lx: lx, lk: lk, at: newConvFitOffsets(lx, lk), d: d, nv: nv,
@@ -208,7 +209,8 @@ func newNearWork[T Float](lx, lk mixture.Layout, n int) *nearWork[T] {
 	for a := range d {
 		w.nSu[a], w.gdp[a] = next(n), next(n)
 	}
-	w.lanes = make([]T, pad(n)*d*reluLanes)
+	w.lanes = make([]T, padLanes(n)*d*reluLanes)
+	w.initExact(n)
 	return w
 }
 
