@@ -37,20 +37,49 @@ func (sv *blockSaved[T]) Release() {
 	}
 }
 
-// blockBufs is device memory a saved block state owns: the forward's
-// inputs (x, k), which its backward then need not upload again, its
-// ÷Fi-scaled convolution (v), ReLU fit output (r), in a fused block
-// ConvFit's selection (cf), and in a block reducing with TreeHEM the
-// scratch its forward leaves for its backward (hem; 0 where that would be
-// too large, and the backward replays the forward). It goes back to the
-// pool once, on Release or, for a state dropped unreleased, when the state
-// is collected.
-type blockBufs struct {
-	d               *Device
-	owned           []ownedBuf
+// blockPtrs are the device operands of one block call: its data and
+// kernels (x, k), its ÷Fi-scaled convolution or fused convolution-fitting
+// (v), the ReLU fit's output (r), in a fused block ConvFit's selection (cf),
+// in a block reducing with TreeHEM the scratch its forward leaves for its
+// backward (hem; 0: none, the backward replays the forward), and in a
+// fused block with exact targets the ÷Fi-scaled convolution itself (c),
+// v's positions (p) and the convolution's values there, the targets (t).
+type blockPtrs struct {
 	x, k, v, r, hem devPtr
 	cf              cfSel
-	once            sync.Once
+	c, p, t         devPtr
+}
+
+// placeBlock gives p device memory for the intermediates of block b with
+// data lx and kernels lk: place(slot, count) returns room for count values
+// of T, from the Device's slot in a call without a saved state.
+func placeBlock[T Float](p *blockPtrs, place func(slot, count int) devPtr, lx, lk mixture.Layout, b device.BlockSpec) {
+	lv := b.ConvLayout(lx, lk)
+	p.v, p.r = place(slotBlockV, lv.Len()), place(slotBlockR, lv.Len())
+	if b.ExactTargets() {
+		n := lv.Mixtures() * lv.N
+		p.c, p.p, p.t = place(slotBlockC, device.ConvLayout(lx, lk).Len()), place(slotBlockP, n*lv.D), place(slotBlockT, n)
+	}
+}
+
+// slotBlock uploads x and k and returns the operands of a call of block b
+// without a saved state: in the Device's slots.
+func slotBlock[T Float](s *seq, x, k []T, lx, lk mixture.Layout, b device.BlockSpec) blockPtrs {
+	p := blockPtrs{x: in(s, slotIn0, x), k: in(s, slotIn1, k)}
+	placeBlock[T](&p, func(slot, count int) devPtr { return out[T](s, slot, count) }, lx, lk, b)
+	return p
+}
+
+// blockBufs is device memory a saved block state owns: the forward's
+// operands (blockPtrs), so that its backward need not upload x and k again
+// nor run the forward again (hem may be 0 where TreeHEM's scratch would be
+// too large). It goes back to the pool once, on Release or, for a state
+// dropped unreleased, when the state is collected.
+type blockBufs struct {
+	d     *Device
+	owned []ownedBuf
+	blockPtrs
+	once sync.Once
 }
 
 // ownedBuf is one buffer from Device's pool and its size.
@@ -81,17 +110,15 @@ func (o *blockBufs) take(s *seq, bytes int64) devPtr {
 // block b with data lx and kernels lk.
 func ownBlockBufs[T Float](s *seq, sv *blockSaved[T], lx, lk mixture.Layout, b device.BlockSpec) {
 	o := &blockBufs{d: s.d}
-	lv := b.ConvLayout(lx, lk)
-	o.x = o.take(s, int64(lx.Len())*sizeOf[T]())
-	o.k = o.take(s, int64(lk.Len())*sizeOf[T]())
-	o.v = o.take(s, int64(lv.Len())*sizeOf[T]())
-	o.r = o.take(s, int64(lv.Len())*sizeOf[T]())
+	take := func(_, count int) devPtr { return o.take(s, int64(count)*sizeOf[T]()) }
+	o.x, o.k = take(slotIn0, lx.Len()), take(slotIn1, lk.Len())
+	placeBlock[T](&o.blockPtrs, take, lx, lk, b)
 	if b.Fused() {
 		perm, sel, cnt := cfSelBytes(lx, lk, b.Fit.N)
 		o.cf = cfSel{perm: o.take(s, perm), sel: o.take(s, sel), cnt: o.take(s, cnt)}
 	}
 	if b.Reduce == device.BlockTreeHEM {
-		if bytes := hemKeptBytes(lv, b.Np, b.TreeHEM, int(sizeOf[T]())); bytes > 0 {
+		if bytes := hemKeptBytes(b.ConvLayout(lx, lk), b.Np, b.TreeHEM, int(sizeOf[T]())); bytes > 0 {
 			o.hem = o.take(s, bytes)
 		}
 	}
@@ -104,25 +131,57 @@ func ownBlockBufs[T Float](s *seq, sv *blockSaved[T], lx, lk mixture.Layout, b d
 }
 
 // blockOnGPU reports whether every part of b has GPU kernels: all but the
-// refined ReLU fit (the block has no constants or given targets) and the
-// near-group targets. Other blocks run on the fallback.
+// refined ReLU fit (the block has no constants) and the near-group targets
+// of a finite radius. Other blocks run on the fallback.
 func blockOnGPU(b device.BlockSpec) bool {
-	return !b.NearTargets && onGPU(device.ReLUFitCall("ReLUFit", false, false, b.ReLU))
+	return (!b.NearTargets || b.ExactTargets()) && onGPU(device.ReLUFitCall("ReLUFit", false, b.ExactTargets(), b.ReLU))
 }
 
 // launchBlockFit runs the block's convolution (or fused
-// convolution-fitting, saving its selection into save if given), ÷Fi and
-// ReLU fit on the device operands px and pk, leaving the ÷Fi-scaled
-// convolution in pv and the ReLU fit's output in pr.
-func launchBlockFit[T Float](s *seq, pv, pr, px, pk devPtr, lx, lk mixture.Layout, b device.BlockSpec, relu reluParams, save cfSel) {
+// convolution-fitting, saving its selection into p.cf if given), ÷Fi, its
+// exact targets if it has them, and the ReLU fit on the device operands
+// p.x and p.k, leaving the ÷Fi-scaled convolution in p.v and the ReLU
+// fit's output in p.r.
+func launchBlockFit[T Float](s *seq, p blockPtrs, lx, lk mixture.Layout, b device.BlockSpec, relu reluParams) {
 	lv := b.ConvLayout(lx, lk)
 	if b.Fused() {
-		launchConvFit[T](s, pv, px, pk, lx, lk, b.Fit, save)
+		launchConvFit[T](s, p.v, p.x, p.k, lx, lk, b.Fit, p.cf)
 	} else {
-		launchConv[T](s, "gm_conv", blocks(lv.Len(), flatBlock), flatBlock, 0, pv, px, pk, lx, lk)
+		launchConv[T](s, "gm_conv", blocks(lv.Len(), flatBlock), flatBlock, 0, p.v, p.x, p.k, lx, lk)
 	}
-	launchScaleWeights[T](s, pv, pv, lv, b.Scale(lx))
-	launchReLUFit[T](s, pr, pv, 0, 0, lv, relu)
+	launchScaleWeights[T](s, p.v, p.v, lv, b.Scale(lx))
+	if b.ExactTargets() {
+		launchExactTargets[T](s, p, lx, lk, b)
+	}
+	launchReLUFit[T](s, p.r, p.v, 0, p.t, lv, relu)
+}
+
+// launchExactTargets writes into p.t the exact targets of a fused block's
+// ReLU fit: its convolution, ÷Fi (into p.c), at the positions of the
+// fitted mixtures p.v (into p.p), one point set per output mixture.
+func launchExactTargets[T Float](s *seq, p blockPtrs, lx, lk mixture.Layout, b device.BlockSpec) {
+	lv, lc := b.ConvLayout(lx, lk), device.ConvLayout(lx, lk)
+	launchConv[T](s, "gm_conv", blocks(lc.Len(), flatBlock), flatBlock, 0, p.c, p.x, p.k, lx, lk)
+	launchScaleWeights[T](s, p.c, p.c, lc, b.Scale(lx))
+	n := lv.Mixtures() * lv.N
+	s.launch("gm_positions"+suffix[T](), [2]int{blocks(n*lv.D, flatBlock), 1}, flatBlock, 0, p.p, p.v, n, lv.D, lv.Stride())
+	launchEvaluate[T](s, p.t, p.c, p.p, lc, lx.B, lk.B, lv.N)
+}
+
+// launchExactTargetsBackward runs the backward of launchExactTargets for
+// the gradient pdt of the targets: it adds the positions' part to the
+// fitted mixtures' gradient pdv and returns the gradient of the
+// convolution itself (before ÷Fi), in slotBlockDE.
+func launchExactTargetsBackward[T Float](s *seq, pdv, pdt devPtr, p blockPtrs, lx, lk mixture.Layout, b device.BlockSpec) devPtr {
+	lv, lc := b.ConvLayout(lx, lk), device.ConvLayout(lx, lk)
+	n := lv.Mixtures() * lv.N
+	pdp := out[T](s, slotBlockDP, n*lv.D)
+	launchEvaluateBackwardPoints[T](s, pdp, p.c, p.p, pdt, lc, lx.B, lk.B, lv.N)
+	s.launch("gm_add_positions"+suffix[T](), [2]int{blocks(n*lv.D, flatBlock), 1}, flatBlock, 0, pdv, pdp, n, lv.D, lv.Stride())
+	pde := out[T](s, slotBlockDE, lc.Len())
+	launchEvaluateBackwardMixture[T](s, pde, p.c, p.p, pdt, lc, lx.B, lk.B, lv.N)
+	launchScaleWeights[T](s, pde, pde, lc, b.Scale(lx))
+	return pde
 }
 
 // launchScaleWeights multiplies the weights of the device mixtures px
@@ -149,6 +208,11 @@ func checkBlock[T Float](name string, ny int, x, k, dx, dk []T, lx, lk mixture.L
 	if err = checkTiles(lv.N); err != nil {
 		return p, lv, ly, err
 	}
+	if b.ExactTargets() {
+		if err = checkTiles(device.ConvLayout(lx, lk).N); err != nil {
+			return p, lv, ly, err
+		}
+	}
 	if ny != b.OutLen(lx, lk) || len(x) != lx.Len() || len(k) != lk.Len() || dx != nil && len(dx) != lx.Len() || dk != nil && len(dk) != lk.Len() {
 		err = errors.Errorf("cudaops %s: %d values of output or gradient, %d of data, %d of kernels; %v ⊛ %v → %v needs %d, %d and %d",
 			name, ny, len(x), len(k), lx.Shape(), lk.Shape(), b.Shape(lx, lk), b.OutLen(lx, lk), lx.Len(), lk.Len())
@@ -156,11 +220,12 @@ func checkBlock[T Float](name string, ny int, x, k, dx, dk []T, lx, lk mixture.L
 	return p, lv, ly, err
 }
 
-// launchBlockGrad uploads g and runs the block's backward down to the
-// gradient at the convolution's output, which it leaves in slotBlockDV and
-// returns: from the forward's intermediates fwd, or with fwd nil from the
-// forward run again on the device operands px and pk.
-func launchBlockGrad[T Float](s *seq, px, pk devPtr, g []T, lx, lk, lv mixture.Layout, b device.BlockSpec, relu reluParams, fwd *blockBufs) devPtr {
+// launchBlockGrad uploads g and runs the block's backward from the
+// forward's intermediates p down to the gradient at the convolution's
+// output, which it leaves in slotBlockDV and returns, with, for a block
+// with exact targets, the gradient of the convolution itself that the
+// targets add (slotBlockDE; else 0).
+func launchBlockGrad[T Float](s *seq, p blockPtrs, g []T, lx, lk, lv mixture.Layout, b device.BlockSpec, relu reluParams) (pdv, pde devPtr) {
 	pg := in(s, slotIn2, g)
 	if b.Integrate {
 		ly := b.Layout(lx, lk)
@@ -168,26 +233,26 @@ func launchBlockGrad[T Float](s *seq, px, pk devPtr, g []T, lx, lk, lv mixture.L
 		launchIntegrateBackward[T](s, pgy, pg, ly)
 		pg = pgy
 	}
-	var pv, pr, hem devPtr
-	if fwd != nil {
-		pv, pr, hem = fwd.v, fwd.r, fwd.hem
-	} else {
-		pv, pr = out[T](s, slotBlockV, lv.Len()), out[T](s, slotBlockR, lv.Len())
-		launchBlockFit[T](s, pv, pr, px, pk, lx, lk, b, relu, cfSel{})
-	}
 	pdr := pg
 	switch b.Reduce {
 	case device.BlockTreeHEM:
 		pdr = out[T](s, slotBlockDR, lv.Len())
-		launchTreeHEM[T](s, true, lv, b.Np, b.TreeHEM, hem, pdr, pr, pg)
+		launchTreeHEM[T](s, true, lv, b.Np, b.TreeHEM, p.hem, pdr, p.r, pg)
 	case device.BlockKeepLargest:
 		pdr = out[T](s, slotBlockDR, lv.Len())
-		launchKeepLargest[T](s, "gm_keep_largest_backward", lv, b.Np, pdr, pr, pg)
+		launchKeepLargest[T](s, "gm_keep_largest_backward", lv, b.Np, pdr, p.r, pg)
 	}
-	pdv := out[T](s, slotBlockDV, lv.Len())
-	launchReLUFitBackward[T](s, pdv, 0, 0, pv, 0, 0, pdr, lv, relu)
+	pdv = out[T](s, slotBlockDV, lv.Len())
+	var pdt devPtr
+	if b.ExactTargets() {
+		pdt = out[T](s, slotBlockDT, lv.Mixtures()*lv.N)
+	}
+	launchReLUFitBackward[T](s, pdv, 0, pdt, p.v, 0, p.t, pdr, lv, relu)
+	if b.ExactTargets() {
+		pde = launchExactTargetsBackward[T](s, pdv, pdt, p, lx, lk, b)
+	}
 	launchScaleWeights[T](s, pdv, pdv, lv, b.Scale(lx))
-	return pdv
+	return pdv, pde
 }
 
 // Block is device.Kernels.Block on the GPU: x and k go to the device, the
@@ -209,26 +274,25 @@ func (c Kernels[T]) block(y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec
 		return err
 	}
 	err = c.d.run(func(s *seq) {
-		var px, pk, pv, pr, hem devPtr
-		var save cfSel
+		var p blockPtrs
 		if sv != nil {
 			if ownBlockBufs(s, sv, lx, lk, b); s.err == nil {
-				px, pk = inTo(s, sv.fwd.x, x), inTo(s, sv.fwd.k, k)
-				pv, pr, hem, save = sv.fwd.v, sv.fwd.r, sv.fwd.hem, sv.fwd.cf
+				p = sv.fwd.blockPtrs
+				inTo(s, p.x, x)
+				inTo(s, p.k, k)
 			}
 		} else {
-			px, pk = in(s, slotIn0, x), in(s, slotIn1, k)
-			pv, pr = out[T](s, slotBlockV, lv.Len()), out[T](s, slotBlockR, lv.Len())
+			p = slotBlock[T](s, x, k, lx, lk, b)
 		}
-		launchBlockFit[T](s, pv, pr, px, pk, lx, lk, b, relu, save)
-		py := pr
+		launchBlockFit[T](s, p, lx, lk, b, relu)
+		py := p.r
 		switch b.Reduce {
 		case device.BlockTreeHEM:
 			py = out[T](s, slotOut, ly.Len())
-			launchTreeHEM[T](s, false, lv, b.Np, b.TreeHEM, hem, py, pr)
+			launchTreeHEM[T](s, false, lv, b.Np, b.TreeHEM, p.hem, py, p.r)
 		case device.BlockKeepLargest:
 			py = out[T](s, slotOut, ly.Len())
-			launchKeepLargest[T](s, "gm_keep_largest", lv, b.Np, py, pr)
+			launchKeepLargest[T](s, "gm_keep_largest", lv, b.Np, py, p.r)
 		}
 		if b.Integrate {
 			pi := out[T](s, slotOut1, len(y))
@@ -293,32 +357,36 @@ func (c Kernels[T]) BlockBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, b 
 		fwd = sv.fwd
 	}
 	err = c.d.run(func(s *seq) {
-		var px, pk devPtr
+		var p blockPtrs
 		if fwd != nil {
-			px, pk = fwd.x, fwd.k // the memo gave the state for these very inputs
+			p = fwd.blockPtrs // the memo gave the state for these very inputs
 		} else {
-			px, pk = in(s, slotIn0, x), in(s, slotIn1, k)
+			p = slotBlock[T](s, x, k, lx, lk, b)
 		}
 		reuse := sv != nil && sv.gen != 0 && sv.gen == s.d.blockGen && mixture.SameBits(sv.g, g)
-		var pdv devPtr
+		var pdv, pde devPtr
 		if reuse {
 			pdv = s.d.slots[slotBlockDV].ptr
 		} else {
-			pdv = launchBlockGrad[T](s, px, pk, g, lx, lk, lv, b, relu, fwd)
+			if fwd == nil {
+				launchBlockFit[T](s, p, lx, lk, b, relu)
+			}
+			pdv, pde = launchBlockGrad[T](s, p, g, lx, lk, lv, b, relu)
 			s.d.blockGen++
 		}
 		var pdx, pdk devPtr
 		switch {
 		case b.Fused() && reuse:
-			pdx, pdk = launchConvBackward[T](s, dx != nil, dk != nil, s.d.slots[slotBlockDC].ptr, px, pk, lx, lk)
+			pdx, pdk = launchConvBackward[T](s, dx != nil, dk != nil, s.d.slots[slotBlockDC].ptr, p.x, p.k, lx, lk)
 		case b.Fused():
-			var cf cfSel
-			if fwd != nil {
-				cf = fwd.cf
+			pdc := launchConvFitGrad[T](s, slotBlockDC, pdv, p.x, p.k, lx, lk, b.Fit, p.cf)
+			if pde != 0 {
+				n := device.ConvLayout(lx, lk).Len()
+				s.launch("gm_add"+suffix[T](), [2]int{blocks(n, flatBlock), 1}, flatBlock, 0, pdc, pde, n)
 			}
-			pdx, pdk = launchConvFitBackward[T](s, dx != nil, dk != nil, slotBlockDC, pdv, px, pk, lx, lk, b.Fit, cf)
+			pdx, pdk = launchConvBackward[T](s, dx != nil, dk != nil, pdc, p.x, p.k, lx, lk)
 		default:
-			pdx, pdk = launchConvBackward[T](s, dx != nil, dk != nil, pdv, px, pk, lx, lk)
+			pdx, pdk = launchConvBackward[T](s, dx != nil, dk != nil, pdv, p.x, p.k, lx, lk)
 		}
 		if dx != nil {
 			get(s, dx, pdx)

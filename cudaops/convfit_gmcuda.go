@@ -149,18 +149,26 @@ func (c Kernels[T]) ConvFitBackward(dx, dk, g, x, k []T, lx, lk mixture.Layout, 
 	})
 }
 
-// launchConvFitBackward runs ConvFit's backward on device operands: the
-// gradient of every virtual component into slot (with the forward's
-// selection saved, if given), then the convolution's backward kernels into
-// slotOut (∂L/∂x, if wantX) and slotOut1 (∂L/∂k, if wantK), which it
+// launchConvFitBackward runs ConvFit's backward on device operands
+// (launchConvFitGrad into slot, then the convolution's backward kernels)
+// into slotOut (∂L/∂x, if wantX) and slotOut1 (∂L/∂k, if wantK), which it
 // returns.
 func launchConvFitBackward[T Float](s *seq, wantX, wantK bool, slot int, pg, px, pk devPtr, lx, lk mixture.Layout, sel device.ConvFitSelect, saved cfSel) (pdx, pdk devPtr) {
+	pv := launchConvFitGrad[T](s, slot, pg, px, pk, lx, lk, sel, saved)
+	return launchConvBackward[T](s, wantX, wantK, pv, px, pk, lx, lk)
+}
+
+// launchConvFitGrad writes the gradient of every virtual component, in
+// Conv's output layout, into slot, which it returns: the first part of
+// ConvFit's backward for the gradient pg of its output, with the forward's
+// selection saved, if given.
+func launchConvFitGrad[T Float](s *seq, slot int, pg, px, pk devPtr, lx, lk mixture.Layout, sel device.ConvFitSelect, saved cfSel) devPtr {
 	lv := device.ConvLayout(lx, lk)
 	grid, smem, args := convFitArgs(s, px, pk, lx, lk, sel, convFitBackBlock)
 	pv := out[T](s, slot, lv.Len())
 	args = append(append([]any{pv, pg}, args...), saved.perm, saved.sel, saved.cnt)
 	s.launch("gm_convfit_backward"+suffix[T](), [2]int{grid, 1}, convFitBackBlock, smem, args...)
-	return launchConvBackward[T](s, wantX, wantK, pv, px, pk, lx, lk)
+	return pv
 }
 
 // launchConvBackward runs the convolution's backward kernels for the

@@ -806,6 +806,7 @@ func TestBlockReuse(t *testing.T) {
 	for _, b := range []device.BlockSpec{
 		{Reduce: device.BlockTreeHEM, Np: 6, TreeHEM: device.TreeHEMOptions{Reduction: 2}},
 		{Fit: device.ConvFitSelect{N: 20, Negative: device.DefaultConvFitNegative}, Reduce: device.BlockTreeHEM, Np: 6, TreeHEM: device.TreeHEMOptions{Reduction: 2}},
+		exactBlock(20, 6),
 	} {
 		t.Run(b.String(), func(t *testing.T) { testBlockReuse(t, b) })
 	}
@@ -857,6 +858,7 @@ func TestBlockSavedRelease(t *testing.T) {
 	for _, b := range []device.BlockSpec{
 		{Reduce: device.BlockTreeHEM, Np: 5, TreeHEM: device.TreeHEMOptions{Reduction: 2}},
 		{Fit: device.ConvFitSelect{N: 17, Negative: device.DefaultConvFitNegative}, Reduce: device.BlockTreeHEM, Np: 5, TreeHEM: device.TreeHEMOptions{Reduction: 2}},
+		exactBlock(17, 5),
 	} {
 		t.Run(b.String(), func(t *testing.T) { testBlockSavedRelease(t, b) })
 	}
@@ -883,6 +885,9 @@ func testBlockSavedRelease(t *testing.T, b device.BlockSpec) {
 		}
 		if b.Fused() && states[i].fwd.cf.perm == 0 {
 			t.Fatalf("state %d of a fused block keeps no selection", i)
+		}
+		if f := states[i].fwd; b.ExactTargets() && (f.c == 0 || f.p == 0 || f.t == 0) {
+			t.Fatalf("state %d of a block with exact targets keeps no convolution, points or targets: %v", i, f.blockPtrs)
 		}
 	}
 	own := func(s *blockSaved[float64]) []devPtr { return []devPtr{min(s.fwd.v, s.fwd.r), max(s.fwd.v, s.fwd.r)} }
@@ -917,6 +922,8 @@ func testBlock[T Float](t *testing.T) {
 		{Fit: device.ConvFitSelect{N: 9, Negative: 1}},
 		{Reduce: device.BlockTreeHEM, Np: 8, TreeHEM: device.TreeHEMOptions{Reduction: 2}, Integrate: true},
 		{Integrate: true},
+		exactBlock(20, 5),
+		{Fit: device.ConvFitSelect{N: 11, Negative: 1}, NearTargets: true, Near: math.Inf(1), Reduce: device.BlockKeepLargest, Np: 4, Integrate: true},
 	}
 	for _, d := range []int{2, 3} {
 		for i, b := range specs {
@@ -1053,9 +1060,16 @@ func TestLaunchesWaitOnce(t *testing.T) {
 	}
 }
 
-// TestBlockNearFallback checks that a fused block with near-group targets,
-// which has no GPU kernel yet, runs on the fallback: the CPU's results,
-// bitwise, and no launch.
+// exactBlock is a fused block of n Gaussians with exact targets, reduced by
+// TreeHEM to np.
+func exactBlock(n, np int) device.BlockSpec {
+	return device.BlockSpec{Fit: device.ConvFitSelect{N: n, Negative: device.DefaultConvFitNegative}, NearTargets: true, Near: math.Inf(1),
+		Reduce: device.BlockTreeHEM, Np: np, TreeHEM: device.TreeHEMOptions{Reduction: 2}}
+}
+
+// TestBlockNearFallback checks that a fused block with near-group targets
+// of a finite radius, which have no GPU kernel, runs on the fallback: the
+// CPU's results, bitwise, and no launch.
 func TestBlockNearFallback(t *testing.T) {
 	b := device.BlockSpec{Fit: device.ConvFitSelect{N: 12, Negative: device.DefaultConvFitNegative}, NearTargets: true,
 		Reduce: device.BlockTreeHEM, Np: 6, TreeHEM: device.TreeHEMOptions{Reduction: 2}}
@@ -1079,5 +1093,47 @@ func TestBlockNearFallback(t *testing.T) {
 	compare(t, "dk", dk, wdk, 0)
 	if n := dev.Traffic().Sub(t0).Launches; n != 0 {
 		t.Errorf("the near-target block made %d launches, want 0 (the fallback)", n)
+	}
+}
+
+// TestBlockExact checks that a fused block with exact targets runs on the
+// GPU, forward and backward, with the kernels of the targets (the
+// convolution at the fitted positions and its gradients), and gives what the
+// CPU block (near-group corrections of radius ∞) gives: in float64 to
+// 1e-12, which the two ways of summing the same targets allow.
+func TestBlockExact(t *testing.T) {
+	for _, d := range []int{2, 3} {
+		t.Run(fmt.Sprintf("%dD", d), func(t *testing.T) {
+			b := exactBlock(16, 6)
+			rng := rand.New(rand.NewPCG(uint64(d), 77))
+			lx := mixture.Layout{B: 2, C: 3, N: 10, D: d}
+			lk := mixture.Layout{B: 3, C: 3, N: 4, D: d}
+			x, k := treeHEMData[float64](rng, lx, 3, "random"), randomMixtures[float64](rng, lk)
+			ny := b.OutLen(lx, lk)
+			y, want := make([]float64, ny), make([]float64, ny)
+			g := gmtest.Uniform[float64](rng, ny, -1, 1)
+			dx, dk := make([]float64, lx.Len()), make([]float64, lk.Len())
+			wdx, wdk := make([]float64, lx.Len()), make([]float64, lk.Len())
+			must(t, dev.TimeKernels(true))
+			defer dev.TimeKernels(false)
+			saved, err := gpu[float64]().BlockSaving(y, x, k, lx, lk, b)
+			must(t, err)
+			must(t, gpu[float64]().BlockBackward(dx, dk, g, x, k, lx, lk, b, saved))
+			calls := map[string]int{}
+			for _, kt := range dev.KernelTimes() {
+				calls[strings.TrimSuffix(kt.Name, "_f64")] = kt.Calls
+			}
+			for _, name := range []string{"gm_convfit", "gm_conv", "gm_positions", "gm_evaluate", "gm_relufit", "gm_treehem2",
+				"gm_evaluate_backward_points", "gm_add_positions", "gm_evaluate_backward_mixture", "gm_convfit_backward", "gm_add"} {
+				if calls[name] != 1 {
+					t.Errorf("kernel %s ran %d times, want once (calls: %v)", name, calls[name], calls)
+				}
+			}
+			must(t, cpu.Block(want, x, k, lx, lk, b))
+			must(t, cpu.BlockBackward(wdx, wdk, g, x, k, lx, lk, b, nil))
+			compare(t, "y", y, want, 1e-12)
+			compare(t, "dx", dx, wdx, 1e-12)
+			compare(t, "dk", dk, wdk, 1e-12)
+		})
 	}
 }

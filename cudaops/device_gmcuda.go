@@ -48,6 +48,8 @@ type Device struct {
 	}
 	// traffic counts what the Device moved and launched.
 	hostToDevice, deviceToHost, launches atomic.Int64
+	// busy sums the nanoseconds callers spent in do.
+	busy atomic.Int64
 }
 
 // buffer is a device allocation that grows on demand and is otherwise
@@ -77,6 +79,15 @@ const (
 	slotBlockDV
 	slotBlockDY
 	slotBlockDC // a fused block's gradient of every convolved Gaussian
+	// A fused block's exact targets: the convolution, the points, the
+	// targets, and the gradients of the targets, the points and the
+	// convolution.
+	slotBlockC
+	slotBlockP
+	slotBlockT
+	slotBlockDT
+	slotBlockDP
+	slotBlockDE
 	numSlots
 )
 
@@ -194,9 +205,18 @@ func (d *Device) Traffic() Traffic {
 	return Traffic{d.hostToDevice.Load(), d.deviceToHost.Load(), d.launches.Load()}
 }
 
+// Busy returns the wall time callers have spent in the Device's calls since
+// it opened: queueing, copies, kernels and the waits for them. A training
+// step's time less its Busy time is the host's own work (Gorgonia, the
+// checks, the fallback, the optimiser), measured without timing each launch
+// and on the emulated device as on a GPU.
+func (d *Device) Busy() time.Duration { return time.Duration(d.busy.Load()) }
+
 // do runs f on the Device's thread, where the context is current, and
 // returns its error.
 func (d *Device) do(f func() error) error {
+	start := time.Now()
+	defer func() { d.busy.Add(int64(time.Since(start))) }()
 	done := make(chan error)
 	d.work <- func() { done <- f() }
 	return <-done

@@ -166,8 +166,7 @@ func (c Kernels[T]) Evaluate(y, x, pts []T, l mixture.Layout, pb, pc, m int) err
 	return c.d.run(func(s *seq) {
 		px, pp := in(s, slotIn0, x), in(s, slotIn1, pts)
 		py := out[T](s, slotOut, len(y))
-		s.launch("gm_evaluate"+suffix[T](), [2]int{l.Mixtures(), blocks(m, tileBlock)}, tileBlock, tileBlock*prepLen*int(sizeOf[T]()),
-			py, px, pp, l.C, l.N, l.D, pb, pc, m)
+		launchEvaluate[T](s, py, px, pp, l, pb, pc, m)
 		get(s, y, py)
 	})
 }
@@ -180,8 +179,7 @@ func (c Kernels[T]) EvaluateBackwardMixture(dx, x, pts, g []T, l mixture.Layout,
 	return c.d.run(func(s *seq) {
 		px, pp, pg := in(s, slotIn0, x), in(s, slotIn1, pts), in(s, slotIn2, g)
 		pd := out[T](s, slotOut, len(dx))
-		s.launch("gm_evaluate_backward_mixture"+suffix[T](), [2]int{l.Mixtures(), blocks(l.N, tileBlock)}, tileBlock, tileBlock*(l.D+1)*int(sizeOf[T]()),
-			pd, px, pp, pg, l.C, l.N, l.D, pb, pc, m)
+		launchEvaluateBackwardMixture[T](s, pd, px, pp, pg, l, pb, pc, m)
 		get(s, dx, pd)
 	})
 }
@@ -194,10 +192,31 @@ func (c Kernels[T]) EvaluateBackwardPoints(dp, x, pts, g []T, l mixture.Layout, 
 	return c.d.run(func(s *seq) {
 		px, pp, pg := in(s, slotIn0, x), in(s, slotIn1, pts), in(s, slotIn2, g)
 		pd := out[T](s, slotOut, len(dp))
-		s.launch("gm_evaluate_backward_points"+suffix[T](), [2]int{pb * pc, blocks(m, tileBlock)}, tileBlock, tileBlock*prepLen*int(sizeOf[T]()),
-			pd, px, pp, pg, l.B, l.C, l.N, l.D, pb, pc, m)
+		launchEvaluateBackwardPoints[T](s, pd, px, pp, pg, l, pb, pc, m)
 		get(s, dp, pd)
 	})
+}
+
+// launchEvaluate writes into py the device mixtures px (layout l) at the
+// device point sets pp [pb, pc, m, D]; m must pass checkTiles.
+func launchEvaluate[T Float](s *seq, py, px, pp devPtr, l mixture.Layout, pb, pc, m int) {
+	s.launch("gm_evaluate"+suffix[T](), [2]int{l.Mixtures(), blocks(m, tileBlock)}, tileBlock, tileBlock*prepLen*int(sizeOf[T]()),
+		py, px, pp, l.C, l.N, l.D, pb, pc, m)
+}
+
+// launchEvaluateBackwardMixture writes into pd the gradient of
+// launchEvaluate's mixtures for the gradient pg of its values; l.N must
+// pass checkTiles.
+func launchEvaluateBackwardMixture[T Float](s *seq, pd, px, pp, pg devPtr, l mixture.Layout, pb, pc, m int) {
+	s.launch("gm_evaluate_backward_mixture"+suffix[T](), [2]int{l.Mixtures(), blocks(l.N, tileBlock)}, tileBlock, tileBlock*(l.D+1)*int(sizeOf[T]()),
+		pd, px, pp, pg, l.C, l.N, l.D, pb, pc, m)
+}
+
+// launchEvaluateBackwardPoints writes into pd the gradient of
+// launchEvaluate's points for the gradient pg of its values.
+func launchEvaluateBackwardPoints[T Float](s *seq, pd, px, pp, pg devPtr, l mixture.Layout, pb, pc, m int) {
+	s.launch("gm_evaluate_backward_points"+suffix[T](), [2]int{pb * pc, blocks(m, tileBlock)}, tileBlock, tileBlock*prepLen*int(sizeOf[T]()),
+		pd, px, pp, pg, l.B, l.C, l.N, l.D, pb, pc, m)
 }
 
 // reluArgs turns resolved options into the kernels' paper flag and

@@ -3,12 +3,14 @@
 package cudaops_test
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/gmcn-go/gmcn/cudaops"
 	"github.com/gmcn-go/gmcn/gmnode"
 	"github.com/gmcn-go/gmcn/internal/gmtest"
+	"github.com/gmcn-go/gmcn/ops"
 	"github.com/gmcn-go/gmcn/ops/cpu"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 	G "gorgonia.org/gorgonia"
@@ -93,6 +95,19 @@ func blockIntegrateTraffic(s blockShape) (h2d, d2h, dense, launches int) {
 	return h2d - z + i, d2h - z + i, dense, launches + 2
 }
 
+// blockExactTraffic is blockOpTraffic for a fused block with exact
+// targets: the same bytes, since the convolution that the targets evaluate
+// and its gradient stay on the device too, in 4 + 6 launches more: forward
+// the convolution, its ÷Fi, the fitted positions and the evaluation there
+// (besides ConvFit, which stands for the convolution); backward the
+// evaluation's two gradients, the positions' part added to the fit's
+// gradient, the convolution's gradient ÷Fi, ConvFit's backward and the sum
+// of the two gradients of the convolution.
+func blockExactTraffic(s blockShape) (h2d, d2h, dense, launches int) {
+	h2d, d2h, dense, launches = blockOpTraffic(s)
+	return h2d, d2h, dense, launches + 4 + 6
+}
+
 // TestBlockTraffic states the bytes one forward+backward of a GMCN block
 // moves between host and device on the CUDA device, op by op and as one
 // gm.Block op: the figure that keeping a block on the device shrinks.
@@ -121,6 +136,12 @@ func TestBlockTraffic(t *testing.T) {
 		{"gm.Block integrating", blockIntegrateTraffic, func(x, k *G.Node) (*G.Node, error) {
 			spec, _ := gmnode.UseTreeHEM(2).BlockSpec(s.np)
 			spec.Integrate = true
+			return gmnode.Block(x, k, spec)
+		}},
+		{"gm.Block fused, exact targets", blockExactTraffic, func(x, k *G.Node) (*G.Node, error) {
+			spec, _ := gmnode.UseTreeHEM(2).BlockSpec(s.np)
+			spec.Fit = ops.ConvFitSelect{N: 20, Negative: ops.DefaultConvFitNegative}
+			spec.NearTargets, spec.Near = true, math.Inf(1)
 			return gmnode.Block(x, k, spec)
 		}},
 	} {

@@ -84,10 +84,11 @@ func TestTwoModelsTwoDevices(t *testing.T) {
 }
 
 // TestFusedExactWhere checks where a fused model's exact targets are
-// computed: inside its block ops where the device evaluates mixtures in Go
-// (the CPU), and by the composed ops ConvFit, ConvAt and the ReLU fit to
-// given targets on a device that evaluates them elsewhere (as the GPU
-// does), whose every part that device computes.
+// computed: inside its block ops on every device, the CPU and one that
+// evaluates mixtures elsewhere (as the GPU does) alike, and by the composed
+// ops ConvFit, ConvAt and the ReLU fit to given targets where the blocks
+// are built op by op (here block 2, reduced by MEM, which has no block op;
+// block 3 is not reduced, and block 1 needs no targets).
 func TestFusedExactWhere(t *testing.T) {
 	cpu := ops.CPU()
 	elsewhere := &device.Device{Name: "elsewhere", F32: cpu.F32, F64: cpu.F64, External: map[string]bool{"Evaluate": true}}
@@ -96,10 +97,15 @@ func TestFusedExactWhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		dev       *device.Device
-		evaluates int // gm.Evaluate nodes: one per block with exact targets when composed
-	}{{nil, 0}, {cpu, 0}, {elsewhere, 2}} {
-		m, err := Build(Config{Layout: l, D: 2, Classes: 10, Batch: 2, Fused: 16, FusedExact: true, Device: c.dev})
+		dev               *device.Device
+		mem               bool
+		evaluates, blocks int // gm.Evaluate nodes: one per block with exact targets when composed
+	}{{nil, false, 0, 3}, {cpu, false, 0, 3}, {elsewhere, false, 0, 3}, {elsewhere, true, 1, 1}} {
+		cfg := Config{Layout: l, D: 2, Classes: 10, Batch: 2, Fused: 16, FusedExact: true, Device: c.dev}
+		if c.mem {
+			cfg.Reduction = gmnode.UseMEM()
+		}
+		m, err := Build(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,8 +121,8 @@ func TestFusedExactWhere(t *testing.T) {
 				blocks++
 			}
 		}
-		if evaluates != c.evaluates || blocks != 3-c.evaluates {
-			t.Errorf("device %v: %d evaluations and %d block ops, want %d and %d", c.dev, evaluates, blocks, c.evaluates, 3-c.evaluates)
+		if evaluates != c.evaluates || blocks != c.blocks {
+			t.Errorf("device %v, MEM %v: %d evaluations and %d block ops, want %d and %d", c.dev, c.mem, evaluates, blocks, c.evaluates, c.blocks)
 		}
 	}
 }

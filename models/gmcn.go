@@ -47,9 +47,10 @@ type Config struct {
 	// targets on the exact convolution at the n centroids of ConvFit's
 	// coarse mixture (O(n·Fi·Ni·N_k) per channel) instead of on the coarse
 	// mixture itself: in the block op as near-group targets of radius ∞
-	// where the device evaluates mixtures in Go, through gmnode.ConvAt
-	// where it does not or the block is built op by op (exactInBlock). It
-	// has no effect without Fused or where n is the whole convolution.
+	// (on the CUDA device in its memory), through gmnode.ConvAt where the
+	// block is built op by op (with Bias, or a reduction without a block
+	// op). It has no effect without Fused or where n is the whole
+	// convolution.
 	FusedExact bool
 	// FusedNear gives each fused block's dense ReLU fit near-group targets
 	// of radius FusedNearRadius ≥ 0 (ops.BlockSpec.NearTargets,
@@ -168,7 +169,7 @@ func Build(cfg Config) (*Model, error) {
 		m.Kernels = append(m.Kernels, k)
 		n, nv := cfg.FusedGaussians(b, fi, x.Shape()[2]), fi*x.Shape()[2]*cfg.KernelGaussians
 		exact := cfg.Fused > 0 && cfg.FusedExact && n < nv
-		if spec, ok := cfg.Reduction.BlockSpec(b.Gaussians); ok && kappa == nil && (!exact || cfg.exactInBlock()) {
+		if spec, ok := cfg.Reduction.BlockSpec(b.Gaussians); ok && kappa == nil {
 			// The last block integrates its own mixtures, so that they
 			// stay where they are made; its CovScaleNorm, which scales
 			// only covariances, would change neither the integrals nor
@@ -320,16 +321,6 @@ func (cfg Config) checkNear() error {
 		}
 	}
 	return nil
-}
-
-// exactInBlock reports whether the fused blocks' exact targets are
-// computed by the block op (as near-group targets of radius ∞, in Go on
-// the CPU) rather than by the composed ops ConvFit, ConvAt and the ReLU fit
-// to given targets: wherever the device evaluates mixtures in Go. A device
-// that evaluates them elsewhere (the GPU) keeps the composed ops, whose
-// every part it computes, since the block op would run on its CPU fallback.
-func (cfg Config) exactInBlock() bool {
-	return cfg.Device == nil || !cfg.Device.Extern("Evaluate")
 }
 
 // fusedNegative returns FusedNegative, or the default for 0.

@@ -20,7 +20,8 @@ import (
 // short on the CPU, where the cost per sample is what matters for the epoch
 // projection, and with batch 32, where a GPU's cost per sample falls; the
 // fused model also with near-group targets of radius 0 (--fused-targets
-// near, also at batch 32), with the exact targets (--fused-targets exact),
+// near, also at batch 32), with the exact targets (--fused-targets exact,
+// also at batch 32),
 // without the floor on its counts (--fused-min 1), with floors of 128
 // and 160 (--fused-min 128, 160) and with exact targets at F = 8 with and
 // without the floor. The
@@ -30,7 +31,7 @@ func BenchmarkTrainStep(b *testing.B) {
 	for _, c := range []struct {
 		preset string
 		batch  int
-	}{{"demo", 50}, {"paper", 8}, {"paper", 32}, {"paper-fused", 8}, {"paper-fused", 32}, {"paper-fused-near", 8}, {"paper-fused-near", 32}, {"paper-fused-exact", 8}, {"paper-fused-nofloor", 8}, {"paper-fused-min128", 8}, {"paper-fused-min160", 8}, {"paper-fused-x8-exact", 8}, {"paper-fused-x8-exact-nofloor", 8}, {"modelnet10-paper", 21}} {
+	}{{"demo", 50}, {"paper", 8}, {"paper", 32}, {"paper-fused", 8}, {"paper-fused", 32}, {"paper-fused-near", 8}, {"paper-fused-near", 32}, {"paper-fused-exact", 8}, {"paper-fused-exact", 32}, {"paper-fused-nofloor", 8}, {"paper-fused-min128", 8}, {"paper-fused-min160", 8}, {"paper-fused-x8-exact", 8}, {"paper-fused-x8-exact-nofloor", 8}, {"modelnet10-paper", 21}} {
 		b.Run(stepName(c.preset, c.batch), func(b *testing.B) {
 			tr := newStepTrainer(b, c.preset, c.batch)
 			defer tr.close()

@@ -12,37 +12,39 @@ import (
 )
 
 // BenchmarkStepTraffic reports what one training step of the paper models
-// moves across the bus (cudaops.Device.Traffic): bytes to the device and
-// back and kernel launches per step. Every tensor scales with the batch or
+// (the fused one also with exact targets) moves across the bus (cudaops.Device.Traffic): bytes to the device and
+// back and kernel launches per step, and the host's own work per step: the
+// wall time less the time spent in the device's calls (Device.Busy). Every tensor scales with the batch or
 // not at all, so the figures are a + b·B, and the batch sizes 1, 2 and 3
 // show both terms and that nothing else varies; on the emulated device
 // (-tags gmcuda,gmcudaemu) a step of batch 32 would take minutes. It needs
 // GMCN_TEST_DEVICE=cuda.
 func BenchmarkStepTraffic(b *testing.B) {
 	gpu := stepGPU(b)
-	for _, preset := range []string{"paper", "paper-fused"} {
+	for _, preset := range []string{"paper", "paper-fused", "paper-fused-exact"} {
 		for _, batch := range []int{1, 2, 3} {
 			b.Run(stepName(preset, batch), func(b *testing.B) {
 				tr := newStepTrainer(b, preset, batch)
 				defer tr.close()
-				t0 := gpu.Traffic()
+				t0, busy0 := gpu.Traffic(), gpu.Busy()
 				for b.Loop() {
 					if _, _, _, err := tr.step(0); err != nil {
 						b.Fatal(err)
 					}
 				}
-				t := gpu.Traffic().Sub(t0)
+				t, busy := gpu.Traffic().Sub(t0), gpu.Busy()-busy0
 				n := float64(b.N)
 				b.ReportMetric(float64(t.HostToDevice)/n, "B-to-device/step")
 				b.ReportMetric(float64(t.DeviceToHost)/n, "B-to-host/step")
 				b.ReportMetric(float64(t.Launches)/n, "launches/step")
+				b.ReportMetric(float64((b.Elapsed()-busy).Microseconds())/n, "host-µs/step")
 			})
 		}
 	}
 }
 
-// BenchmarkStepKernels splits a training step of the paper models at batch
-// 32 on the GPU among its kernels: each kernel's CUDA-event time per step
+// BenchmarkStepKernels splits a training step of the paper models (the
+// fused one also with exact targets) at batch 32 on the GPU among its kernels: each kernel's CUDA-event time per step
 // (µs/step, the largest first in the log), the copies' host-clock time,
 // and what remains of the step's wall time: the host's own work (Gorgonia,
 // the checks, the fallback's computations, Adam). Timing makes each launch
@@ -50,7 +52,7 @@ func BenchmarkStepTraffic(b *testing.B) {
 // It needs GMCN_TEST_DEVICE=cuda.
 func BenchmarkStepKernels(b *testing.B) {
 	gpu := stepGPU(b)
-	for _, preset := range []string{"paper", "paper-fused"} {
+	for _, preset := range []string{"paper", "paper-fused", "paper-fused-exact"} {
 		b.Run(stepName(preset, 32), func(b *testing.B) {
 			tr := newStepTrainer(b, preset, 32)
 			defer tr.close()

@@ -61,6 +61,11 @@ type BlockSpec struct {
 // of forming it.
 func (b BlockSpec) Fused() bool { return b.Fit.N > 0 }
 
+// ExactTargets reports whether the block's ReLU fit targets are the exact
+// convolution at the fitted mixture's centroids: near-group targets of
+// radius +Inf.
+func (b BlockSpec) ExactTargets() bool { return b.NearTargets && math.IsInf(b.Near, 1) }
+
 // ConvLayout returns the layout of the block's convolution (or fused
 // convolution-fitting) for data lx and kernels lk: the ReLU fit's input and
 // output.
