@@ -26,7 +26,7 @@ var (
 // exactly when its computations run on the GPU.
 func NewDevice(d *Device, fallback *device.Device) *device.Device {
 	ext := map[string]bool{}
-	for c := range device.Computations() {
+	for c := range device.ExternalNames() {
 		if onGPU(c) {
 			ext[c] = true
 		}

@@ -277,6 +277,18 @@ func (d *Device) Extern(computations ...string) bool {
 	return false
 }
 
+// ExternalNames returns the set of names External can hold: every Kernels
+// method name and every variant of one ("ReLUFit/targets" …).
+func ExternalNames() map[string]bool {
+	names := Computations()
+	for method, vs := range variants {
+		for _, v := range vs {
+			names[method+"/"+v] = true
+		}
+	}
+	return names
+}
+
 // Computations returns the set of Kernels method names.
 func Computations() map[string]bool {
 	t := reflect.TypeFor[Kernels[float32]]()
