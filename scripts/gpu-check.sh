@@ -146,7 +146,7 @@ if [ -x "$bin/train-base.test" ]; then
 		abbench=(-test.bench 'TrainStep/demo' -test.benchtime 1x)
 		rounds=1
 	else
-		abbench=(-test.bench 'TrainStep/(paper_B32|paper_fused_B32|paper_fused_exact_B32)$' -test.benchtime 10x)
+		abbench=(-test.bench 'TrainStep/(paper_B32|paper_fused_B32|paper_fused_exact_B8|paper_fused_exact_B32)$' -test.benchtime 10x)
 		rounds=3
 	fi
 	# shellcheck disable=SC2016 # expanded by the inner bash
