@@ -12,13 +12,14 @@ import (
 )
 
 // BenchmarkStepTraffic reports what one training step of the paper models
-// (the fused one also with exact targets) moves across the bus (cudaops.Device.Traffic): bytes to the device and
-// back and kernel launches per step, and the host's own work per step: the
-// wall time less the time spent in the device's calls (Device.Busy). Every tensor scales with the batch or
-// not at all, so the figures are a + b·B, and the batch sizes 1, 2 and 3
-// show both terms and that nothing else varies; on the emulated device
-// (-tags gmcuda,gmcudaemu) a step of batch 32 would take minutes. It needs
-// GMCN_TEST_DEVICE=cuda.
+// (the fused one also with exact targets) moves across the bus
+// (cudaops.Device.Traffic): bytes to the device and back and kernel
+// launches per step, and the host's own work per step, the wall time less
+// the time spent in the device's calls (Device.Busy). Every tensor scales
+// with the batch or not at all, so the figures are a + b·B, and the batch
+// sizes 1, 2 and 3 show both terms and that nothing else varies; on the
+// emulated device (-tags gmcuda,gmcudaemu) a step of batch 32 would take
+// minutes. It needs GMCN_TEST_DEVICE=cuda.
 func BenchmarkStepTraffic(b *testing.B) {
 	gpu := stepGPU(b)
 	for _, preset := range []string{"paper", "paper-fused", "paper-fused-exact"} {
@@ -88,6 +89,19 @@ func BenchmarkStepKernels(b *testing.B) {
 			b.Logf("per step: wall %.0f µs, kernels %.0f, copies %.0f, the rest %.0f%s",
 				perStep(wall), perStep(kernels), perStep(copies), perStep(wall-kernels-copies), log.String())
 		})
+	}
+}
+
+func init() {
+	deviceBusy = func() time.Duration {
+		if !strings.HasPrefix(testDev.Name, "cuda") {
+			return -1
+		}
+		gpu, err := cudaops.Default()
+		if err != nil {
+			return -1
+		}
+		return gpu.Busy()
 	}
 }
 
