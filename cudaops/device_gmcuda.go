@@ -206,7 +206,8 @@ func (d *Device) Traffic() Traffic {
 }
 
 // Busy returns the wall time callers have spent in the Device's calls since
-// it opened: queueing, copies, kernels and the waits for them. A training
+// it opened: queueing, copies, kernels and the waits for them (calls made
+// by several goroutines at once each count in full). A training
 // step's time less its Busy time is the host's own work (Gorgonia, the
 // checks, the fallback, the optimiser), measured without timing each launch
 // and on the emulated device as on a GPU.
