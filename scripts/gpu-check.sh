@@ -12,7 +12,8 @@
 #   4. the kernel benchmarks (CUDA-event times)
 #   5. training-step benchmarks on cuda and on the CPU: demo, paper,
 #      paper-fused and the ModelNet10 model on generated shapes; on cuda
-#      also the paper steps' time split among their kernels, and, if the
+#      also the paper steps' time split among their kernels, a CPU profile
+#      of the paper-fused step (the host's own work), and, if the
 #      bundle holds another commit's train binary (make gpu-bundle
 #      BASE=rev), the paper steps of that commit and of this build on
 #      cuda, alternated
@@ -138,6 +139,14 @@ if [ $small -eq 0 ]; then
 	step "kernel time per step on cuda" 300 step-kernels.txt train env GMCN_TEST_DEVICE=cuda "$bin/train.test" -test.run '^$' -test.bench 'StepKernels' -test.benchtime 5x -test.v
 	split=$(awk '/^BenchmarkStepKernels\/[A-Za-z_0-9]+$/ { name = $1; sub(/^BenchmarkStepKernels\//, "", name) } /per step: wall/ { printf "%s%s: wall %.1f ms = kernels %.1f + copies %.1f + the rest %.1f", sep, name, $5 / 1000, $8 / 1000, $10 / 1000, $13 / 1000; sep = "; " }' "$out/step-kernels.txt")
 	row "kernel time per step on cuda" "$status" "$secs" "${split:-none} (step-kernels.txt)"
+fi
+
+# 5b'. A CPU profile of the paper-fused B32 step on cuda, for the host's own
+# work, which BenchmarkTrainStep reports as host-µs/step: read it where Go
+# is, with go tool pprof bin/gpu/train.test <out>/paper-fused-b32-cuda.prof.
+if [ $small -eq 0 ]; then
+	step "CPU profile of paper_fused_B32 on cuda" 300 profile.txt train env GMCN_TEST_DEVICE=cuda "$bin/train.test" -test.run '^$' -test.bench 'TrainStep/paper_fused_B32$' -test.benchtime 30x -test.cpuprofile "$out/paper-fused-b32-cuda.prof"
+	row "CPU profile of paper_fused_B32 on cuda" "$status" "$secs" "paper-fused-b32-cuda.prof (go tool pprof bin/gpu/train.test)"
 fi
 
 # 5c. This build against another commit's train binary (bin/gpu/train-base.test
