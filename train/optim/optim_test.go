@@ -2,6 +2,8 @@ package optim
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,6 +43,68 @@ func TestAdamFirstStep(t *testing.T) {
 	}
 	if err := a.Step([]G.ValueGrad{p64}); err == nil || !strings.Contains(err.Error(), "state holds 2 parameters, step got 1") {
 		t.Errorf("step with one parameter: %v", err)
+	}
+}
+
+// TestAdamSteps checks three steps on parameters longer than one work item
+// (adamChunkLen) against Adam's formulas applied value by value, bitwise.
+func TestAdamSteps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	n := 2*adamChunkLen + 17
+	w32, w64 := make([]float32, n), make([]float64, n)
+	for i := range n {
+		w32[i], w64[i] = rng.Float32(), rng.NormFloat64()
+	}
+	p32, p64 := param{dense(slices.Clone(w32)...), dense(make([]float32, n)...)}, param{dense(slices.Clone(w64)...), dense(make([]float64, n)...)}
+	a := NewAdam(0.01)
+	m32, v32, m64, v64 := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	for step := 1; step <= 3; step++ {
+		g32, g64 := p32.g.Data().([]float32), p64.g.Data().([]float64)
+		for i := range n {
+			g32[i], g64[i] = float32(rng.NormFloat64()), rng.NormFloat64()
+		}
+		// Variables, not constants: 1 − β must round as it does at run time.
+		b1, b2 := 0.9, 0.999
+		c1, c2 := 1-math.Pow(b1, float64(step)), 1-math.Pow(b2, float64(step))
+		want := func(g float64, m, v *float64) float64 {
+			*m = b1**m + (1-b1)*g
+			*v = b2**v + (1-b2)*g*g
+			return 0.01 * (*m / c1) / (math.Sqrt(*v/c2) + 1e-8)
+		}
+		for i := range n {
+			w32[i] -= float32(want(float64(g32[i]), &m32[i], &v32[i]))
+			w64[i] -= want(g64[i], &m64[i], &v64[i])
+		}
+		if err := a.Step([]G.ValueGrad{p32, p64}); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(p32.w.Data().([]float32), w32) || !slices.Equal(p64.w.Data().([]float64), w64) {
+			t.Fatalf("step %d differs from the formulas", step)
+		}
+		if slices.ContainsFunc(g32, func(g float32) bool { return g != 0 }) || slices.ContainsFunc(g64, func(g float64) bool { return g != 0 }) {
+			t.Fatalf("step %d left a gradient non-zero", step)
+		}
+	}
+}
+
+// TestAdamStepFails checks that a step with a bad parameter changes
+// nothing: not the parameters before it, not their gradients, not the state.
+func TestAdamStepFails(t *testing.T) {
+	a := NewAdam(0.1)
+	good := param{dense(1.0, 2), dense(0.5, 0.5)}
+	if err := a.Step([]G.ValueGrad{good, param{dense(1.0), dense(1.0)}}); err != nil {
+		t.Fatal(err)
+	}
+	w, g := slices.Clone(good.w.Data().([]float64)), []float64{0.25, -0.25}
+	copy(good.g.Data().([]float64), g)
+	m := slices.Clone(a.M[0])
+	bad := param{dense(1.0), dense[float32](1)}
+	err := a.Step([]G.ValueGrad{good, bad})
+	if err == nil || !strings.Contains(err.Error(), "parameter 1 has dtype float64 and gradient float32") {
+		t.Fatalf("step with a float32 gradient of a float64 parameter: %v", err)
+	}
+	if !slices.Equal(good.w.Data().([]float64), w) || !slices.Equal(good.g.Data().([]float64), g) || !slices.Equal(a.M[0], m) || a.Steps != 1 {
+		t.Errorf("the failed step changed parameter 0 %v (gradient %v), its first moment %v or the step count %d", good.w.Data(), good.g.Data(), a.M[0], a.Steps)
 	}
 }
 
