@@ -931,7 +931,8 @@ func testBlock[T Float](t *testing.T) {
 		{Reduce: device.BlockTreeHEM, Np: 8, TreeHEM: device.TreeHEMOptions{Reduction: 2}, Integrate: true},
 		{Integrate: true},
 		exactBlock(20, 5),
-		{Fit: device.ConvFitSelect{N: 11, Negative: 1}, NearTargets: true, Near: math.Inf(1), Reduce: device.BlockKeepLargest, Np: 4, Integrate: true},
+		{Fit: device.ConvFitSelect{N: 11, Negative: 1}, NearTargets: true, Near: math.Inf(1), Reduce: device.BlockKeepLargest, Np: 4, Integrate: true,
+			ReLU: device.ReLUFitOptions{Variant: device.ReLUFitPaper}},
 	}
 	for _, d := range []int{2, 3} {
 		for i, b := range specs {
