@@ -94,26 +94,32 @@ func BenchmarkStepKernels(b *testing.B) {
 
 func init() {
 	deviceBusy = func() time.Duration {
-		if !strings.HasPrefix(testDev.Name, "cuda") {
-			return -1
-		}
-		gpu, err := cudaops.Default()
-		if err != nil {
+		gpu, err := testGPU()
+		if gpu == nil || err != nil {
 			return -1
 		}
 		return gpu.Busy()
 	}
 }
 
+// testGPU returns the GPU the tests run on: nil unless they run on the CUDA
+// device.
+func testGPU() (*cudaops.Device, error) {
+	if !strings.HasPrefix(testDev.Name, "cuda") {
+		return nil, nil
+	}
+	return cudaops.Default()
+}
+
 // stepGPU returns the GPU the steps run on, skipping b unless the tests run
 // on the CUDA device.
 func stepGPU(b *testing.B) *cudaops.Device {
-	if !strings.HasPrefix(testDev.Name, "cuda") {
-		b.Skip("needs GMCN_TEST_DEVICE=cuda")
-	}
-	gpu, err := cudaops.Default()
+	gpu, err := testGPU()
 	if err != nil {
 		b.Fatal(err)
+	}
+	if gpu == nil {
+		b.Skip("needs GMCN_TEST_DEVICE=cuda")
 	}
 	return gpu
 }
