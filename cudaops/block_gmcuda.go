@@ -241,6 +241,9 @@ func launchBlockGrad[T Float](s *seq, p blockPtrs, g []T, lx, lk, lv mixture.Lay
 	case device.BlockKeepLargest:
 		pdr = out[T](s, slotBlockDR, lv.Len())
 		launchKeepLargest[T](s, "gm_keep_largest_backward", lv, b.Np, pdr, p.r, pg)
+	case device.BlockMEM:
+		pdr = out[T](s, slotBlockDR, lv.Len())
+		launchMEM[T](s, true, lv, b.Np, pdr, p.r, pg)
 	}
 	pdv = out[T](s, slotBlockDV, lv.Len())
 	var pdt devPtr
@@ -293,6 +296,9 @@ func (c Kernels[T]) block(y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec
 		case device.BlockKeepLargest:
 			py = out[T](s, slotOut, ly.Len())
 			launchKeepLargest[T](s, "gm_keep_largest", lv, b.Np, py, p.r)
+		case device.BlockMEM:
+			py = out[T](s, slotOut, ly.Len())
+			launchMEM[T](s, false, lv, b.Np, py, p.r)
 		}
 		if b.Integrate {
 			pi := out[T](s, slotOut1, len(y))

@@ -673,12 +673,12 @@ func TestOnFallback(t *testing.T) {
 		}
 	}
 	p := d.Placement()
-	for _, inGo := range []string{"ReLUFit/refined", "MEMBackward"} {
+	for _, inGo := range []string{"ReLUFit/refined", "WeightDecayBackward"} {
 		if !strings.Contains(p, inGo) {
 			t.Errorf("Placement %q does not say that %s computes in Go", p, inGo)
 		}
 	}
-	for _, onGPU := range []string{"Conv,", "ReLUFit/targets", "ReLUFitBackward/constant"} {
+	for _, onGPU := range []string{"Conv,", "ReLUFit/targets", "ReLUFitBackward/constant", "MEM,", "MEMBackward"} {
 		if strings.Contains(p, onGPU) {
 			t.Errorf("Placement %q says that %s computes in Go", p, strings.TrimSuffix(onGPU, ","))
 		}
@@ -802,6 +802,90 @@ func treeHEMTolerance[T Float](grad bool) float64 {
 		return 1e-12
 	}
 	return tolerance[T](grad)
+}
+
+// TestMEM compares MEM's reduction and gradient with the CPU's: fewer
+// outputs than inputs and more (padding), weights of both signs, weights
+// tied in |w| (the lower index must be selected first), sums of |w| below
+// the clamp 0.05, zero weights, and far targets whose likelihoods
+// underflow, leaving dead fitting components. Which components were
+// selected shows in every output value, so equal outputs in float64 mean
+// equal decisions.
+func TestMEM(t *testing.T) {
+	forTypes(t, testMEM[float32], testMEM[float64])
+}
+
+// memCases are the shapes of TestMEM: N 130 and 257 have more targets than
+// a block has threads.
+var memCases = []struct {
+	d, n, np int
+	data     string
+}{
+	{2, 1, 1, "random"}, {3, 1, 2, "random"}, {2, 11, 4, "random"}, {3, 11, 4, "random"},
+	{2, 37, 8, "random"}, {3, 130, 16, "random"}, {2, 257, 32, "random"}, {3, 5, 8, "random"},
+	{2, 40, 8, "tied"}, {3, 40, 12, "tied"}, {2, 20, 4, "tiny"}, {3, 20, 5, "tiny"},
+	{2, 30, 6, "zeros"}, {3, 30, 6, "zeros"}, {2, 30, 6, "far"}, {3, 30, 6, "far"},
+}
+
+func testMEM[T Float](t *testing.T) {
+	for i, c := range memCases {
+		t.Run(fmt.Sprintf("%dD_N%d_Np%d_%s", c.d, c.n, c.np, c.data), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(13, uint64(i)))
+			l := mixture.Layout{B: 2, C: 3, N: c.n, D: c.d}
+			testMEMCase(t, rng, memData[T](rng, l, c.data), l, c.np)
+		})
+	}
+}
+
+// TestMEMLooping runs MEM with a grid of two blocks, each looping over
+// several mixtures, as batches past memGrid mixtures do.
+func TestMEMLooping(t *testing.T) {
+	defer func(g int) { memGrid = g }(memGrid)
+	memGrid = 2
+	rng := rand.New(rand.NewPCG(7, 11))
+	l := mixture.Layout{B: 3, C: 3, N: 45, D: 2}
+	testMEMCase(t, rng, memData[float64](rng, l, "random"), l, 6)
+}
+
+// memData returns mixtures drawn from mixtureSpec, or with data "tied"
+// weights of |w| ∈ {0.5, 1} and both signs, "tiny" weights whose |w| sum
+// to less than 0.05 per mixture, "zeros" every third weight 0, "far"
+// positions spread over [−40, 40)^D, where most likelihoods underflow.
+func memData[T Float](rng *rand.Rand, l mixture.Layout, data string) []T {
+	spec := mixtureSpec
+	if data == "far" {
+		spec.Spread = 40
+	}
+	x := gmtest.Mixtures[T](rng, spec, l.B, l.C, l.N, l.D)
+	s := l.Stride()
+	for g := 0; g < l.Mixtures()*l.N; g++ {
+		w := &x[g*s]
+		switch data {
+		case "tied":
+			*w = T(0.5 * float64(1+g%2) * float64(1-2*(g/2%2)))
+		case "tiny":
+			*w *= T(0.04 / float64(l.N))
+		case "zeros":
+			if g%3 == 0 {
+				*w = 0
+			}
+		}
+	}
+	return x
+}
+
+func testMEMCase[T Float](t *testing.T, rng *rand.Rand, x []T, l mixture.Layout, np int) {
+	t.Helper()
+	ly := mixture.Layout{B: l.B, C: l.C, N: np, D: l.D}
+	y, want := make([]T, ly.Len()), make([]T, ly.Len())
+	must(t, gpu[T]().MEM(y, x, l, np))
+	cpu.MEM(want, x, l, np)
+	compare(t, "y", y, want, treeHEMTolerance[T](false))
+	g := gmtest.Uniform[T](rng, ly.Len(), -1, 1)
+	dx, wdx := make([]T, l.Len()), make([]T, l.Len())
+	must(t, gpu[T]().MEMBackward(dx, x, g, l, np))
+	cpu.MEMBackward(wdx, x, g, l, np)
+	compare(t, "dx", dx, wdx, treeHEMTolerance[T](true))
 }
 
 // TestBlockReuse checks when the second gradient node of a block reuses
@@ -933,6 +1017,8 @@ func testBlock[T Float](t *testing.T) {
 		exactBlock(20, 5),
 		{Fit: device.ConvFitSelect{N: 11, Negative: 1}, NearTargets: true, Near: math.Inf(1), Reduce: device.BlockKeepLargest, Np: 4, Integrate: true,
 			ReLU: device.ReLUFitOptions{Variant: device.ReLUFitPaper}},
+		{Reduce: device.BlockMEM, Np: 7},
+		{Fit: device.ConvFitSelect{N: 20, Negative: device.DefaultConvFitNegative}, Reduce: device.BlockMEM, Np: 5, Integrate: true},
 	}
 	for _, d := range []int{2, 3} {
 		for i, b := range specs {

@@ -15,7 +15,6 @@ import (
 // the launchers ask onGPU. The inputs already live on the host (every
 // launcher uploads and downloads), so handing over costs no transfer.
 var onFallback = map[string]bool{
-	"MEM": true, "MEMBackward": true,
 	"WeightDecay": true, "WeightDecayBackward": true,
 	"Standardise": true, "StandardiseBackward": true,
 	"ScaleWeights": true, "ScaleAxes": true, "ScaleAxesBackward": true,
@@ -25,14 +24,6 @@ var onFallback = map[string]bool{
 // onGPU reports whether the computation External calls name runs on the
 // GPU.
 func onGPU(name string) bool { return !onFallback[name] }
-
-func (c Kernels[T]) MEM(y, x []T, l mixture.Layout, np int) error {
-	return c.cpu.MEM(y, x, l, np)
-}
-
-func (c Kernels[T]) MEMBackward(dx, x, g []T, l mixture.Layout, np int) error {
-	return c.cpu.MEMBackward(dx, x, g, l, np)
-}
 
 func (c Kernels[T]) WeightDecay(w, a []T, d int) (float64, error) {
 	return c.cpu.WeightDecay(w, a, d)

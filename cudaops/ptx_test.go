@@ -7,14 +7,14 @@ import (
 )
 
 // TestPTXRegisterResident checks that the O(N²) and O(m·N) kernels, and
-// those of ConvFit and the standardisation, keep their per-thread arrays in
-// registers: a kernel with a run-time dimension
+// those of ConvFit, the standardisation and MEM, keep their per-thread
+// arrays in registers: a kernel with a run-time dimension
 // in its loop bounds gets a local-memory depot (spills to device memory,
 // about 7× slower for the ReLU fit's backward on an H100, docs/cuda.md),
 // which compiling it per dimension removes.
 func TestPTXRegisterResident(t *testing.T) {
 	entry := regexp.MustCompile(`\.entry (\w+)\(`)
-	for _, mod := range []string{"relufit", "evaluate", "convfit", "standardise"} {
+	for _, mod := range []string{"relufit", "evaluate", "convfit", "standardise", "mem"} {
 		src, ok := PTX(mod)
 		if !ok {
 			t.Fatalf("module %s is not embedded", mod)

@@ -31,8 +31,8 @@ type Reduction struct {
 // BlockSpec returns a gm.Block spec (ops.BlockSpec, see Block) whose
 // reduction is the method's to np components, np < 0 being none, and
 // whether the block can reduce as ReLUFitReduce would: TreeHEM with
-// np ≥ T and KeepLargest can, MEM and TreeHEM to fewer than T (which adds
-// MEM) cannot. The caller sets the spec's convolution and ReLU fit.
+// np ≥ T, MEM and KeepLargest can, TreeHEM to fewer than T (which adds MEM)
+// cannot. The caller sets the spec's convolution and ReLU fit.
 func (r Reduction) BlockSpec(np int) (ops.BlockSpec, bool) {
 	switch {
 	case np < 0:
@@ -70,7 +70,11 @@ func (r Reduction) String() string {
 }
 
 // UseMEM selects the modified EM reduction (the paper's "MEM" ablation).
-func UseMEM() Reduction { return Reduction{name: "MEM", reduce: MEM, check: checkMEM} }
+func UseMEM() Reduction {
+	return Reduction{name: "MEM", reduce: MEM, check: checkMEM, block: func(np int) (ops.BlockSpec, bool) {
+		return ops.BlockSpec{Reduce: ops.BlockMEM, Np: np}, true
+	}}
+}
 
 // KeepLargest reduces every mixture of x [B, C, N, ·] to its np ≤ N
 // components of largest weight, largest first (see ops.NewKeepLargest).

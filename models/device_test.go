@@ -87,8 +87,9 @@ func TestTwoModelsTwoDevices(t *testing.T) {
 // computed: inside its block ops on every device, the CPU and one that
 // evaluates mixtures elsewhere (as the GPU does) alike, and by the composed
 // ops ConvFit, ConvAt and the ReLU fit to given targets where the blocks
-// are built op by op (here block 2, reduced by MEM, which has no block op;
-// block 3 is not reduced, and block 1 needs no targets).
+// are built op by op (here block 2, reduced by TreeHEM with T = 8 to 4
+// Gaussians, which adds MEM and has no block op; block 1 reduces to 8 in a
+// block op, block 3 is not reduced).
 func TestFusedExactWhere(t *testing.T) {
 	cpu := ops.CPU()
 	elsewhere := &device.Device{Name: "elsewhere", F32: cpu.F32, F64: cpu.F64, External: map[string]bool{"Evaluate": true}}
@@ -98,12 +99,12 @@ func TestFusedExactWhere(t *testing.T) {
 	}
 	for _, c := range []struct {
 		dev               *device.Device
-		mem               bool
+		t8                bool
 		evaluates, blocks int // gm.Evaluate nodes: one per block with exact targets when composed
-	}{{nil, false, 0, 3}, {cpu, false, 0, 3}, {elsewhere, false, 0, 3}, {elsewhere, true, 1, 1}} {
+	}{{nil, false, 0, 3}, {cpu, false, 0, 3}, {elsewhere, false, 0, 3}, {elsewhere, true, 1, 2}} {
 		cfg := Config{Layout: l, D: 2, Classes: 10, Batch: 2, Fused: 16, FusedExact: true, Device: c.dev}
-		if c.mem {
-			cfg.Reduction = gmnode.UseMEM()
+		if c.t8 {
+			cfg.Reduction = gmnode.UseTreeHEM(8)
 		}
 		m, err := Build(cfg)
 		if err != nil {
@@ -122,7 +123,7 @@ func TestFusedExactWhere(t *testing.T) {
 			}
 		}
 		if evaluates != c.evaluates || blocks != c.blocks {
-			t.Errorf("device %v, MEM %v: %d evaluations and %d block ops, want %d and %d", c.dev, c.mem, evaluates, blocks, c.evaluates, c.blocks)
+			t.Errorf("device %v, TreeHEM T=8 %v: %d evaluations and %d block ops, want %d and %d", c.dev, c.t8, evaluates, blocks, c.evaluates, c.blocks)
 		}
 	}
 }

@@ -317,7 +317,7 @@ func (cfg Config) checkNear() error {
 	}
 	for i, b := range cfg.Layout.Blocks {
 		if _, ok := cfg.Reduction.BlockSpec(b.Gaussians); !ok {
-			return errors.Errorf("model: near-group targets need a reduction the block op computes (TreeHEM or keep-largest); block %d reduces with %v", i+1, cfg.Reduction)
+			return errors.Errorf("model: near-group targets need a reduction the block op computes (TreeHEM to at least T Gaussians, MEM or keep-largest); block %d reduces with %v", i+1, cfg.Reduction)
 		}
 	}
 	return nil

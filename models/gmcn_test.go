@@ -197,7 +197,7 @@ func TestFusedNearErrors(t *testing.T) {
 		{func(c *Config) { c.Fused = 0 }, "need the fused convolution-fitting"},
 		{func(c *Config) { c.FusedExact = true }, "either exact or near-group"},
 		{func(c *Config) { c.Bias = BiasNormal }, "cannot take biases"},
-		{func(c *Config) { c.Reduction = gmnode.UseMEM() }, "block 1 reduces with MEM"},
+		{func(c *Config) { c.Reduction = gmnode.UseTreeHEM(8) }, "block 2 reduces with TreeHEM(T=8)"},
 	} {
 		cfg := base
 		c.set(&cfg)

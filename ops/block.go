@@ -17,6 +17,7 @@ const (
 	BlockUnreduced   = device.BlockUnreduced
 	BlockTreeHEM     = device.BlockTreeHEM
 	BlockKeepLargest = device.BlockKeepLargest
+	BlockMEM         = device.BlockMEM
 )
 
 // NewBlock returns the op of one GMCN block: data [B, Fi, Ni, 1+D+D·D]
@@ -27,7 +28,7 @@ const (
 // their integrals, [B, Fo].
 //
 // Its output and its gradients equal those of NewConv (or NewConvFit),
-// NewScaleWeights(1/Fi), NewReLUFit, NewTreeHEM (or NewKeepLargest) and, if
+// NewScaleWeights(1/Fi), NewReLUFit, NewTreeHEM (or NewKeepLargest or NewMEM) and, if
 // s.Integrate, NewIntegrate applied one after another, with the same
 // decisions; as one op it checks
 // only its own inputs, and a device may keep the intermediates, Fi·Ni·Nk

@@ -23,6 +23,8 @@ var blockCases = []struct {
 	{"conv+TreeHEM T4 under", BlockSpec{Reduce: BlockTreeHEM, Np: 5, TreeHEM: TreeHEMOptions{Reduction: 4, UnderFill: true}}},
 	{"convfit+TreeHEM", BlockSpec{Fit: fitN(7), Reduce: BlockTreeHEM, Np: 4, TreeHEM: TreeHEMOptions{Reduction: 2}}},
 	{"conv+KeepLargest", BlockSpec{Reduce: BlockKeepLargest, Np: 3}},
+	{"conv+MEM", BlockSpec{Reduce: BlockMEM, Np: 6}},
+	{"convfit to every leaf+MEM integrate", BlockSpec{Fit: fitN(24), Reduce: BlockMEM, Np: 6, Integrate: true}},
 	{"convfit unreduced", BlockSpec{Fit: fitN(5), ReLU: ReLUFitOptions{Variant: device.ReLUFitPaper}}},
 	{"conv+TreeHEM integrate", BlockSpec{Reduce: BlockTreeHEM, Np: 4, TreeHEM: TreeHEMOptions{Reduction: 2}, Integrate: true}},
 	{"conv unreduced integrate", BlockSpec{Integrate: true}},
@@ -46,6 +48,48 @@ func blockInputs(rng *rand.Rand, d int) []*tensor.Dense {
 			v[i+1+j] *= 0.05
 		}
 	}
+	return []*tensor.Dense{x, k}
+}
+
+// memBlockInputs returns inputs whose convolution MEM reduces with locally
+// constant responsibilities, as memClustered's do: data [2, 2, 6] whose
+// component n lies near the grid point 15·(n mod 3, ⌊n/3⌋, n mod 2) in both
+// channels, heavy in channel 0 (w ∈ [2, 3)) and light in channel 1 (w ∈
+// [0.1, 0.4)), and kernels [2, 2, 2] near the origin, a heavy (w ∈
+// [0.9, 1.1)) and a light (w ∈ [0.1, 0.3)) Gaussian, all of covariance
+// 0.05·(A·Aᵀ + 0.3·I). Each of the convolution's six clusters then has one
+// component heavier than any other cluster's second: with Np = 6 MEM starts
+// from one leader per cluster, every target's responsibility is 1 for its
+// own leader and e^(−hundreds) for the others, and finite differences see
+// nothing of the detached likelihoods. A fused block keeps that only if it
+// fits every convolved Gaussian (Fit.N = 24): a coarser fit merges
+// Gaussians of different clusters, whose moment matches overlap.
+func memBlockInputs(rng *rand.Rand, d int) []*tensor.Dense {
+	x, k := randomMixture(rng, 2, 2, 6, d), randomMixture(rng, 2, 2, 2, d)
+	s := 1 + d + d*d
+	shape := func(v []float64, weight func(i int) float64, centre func(i, axis int) float64) {
+		for i := 0; i < len(v); i += s {
+			v[i] = weight(i / s)
+			for j := range d {
+				v[i+1+j] = 0.05*v[i+1+j] + centre(i/s, j)
+			}
+			for j := range v[i+1+d : i+s] {
+				v[i+1+d+j] *= 0.05
+			}
+		}
+	}
+	shape(x.Data().([]float64), func(i int) float64 {
+		if i/6%2 == 0 {
+			return 2 + rng.Float64()
+		}
+		return 0.1 + 0.3*rng.Float64()
+	}, func(i, axis int) float64 { return 15 * float64([3]int{i % 6 % 3, i % 6 / 3, i % 2}[axis]) })
+	shape(k.Data().([]float64), func(i int) float64 {
+		if i%2 == 0 {
+			return 0.9 + 0.2*rng.Float64()
+		}
+		return 0.1 + 0.2*rng.Float64()
+	}, func(int, int) float64 { return 0 })
 	return []*tensor.Dense{x, k}
 }
 
@@ -87,6 +131,8 @@ func composedBlock(s BlockSpec, x, k *G.Node) (*G.Node, error) {
 		y, err = G.ApplyOp(NewTreeHEM(testDev, s.Np, s.TreeHEM), y)
 	case BlockKeepLargest:
 		y, err = G.ApplyOp(NewKeepLargest(testDev, s.Np), y)
+	case BlockMEM:
+		y, err = G.ApplyOp(NewMEM(testDev, s.Np), y)
 	}
 	if err != nil || !s.Integrate {
 		return y, err
@@ -185,13 +231,18 @@ func runBlockGraph(t *testing.T, in []*tensor.Dense, dt tensor.Dtype, r []float6
 
 // TestBlockGraphGrad checks the block op's gradients with respect to the
 // data and the kernels through a graph, 2D and 3D, for every block of
-// blockCases.
+// blockCases; those reducing with MEM, whose likelihoods carry no gradient,
+// on memBlockInputs.
 func TestBlockGraphGrad(t *testing.T) {
 	for _, c := range blockCases {
+		inputs := blockInputs
+		if c.spec.Reduce == BlockMEM {
+			inputs = memBlockInputs
+		}
 		for _, d := range []int{2, 3} {
 			t.Run(fmt.Sprintf("%s/%dD", c.name, d), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(9, uint64(d)))
-				checkGraphGrad(t, rng, blockInputs(rng, d), func(in []*G.Node) (*G.Node, error) {
+				checkGraphGrad(t, rng, inputs(rng, d), func(in []*G.Node) (*G.Node, error) {
 					return G.ApplyOp(NewBlock(testDev, c.spec), in[0], in[1])
 				}, 0, 1)
 			})
@@ -209,6 +260,7 @@ func TestBlockOpErrors(t *testing.T) {
 		{BlockSpec{Reduce: BlockTreeHEM, Np: 4, TreeHEM: TreeHEMOptions{Reduction: 3}}, "TreeHEM"},
 		{BlockSpec{Reduce: BlockTreeHEM, Np: 1, TreeHEM: TreeHEMOptions{Reduction: 2}}, "TreeHEM"},
 		{BlockSpec{Reduce: BlockKeepLargest, Np: 100}, "keep-largest"},
+		{BlockSpec{Reduce: BlockMEM, Np: 0}, "MEM: np = 0"},
 		{BlockSpec{Fit: ConvFitSelect{N: 4, Negative: -1}}, "fused convolution-fitting"},
 		{BlockSpec{Reduce: 9, Np: 2}, "unknown reduction"},
 		{BlockSpec{NearTargets: true}, "near-group targets need the fused"},

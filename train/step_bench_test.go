@@ -26,14 +26,15 @@ import (
 // also at batch 32),
 // without the floor on its counts (--fused-min 1), with floors of 128
 // and 160 (--fused-min 128, 160) and with exact targets at F = 8 with and
-// without the floor. The
+// without the floor; the paper model also reducing with MEM (--reduction
+// mem). The
 // ModelNet10 model runs at the paper's batch 21 on generated shapes. The
 // test binary's GMCN_TEST_DEVICE chooses the device (TestMain).
 func BenchmarkTrainStep(b *testing.B) {
 	for _, c := range []struct {
 		preset string
 		batch  int
-	}{{"demo", 50}, {"paper", 8}, {"paper", 32}, {"paper-fused", 8}, {"paper-fused", 32}, {"paper-fused-near", 8}, {"paper-fused-near", 32}, {"paper-fused-exact", 8}, {"paper-fused-exact", 32}, {"paper-fused-nofloor", 8}, {"paper-fused-min128", 8}, {"paper-fused-min160", 8}, {"paper-fused-x8-exact", 8}, {"paper-fused-x8-exact-nofloor", 8}, {"modelnet10-paper", 21}} {
+	}{{"demo", 50}, {"paper", 8}, {"paper", 32}, {"paper-fused", 8}, {"paper-fused", 32}, {"paper-fused-near", 8}, {"paper-fused-near", 32}, {"paper-fused-exact", 8}, {"paper-fused-exact", 32}, {"paper-fused-nofloor", 8}, {"paper-fused-min128", 8}, {"paper-fused-min160", 8}, {"paper-fused-x8-exact", 8}, {"paper-fused-x8-exact-nofloor", 8}, {"paper-mem", 8}, {"modelnet10-paper", 21}} {
 		b.Run(stepName(c.preset, c.batch), func(b *testing.B) {
 			tr := newStepTrainer(b, c.preset, c.batch)
 			defer tr.close()
@@ -65,7 +66,7 @@ func stepName(preset string, batch int) string {
 // on testDev, whose step(0) trains on one batch of generated inputs.
 // Suffixes of the preset name modify its fused blocks: "-exact" and "-near"
 // (radius 0) set their targets, "-nofloor" and "-minN" their least count
-// (1 or N), "-xN" their factor F.
+// (1 or N), "-xN" their factor F; "-mem" makes every block reduce with MEM.
 func newStepTrainer(b *testing.B, preset string, batch int) *trainer {
 	name, mods := preset, []func(*runspec.Config){}
 	for {
@@ -109,6 +110,8 @@ func stepModifier(tok string) (func(*runspec.Config), bool) {
 		return func(c *runspec.Config) { c.FusedTargets = tok }, true
 	case "nofloor":
 		return func(c *runspec.Config) { c.FusedMin = 1 }, true
+	case "mem":
+		return func(c *runspec.Config) { c.Reduction = "mem" }, true
 	}
 	for p, field := range map[string]func(*runspec.Config) *int{
 		"min": func(c *runspec.Config) *int { return &c.FusedMin },

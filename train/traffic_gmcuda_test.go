@@ -12,7 +12,8 @@ import (
 )
 
 // BenchmarkStepTraffic reports what one training step of the paper models
-// (the fused one also with exact targets) moves across the bus
+// (the fused one also with exact targets, the standard one also reducing
+// with MEM) moves across the bus
 // (cudaops.Device.Traffic): bytes to the device and back and kernel
 // launches per step, and the host's own work per step, the wall time less
 // the time spent in the device's calls (Device.Busy). Every tensor scales
@@ -22,7 +23,7 @@ import (
 // minutes. It needs GMCN_TEST_DEVICE=cuda.
 func BenchmarkStepTraffic(b *testing.B) {
 	gpu := stepGPU(b)
-	for _, preset := range []string{"paper", "paper-fused", "paper-fused-exact"} {
+	for _, preset := range []string{"paper", "paper-fused", "paper-fused-exact", "paper-mem"} {
 		for _, batch := range []int{1, 2, 3} {
 			b.Run(stepName(preset, batch), func(b *testing.B) {
 				tr := newStepTrainer(b, preset, batch)

@@ -80,7 +80,7 @@ func newBlockState[T Float](lx, lk mixture.Layout, b device.BlockSpec) *BlockSta
 
 // Block computes device.Kernels.Block by its parts, one after another:
 // Conv or ConvFit, ScaleWeights(1/Fi), ReLUFit without constants,
-// TreeHEM, KeepLargest or nothing, and Integrate if b.Integrate. b must
+// TreeHEM, KeepLargest, MEM or nothing, and Integrate if b.Integrate. b must
 // have passed b.Check(lx, lk).
 func Block[T Float](y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec) error {
 	st := newBlockState[T](lx, lk, b)
@@ -150,6 +150,8 @@ func (st *BlockState[T]) forward(y, x, k []T, save bool) error {
 		st.red = dec
 	case device.BlockKeepLargest:
 		KeepLargest(red, st.r, lv, b.Np)
+	case device.BlockMEM:
+		MEM(red, st.r, lv, b.Np)
 	default:
 		if !b.Integrate {
 			copy(y, st.r)
@@ -234,6 +236,9 @@ func (st *BlockState[T]) convGrad(g, x, k []T) error {
 		dr = st.dr
 	case device.BlockKeepLargest:
 		KeepLargestBackward(st.dr, st.r, dy, lv, b.Np)
+		dr = st.dr
+	case device.BlockMEM:
+		MEMBackward(st.dr, st.r, dy, lv, b.Np)
 		dr = st.dr
 	}
 	sums, _ := st.relu.(*ReLUFitSums[T])

@@ -18,6 +18,8 @@ const (
 	BlockTreeHEM
 	// BlockKeepLargest keeps the Np components of largest weight.
 	BlockKeepLargest
+	// BlockMEM reduces with the modified EM (Kernels.MEM).
+	BlockMEM
 )
 
 // BlockSpec describes one GMCN block as one computation (Kernels.Block):
@@ -25,7 +27,7 @@ const (
 //	data x [B, Fi, Ni] ⊛ kernels k [Fo, Fi, Nk]   Conv, or ConvFit to Fit.N
 //	→ ÷Fi                                         ScaleWeights(1/Fi)
 //	→ ReLU fit with ReLU, no constants            ReLUFit
-//	→ reduction to Np                             TreeHEM, KeepLargest or none
+//	→ reduction to Np                             TreeHEM, KeepLargest, MEM or none
 //	→ with Integrate, each mixture's integral     Integrate
 //
 // which equals those computations run one after another, with the same
@@ -145,6 +147,11 @@ func (b BlockSpec) Check(lx, lk mixture.Layout) error {
 			return errors.Errorf("block's keep-largest: np = %d must be in [1, N = %d]", b.Np, lv.N)
 		}
 		return nil
+	case BlockMEM:
+		if b.Np < 1 {
+			return errors.Errorf("block's MEM: np = %d must be ≥ 1", b.Np)
+		}
+		return nil
 	}
 	return errors.Errorf("block: unknown reduction %d", b.Reduce)
 }
@@ -164,6 +171,8 @@ func (b BlockSpec) String() string {
 		red = fmt.Sprintf("treehem(np=%d T=%d under=%v)", b.Np, b.TreeHEM.Reduction, b.TreeHEM.UnderFill)
 	case BlockKeepLargest:
 		red = fmt.Sprintf("keeplargest(np=%d)", b.Np)
+	case BlockMEM:
+		red = fmt.Sprintf("mem(np=%d)", b.Np)
 	}
 	if b.Integrate {
 		red += " integrate"

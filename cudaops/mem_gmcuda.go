@@ -1,0 +1,95 @@
+//go:build gmcuda
+
+package cudaops
+
+import (
+	"github.com/gmcn-go/gmcn/ops/mixture"
+	"github.com/pkg/errors"
+)
+
+// memBlock is the thread count of the MEM blocks: one block per mixture,
+// whose threads share its targets and its fitting components.
+const memBlock = 128
+
+// memGrid is the most blocks one MEM launch runs; each block loops over the
+// mixtures m ≡ blockIdx.x (mod the grid), so the scratch is sized by the
+// grid (maxScratch bounds it too). A variable so that the tests can make
+// blocks loop on small inputs.
+var memGrid = 4096
+
+// memScratch returns the bytes of one block's scratch, laid out as
+// mem_setup in mem.cu says: 8 header values, 3·N·K and 3·N values and K
+// fitting components of 44 values each, of z bytes; K int32; rounded up to
+// 8 bytes (K = min(N, np)).
+func memScratch(l mixture.Layout, np, z int) int64 {
+	n, k := int64(l.N), int64(min(l.N, np))
+	vals := 8 + 3*n*k + 3*n + 44*k
+	return (vals*int64(z) + 4*k + 7) &^ 7
+}
+
+// checkMEM checks a call's sizes: the input's nx values and the output's
+// (or the incoming gradient's) ny.
+func checkMEM(name string, l mixture.Layout, np, nx, ny int) error {
+	if np < 1 {
+		return errors.Errorf("cudaops %s: %d output components, need at least 1", name, np)
+	}
+	if nx != l.Len() {
+		return errors.Errorf("cudaops %s: input has %d values, layout %v needs %d", name, nx, l.Shape(), l.Len())
+	}
+	if want := l.Mixtures() * np * l.Stride(); ny != want {
+		return errors.Errorf("cudaops %s: output has %d values, [%d, %d, %d, %d] needs %d", name, ny, l.B, l.C, np, l.Stride(), want)
+	}
+	return nil
+}
+
+// launchMEM runs MEM's forward kernel (backward false: ptrs are y, x) or
+// its backward (ptrs are dx, x, g) on device operands, with one scratch
+// region per block in slotScratch.
+func launchMEM[T Float](s *seq, backward bool, l mixture.Layout, np int, ptrs ...devPtr) {
+	per := memScratch(l, np, int(sizeOf[T]()))
+	grid := int(max(1, min(int64(min(l.Mixtures(), memGrid)), maxScratch/per)))
+	var scratch devPtr
+	if s.err == nil {
+		scratch, s.err = s.d.buf(slotScratch, int64(grid)*per)
+	}
+	name := "gm_mem"
+	if backward {
+		name += "_backward"
+	}
+	args := make([]any, 0, len(ptrs)+6)
+	for _, p := range ptrs {
+		args = append(args, p)
+	}
+	s.launch(name+suffix[T](), [2]int{grid, 1}, memBlock, 0, append(args, scratch, l.Mixtures(), l.N, l.D, np, int(per))...)
+}
+
+// MEM is device.Kernels.MEM on the GPU (mem.cu).
+func (c Kernels[T]) MEM(y, x []T, l mixture.Layout, np int) error {
+	if err := checkMEM("MEM", l, np, len(x), len(y)); err != nil {
+		return err
+	}
+	return c.d.run(func(s *seq) {
+		px := in(s, slotIn0, x)
+		py := out[T](s, slotOut, len(y))
+		launchMEM[T](s, false, l, np, py, px)
+		get(s, y, py)
+	})
+}
+
+// MEMBackward is device.Kernels.MEMBackward on the GPU: the kernel makes
+// the forward's selection and likelihoods again and differentiates the rest
+// (mem.cu).
+func (c Kernels[T]) MEMBackward(dx, x, g []T, l mixture.Layout, np int) error {
+	if len(dx) != len(x) {
+		return errors.Errorf("cudaops MEMBackward: gradient has %d values, the input %d", len(dx), len(x))
+	}
+	if err := checkMEM("MEMBackward", l, np, len(x), len(g)); err != nil {
+		return err
+	}
+	return c.d.run(func(s *seq) {
+		px, pg := in(s, slotIn0, x), in(s, slotIn1, g)
+		pd := out[T](s, slotOut, len(dx))
+		launchMEM[T](s, true, l, np, pd, px, pg)
+		get(s, dx, pd)
+	})
+}
