@@ -627,6 +627,26 @@ func BenchmarkTreeHEM(b *testing.B) {
 	}
 }
 
+// BenchmarkMEM reduces the paper MNIST model's layers at batch 32 with MEM
+// (its --reduction mem): N = 320 or 1280 Gaussians per mixture, 256 to
+// 2048 mixtures, float32, forward and backward.
+func BenchmarkMEM(b *testing.B) {
+	for _, c := range []struct{ c, n, np int }{{8, 320, 32}, {16, 1280, 16}, {32, 1280, 8}, {64, 1280, 4}} {
+		l := mixture.Layout{B: 32, C: c.c, N: c.n, D: 2}
+		rng := rand.New(rand.NewPCG(7, 9))
+		x := treeHEMData[float32](rng, l, 3, "random")
+		ly := mixture.Layout{B: l.B, C: l.C, N: c.np, D: l.D}
+		y, g, dx := make([]float32, ly.Len()), gmtest.Uniform[float32](rng, ly.Len(), -1, 1), make([]float32, l.Len())
+		size := fmt.Sprintf("2D_B32_C%d_N%d_Np%d", c.c, c.n, c.np)
+		b.Run("Forward/"+size, func(b *testing.B) {
+			benchKernels(b, func() error { return gpu[float32]().MEM(y, x, l, c.np) })
+		})
+		b.Run("Backward/"+size, func(b *testing.B) {
+			benchKernels(b, func() error { return gpu[float32]().MEMBackward(dx, x, g, l, c.np) })
+		})
+	}
+}
+
 // BenchmarkEvaluate evaluates 21×16 mixtures of 1280 3D Gaussians at 1000
 // points each, float32.
 func BenchmarkEvaluate(b *testing.B) {
@@ -1019,6 +1039,7 @@ func testBlock[T Float](t *testing.T) {
 			ReLU: device.ReLUFitOptions{Variant: device.ReLUFitPaper}},
 		{Reduce: device.BlockMEM, Np: 7},
 		{Fit: device.ConvFitSelect{N: 20, Negative: device.DefaultConvFitNegative}, Reduce: device.BlockMEM, Np: 5, Integrate: true},
+		{Fit: device.ConvFitSelect{N: 14, Negative: 1}, NearTargets: true, Near: math.Inf(1), Reduce: device.BlockMEM, Np: 6},
 	}
 	for _, d := range []int{2, 3} {
 		for i, b := range specs {

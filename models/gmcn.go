@@ -57,9 +57,9 @@ type Config struct {
 	// docs/fused.md): at each centroid the coarse mixture's value, made
 	// exact over the components of its own group (radius 0) and of the
 	// groups within that Mahalanobis distance of it. It needs the block op
-	// (no Bias, a reduction with a block: TreeHEM or keep-largest) and
-	// excludes FusedExact; it has no effect where a block fits its whole
-	// convolution.
+	// (no Bias, a reduction with a block: TreeHEM to at least T, MEM or
+	// keep-largest) and excludes FusedExact; it has no effect where a block
+	// fits its whole convolution.
 	FusedNear       bool
 	FusedNearRadius float64
 	// FusedNegative is the fused selection's priority factor of groups of
