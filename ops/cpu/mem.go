@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"math"
-	"slices"
 
 	"github.com/gmcn-go/gmcn/internal/parallel"
 	"github.com/gmcn-go/gmcn/ops/mixture"
@@ -76,44 +75,46 @@ func memEach[T Float](x []T, l mixture.Layout, np int, f func(m int, mx []T, sc 
 	parallel.ForWorker(l.Mixtures(), func(w, m int) {
 		sc := &scratch[w]
 		mx := mixture.Mixture(x, l, m)
-		memSelect(sc.sel, sc.order, mx, l.D)
+		memSelect(sc.sel, mx, l.D)
 		memLikelihoods(sc.lik, mx, sc.sel, l.D, sc)
 		f(m, mx, sc)
 	})
 }
 
-// memSelect writes into sel the indices of the len(sel) components of the
-// packed mixture mx (dimension d) with the largest |w|, in descending order
-// of |w|; ties keep the lower index first, so the choice is deterministic.
-// order is scratch of one int per component.
-func memSelect[T Float](sel, order []int, mx []T, d int) {
+// memSelect writes into sel the indices of the len(sel) ≥ 1 components of
+// the packed mixture mx (dimension d) with the largest |w|, in descending
+// order of |w|; ties keep the lower index first, so the choice is
+// deterministic: the first len(sel) of a stable sort by descending |w|. One
+// pass over the components keeps the best so far in sel, in that order; a
+// component enters only if its |w| beats the last kept one's, and goes
+// after every kept one of equal |w| (a lower index).
+func memSelect[T Float](sel []int, mx []T, d int) {
 	s := mixture.PackedLen(d)
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		wa, wb := memAbs(mx[a*s]), memAbs(mx[b*s])
-		switch {
-		case wa > wb:
-			return -1
-		case wa < wb:
-			return 1
+	k, kept := len(sel), 0
+	for i := range len(mx) / s {
+		w := memAbs(mx[i*s])
+		if kept == k && !(w > memAbs(mx[sel[k-1]*s])) {
+			continue
 		}
-		return 0
-	})
-	copy(sel, order)
+		j := min(kept, k-1) // a full list drops its last
+		for ; j > 0 && memAbs(mx[sel[j-1]*s]) < w; j-- {
+			sel[j] = sel[j-1]
+		}
+		sel[j] = i
+		kept = min(kept+1, k)
+	}
 }
 
 // memScratch is one worker's buffers: N·K likelihoods, responsibilities and
 // their gradients, and per-fitting-component state.
 type memScratch[T Float] struct {
-	sel, order []int
-	lik, resp  []T // N·K, row i, column s
-	gbeta      []T // N·K, ∂L/∂β_is
-	a, q       []T // N: a_i and max(Σ_s q_is, 1e-5)
-	fit        []mixture.Prepared[T]
-	logNorm    []T         // K: ln((2π)^(−D/2) det(Σ_s)^(−½))
-	s          []memFit[T] // K
+	sel       []int
+	lik, resp []T // N·K, row i, column s
+	gbeta     []T // N·K, ∂L/∂β_is
+	a, q      []T // N: a_i and max(Σ_s q_is, 1e-5)
+	fit       []mixture.Prepared[T]
+	logNorm   []T         // K: ln((2π)^(−D/2) det(Σ_s)^(−½))
+	s         []memFit[T] // K
 }
 
 // memFit is the per-fitting-component state of the M-step and its gradient.
@@ -130,7 +131,7 @@ func newMEMScratch[T Float](workers, n, k int) []memScratch[T] {
 	sc := make([]memScratch[T], workers)
 	for w := range sc {
 		sc[w] = memScratch[T]{
-			sel: make([]int, k), order: make([]int, n),
+			sel: make([]int, k),
 			lik: make([]T, n*k), resp: make([]T, n*k), gbeta: make([]T, n*k),
 			a: make([]T, n), q: make([]T, n),
 			fit: make([]mixture.Prepared[T], k), logNorm: make([]T, k), s: make([]memFit[T], k),

@@ -1,9 +1,11 @@
 package cpu
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gmcn-go/gmcn/internal/gmtest"
@@ -374,19 +376,36 @@ func TestMEMProperties(t *testing.T) {
 }
 
 // TestMEMSelect checks the frozen initial selection: descending |w|, ties
-// broken by index.
+// broken by index, the first K of a stable sort; on a fixed case and on
+// random weights with many ties, for every K.
 func TestMEMSelect(t *testing.T) {
 	w := []float64{0.5, -2, 1, 2, -0.5, 0}
 	mx := make([]float64, len(w)*7)
 	for i, v := range w {
 		mx[i*7] = v
 	}
-	sel, order := make([]int, 5), make([]int, len(w))
-	memSelect(sel, order, mx, 2)
-	want := []int{1, 3, 2, 0, 4}
-	for i := range want {
-		if sel[i] != want[i] {
-			t.Fatalf("selection %v, want %v", sel, want)
+	sel := make([]int, 5)
+	memSelect(sel, mx, 2)
+	if want := []int{1, 3, 2, 0, 4}; !slices.Equal(sel, want) {
+		t.Fatalf("selection %v, want %v", sel, want)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for n := 1; n <= 40; n++ {
+		mx := make([]float64, n*7)
+		for i := range n {
+			mx[i*7] = float64(rng.IntN(7)-3) / 2 // |w| ∈ {0, 0.5, 1, 1.5}: ties
+		}
+		order := make([]int, n)
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(math.Abs(mx[b*7]), math.Abs(mx[a*7])) })
+		for k := 1; k <= n; k++ {
+			sel := make([]int, k)
+			memSelect(sel, mx, 2)
+			if !slices.Equal(sel, order[:k]) {
+				t.Fatalf("N %d, K %d: selection %v, want the stable sort's %v", n, k, sel, order[:k])
+			}
 		}
 	}
 }
