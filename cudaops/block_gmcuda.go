@@ -40,14 +40,15 @@ func (sv *blockSaved[T]) Release() {
 // blockPtrs are the device operands of one block call: its data and
 // kernels (x, k), its ÷Fi-scaled convolution or fused convolution-fitting
 // (v), the ReLU fit's output (r), in a fused block ConvFit's selection (cf),
-// in a block reducing with TreeHEM the scratch its forward leaves for its
-// backward (hem; 0: none, the backward replays the forward), and in a
+// in a block reducing with TreeHEM or MEM the scratch its forward leaves for
+// its backward (hem, mem; 0: none, the backward makes the forward's
+// decisions again), and in a
 // fused block with exact targets the ÷Fi-scaled convolution itself (c),
 // v's positions (p) and the convolution's values there, the targets (t).
 type blockPtrs struct {
-	x, k, v, r, hem devPtr
-	cf              cfSel
-	c, p, t         devPtr
+	x, k, v, r, hem, mem devPtr
+	cf                   cfSel
+	c, p, t              devPtr
 }
 
 // placeBlock gives p device memory for the intermediates of block b with
@@ -72,8 +73,8 @@ func slotBlock[T Float](s *seq, x, k []T, lx, lk mixture.Layout, b device.BlockS
 
 // blockBufs is device memory a saved block state owns: the forward's
 // operands (blockPtrs), so that its backward need not upload x and k again
-// nor run the forward again (hem may be 0 where TreeHEM's scratch would be
-// too large). It goes back to the pool once, on Release or, for a state
+// nor run the forward again (hem and mem may be 0 where TreeHEM's or MEM's
+// scratch would be too large). It goes back to the pool once, on Release or, for a state
 // dropped unreleased, when the state is collected.
 type blockBufs struct {
 	d     *Device
@@ -117,9 +118,14 @@ func ownBlockBufs[T Float](s *seq, sv *blockSaved[T], lx, lk mixture.Layout, b d
 		perm, sel, cnt := cfSelBytes(lx, lk, b.Fit.N)
 		o.cf = cfSel{perm: o.take(s, perm), sel: o.take(s, sel), cnt: o.take(s, cnt)}
 	}
-	if b.Reduce == device.BlockTreeHEM {
-		if bytes := hemKeptBytes(b.ConvLayout(lx, lk), b.Np, b.TreeHEM, int(sizeOf[T]())); bytes > 0 {
+	switch lv, z := b.ConvLayout(lx, lk), int(sizeOf[T]()); b.Reduce {
+	case device.BlockTreeHEM:
+		if bytes := hemKeptBytes(lv, b.Np, b.TreeHEM, z); bytes > 0 {
 			o.hem = o.take(s, bytes)
+		}
+	case device.BlockMEM:
+		if bytes := memKeptBytes(lv, b.Np, z); bytes > 0 {
+			o.mem = o.take(s, bytes)
 		}
 	}
 	if s.err != nil {
@@ -243,7 +249,7 @@ func launchBlockGrad[T Float](s *seq, p blockPtrs, g []T, lx, lk, lv mixture.Lay
 		launchKeepLargest[T](s, "gm_keep_largest_backward", lv, b.Np, pdr, p.r, pg)
 	case device.BlockMEM:
 		pdr = out[T](s, slotBlockDR, lv.Len())
-		launchMEM[T](s, true, lv, b.Np, pdr, p.r, pg)
+		launchMEM[T](s, true, lv, b.Np, p.mem, pdr, p.r, pg)
 	}
 	pdv = out[T](s, slotBlockDV, lv.Len())
 	var pdt devPtr
@@ -298,7 +304,7 @@ func (c Kernels[T]) block(y, x, k []T, lx, lk mixture.Layout, b device.BlockSpec
 			launchKeepLargest[T](s, "gm_keep_largest", lv, b.Np, py, p.r)
 		case device.BlockMEM:
 			py = out[T](s, slotOut, ly.Len())
-			launchMEM[T](s, false, lv, b.Np, py, p.r)
+			launchMEM[T](s, false, lv, b.Np, p.mem, py, p.r)
 		}
 		if b.Integrate {
 			pi := out[T](s, slotOut1, len(y))

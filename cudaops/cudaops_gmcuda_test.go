@@ -860,13 +860,30 @@ func testMEM[T Float](t *testing.T) {
 }
 
 // TestMEMLooping runs MEM with a grid of two blocks, each looping over
-// several mixtures, as batches past memGrid mixtures do.
+// several mixtures, as batches past memGrid mixtures do: the op, and a
+// block whose forward leaves each mixture's decisions in a region of its
+// own, where the backward's blocks must find them.
 func TestMEMLooping(t *testing.T) {
 	defer func(g int) { memGrid = g }(memGrid)
 	memGrid = 2
 	rng := rand.New(rand.NewPCG(7, 11))
 	l := mixture.Layout{B: 3, C: 3, N: 45, D: 2}
 	testMEMCase(t, rng, memData[float64](rng, l, "random"), l, 6)
+	b := device.BlockSpec{Reduce: device.BlockMEM, Np: 5}
+	lx, lk := mixture.Layout{B: 3, C: 2, N: 9, D: 2}, mixture.Layout{B: 3, C: 2, N: 3, D: 2}
+	x, k := treeHEMData[float64](rng, lx, 3, "random"), randomMixtures[float64](rng, lk)
+	y, want := make([]float64, b.OutLen(lx, lk)), make([]float64, b.OutLen(lx, lk))
+	saved, err := gpu[float64]().BlockSaving(y, x, k, lx, lk, b)
+	must(t, err)
+	must(t, cpu.Block(want, x, k, lx, lk, b))
+	compare(t, "block y", y, want, 1e-12)
+	g := gmtest.Uniform[float64](rng, len(y), -1, 1)
+	dx, dk := make([]float64, lx.Len()), make([]float64, lk.Len())
+	wdx, wdk := make([]float64, lx.Len()), make([]float64, lk.Len())
+	must(t, gpu[float64]().BlockBackward(dx, dk, g, x, k, lx, lk, b, saved))
+	must(t, cpu.BlockBackward(wdx, wdk, g, x, k, lx, lk, b, nil))
+	compare(t, "block dx", dx, wdx, 1e-12)
+	compare(t, "block dk", dk, wdk, 1e-12)
 }
 
 // memData returns mixtures drawn from mixtureSpec, or with data "tied"
@@ -921,6 +938,7 @@ func TestBlockReuse(t *testing.T) {
 		{Reduce: device.BlockTreeHEM, Np: 6, TreeHEM: device.TreeHEMOptions{Reduction: 2}},
 		{Fit: device.ConvFitSelect{N: 20, Negative: device.DefaultConvFitNegative}, Reduce: device.BlockTreeHEM, Np: 6, TreeHEM: device.TreeHEMOptions{Reduction: 2}},
 		exactBlock(20, 6),
+		{Reduce: device.BlockMEM, Np: 6},
 	} {
 		t.Run(b.String(), func(t *testing.T) { testBlockReuse(t, b) })
 	}
@@ -1064,11 +1082,14 @@ func testBlock[T Float](t *testing.T) {
 				compare(t, "dx", dx, wdx, tolerance[T](true))
 				compare(t, "dk", dk, wdk, tolerance[T](true))
 				// Without the saved state the backward runs the forward
-				// again, TreeHEM's included; from the state it starts
-				// from the scratch TreeHEM's forward kept, which must give
-				// bitwise the same.
+				// again, TreeHEM's or MEM's included; from the state it
+				// starts from the scratch their forward kept, which must
+				// give bitwise the same.
 				if kept := saved.(*blockSaved[T]).fwd.hem != 0; kept != (b.Reduce == device.BlockTreeHEM) {
 					t.Errorf("the saved state keeps TreeHEM's scratch: %v", kept)
+				}
+				if kept := saved.(*blockSaved[T]).fwd.mem != 0; kept != (b.Reduce == device.BlockMEM) {
+					t.Errorf("the saved state keeps MEM's scratch: %v", kept)
 				}
 				fromSaved := slices.Clone(dk)
 				clear(dk)

@@ -1,6 +1,9 @@
 // mem.cu: gm.MEM, the modified EM reduction (ops/cpu/mem.go), and its
 // gradient. One block per mixture (at most memGrid blocks, each looping over
-// the mixtures m ≡ blockIdx.x), its scratch in global memory. The work is
+// the mixtures m ≡ blockIdx.x), its scratch in global memory: one region per
+// block, or with kept one per mixture, where the forward leaves its
+// selection, likelihoods and statistics and the backward for the same input
+// starts from them (the block op keeps them from one to the other). The work is
 // spread over the targets i (thread i) and the fitting components s (thread
 // s), and every sum is made by one thread in the CPU's order: over the
 // components for a target, over the targets for a component, the mixture's
@@ -28,27 +31,31 @@ template <typename T> struct MemFit {
 	T c[3], mu[3], inv[9], gmu[3], gcov[9], gsym[9];
 };
 
-// Mem is one block's view of its scratch (memScratch in mem_gmcuda.go sizes
-// it): a header of 8 values (S = max(Σ|w|, 0.05), V = max(Σ_s |v_s|, 0.05),
-// ∂L/∂S, whether each clamp is inactive, ∂L/∂V), N·K likelihoods,
-// responsibilities and gradients of β, N values a_i, max(Σ_s q_is, 1e−5) and
-// ∂L/∂a_i·a_i/S, K MemFit, K selected indices.
+// Mem is one block's view of its scratch region (memScratch in
+// mem_gmcuda.go sizes it): a header of 8 values (S = max(Σ|w|, 0.05),
+// V = max(Σ_s |v_s|, 0.05), ∂L/∂S, whether each clamp is inactive, ∂L/∂V),
+// N·K likelihoods, responsibilities, gradients of β and terms of ∂L/∂u_s, N
+// values a_i, max(Σ_s q_is, 1e−5) and ∂L/∂a_i·a_i/S, K MemFit, K selected
+// indices. The backward writes only the gradients, so a second backward
+// from a kept region finds the forward's values intact.
 template <typename T> struct Mem {
 	ll n, k;
-	T *hd, *lik, *resp, *gb, *a, *q, *ga;
+	T *hd, *lik, *resp, *gb, *gu, *a, *q, *ga;
 	MemFit<T> *fs;
 	int *sel;
 };
 
-template <typename T> __device__ Mem<T> mem_setup(unsigned char *scratch, ll per, ll n, ll np) {
+// mem_setup returns the view of scratch region r.
+template <typename T> __device__ Mem<T> mem_setup(unsigned char *scratch, ll per, ll r, ll n, ll np) {
 	Mem<T> h;
 	h.n = n, h.k = min(n, np);
-	T *t = (T *)(scratch + blockIdx.x * per);
+	T *t = (T *)(scratch + r * per);
 	const ll nk = n * h.k;
 	h.hd = t, t += 8;
 	h.lik = t, t += nk;
 	h.resp = t, t += nk;
 	h.gb = t, t += nk;
+	h.gu = t, t += nk;
 	h.a = t, t += n;
 	h.q = t, t += n;
 	h.ga = t, t += n;
@@ -142,11 +149,12 @@ template <typename T, int D> __device__ void mem_stats(Mem<T> &h, const T *mx) {
 // gm_mem writes y [B·C, Np, S]: every mixture of x [B·C, N, S] reduced to
 // K = min(N, Np) components by one modified EM step, and padding slots
 // {0, 0, I} beyond them (MEM).
-template <typename T, int D> __device__ void gm_mem_d(T *y, const T *x, unsigned char *scratch, ll nm, ll n, ll np, ll per) {
+template <typename T, int D>
+__device__ void gm_mem_d(T *y, const T *x, unsigned char *scratch, ll nm, ll n, ll np, ll kept, ll per) {
 	const ll tid = threadIdx.x, bd = blockDim.x, S = 1 + D + D * D;
-	Mem<T> h = mem_setup<T>(scratch, per, n, np);
-	const ll k = h.k;
 	for (ll m = blockIdx.x; m < nm; m += gridDim.x) {
+		Mem<T> h = mem_setup<T>(scratch, per, kept ? m : blockIdx.x, n, np);
+		const ll k = h.k;
 		const T *mx = x + m * n * S;
 		T *ym = y + m * np * S;
 		mem_stats<T, D>(h, mx);
@@ -181,16 +189,19 @@ template <typename T, int D> __device__ void gm_mem_d(T *y, const T *x, unsigned
 
 // gm_mem_backward writes dx [B·C, N, S], ∂L/∂x of gm_mem given g = ∂L/∂y,
 // with the selection and the likelihoods held fixed (MEMBackward): reverse
-// mode through the responsibilities, π, μ' and Σ', as memBackward.
+// mode through the responsibilities, π, μ' and Σ', as memBackward. With
+// kept it starts from what the forward for this x left in mixture m's
+// region, else it makes that again.
 template <typename T, int D>
-__device__ void gm_mem_backward_d(T *dx, const T *x, const T *g, unsigned char *scratch, ll nm, ll n, ll np, ll per) {
+__device__ void gm_mem_backward_d(T *dx, const T *x, const T *g, unsigned char *scratch, ll nm, ll n, ll np, ll kept,
+                                  ll per) {
 	const ll tid = threadIdx.x, bd = blockDim.x, S = 1 + D + D * D;
-	Mem<T> h = mem_setup<T>(scratch, per, n, np);
-	const ll k = h.k;
 	for (ll m = blockIdx.x; m < nm; m += gridDim.x) {
+		Mem<T> h = mem_setup<T>(scratch, per, kept ? m : blockIdx.x, n, np);
+		const ll k = h.k;
 		const T *mx = x + m * n * S, *gy = g + m * np * S;
 		T *dm = dx + m * n * S;
-		mem_stats<T, D>(h, mx);
+		if (!kept) mem_stats<T, D>(h, mx);
 		const T total = h.hd[0];
 		// The outputs' gradients per fitting component: ∂L/∂π_s through the
 		// weight, G_s, G_s + G_sᵀ and ĝ_s; and ∂L/∂S through the weights.
@@ -247,11 +258,11 @@ __device__ void gm_mem_backward_d(T *dx, const T *x, const T *g, unsigned char *
 			if (f.pi > T(MEM_MIN_DIVISOR)) f.gpi += gp;
 		}
 		__syncthreads();
-		// Pass B per target: through ρ = r·a and r = q / max(Σq, 1e−5); each
-		// pair's term of ∂L/∂u_s replaces its likelihood.
+		// Pass B per target: through ρ = r·a and r = q / max(Σq, 1e−5), and
+		// each pair's term of ∂L/∂u_s.
 		GM_NO_UNROLL for (ll i = tid; i < n; i += bd) {
 			const T ai = h.a[i], q = h.q[i];
-			T *resp = h.resp + i * k, *gb = h.gb + i * k, *row = h.lik + i * k;
+			T *resp = h.resp + i * k, *gb = h.gb + i * k, *row = h.lik + i * k, *gu = h.gu + i * k;
 			T ga = 0, gq = 0;
 			GM_NO_UNROLL for (ll s = 0; s < k; s++) {
 				T grho = gb[s] / h.fs[s].p + h.fs[s].gpi;
@@ -260,14 +271,14 @@ __device__ void gm_mem_backward_d(T *dx, const T *x, const T *g, unsigned char *
 				gq -= gb[s] * resp[s] / q;
 			}
 			if (q <= T(MEM_MIN_DIVISOR)) gq = 0;
-			GM_NO_UNROLL for (ll s = 0; s < k; s++) row[s] = (gb[s] / q + gq) * row[s];
+			GM_NO_UNROLL for (ll s = 0; s < k; s++) gu[s] = (gb[s] / q + gq) * row[s];
 			h.ga[i] = ga;
 			dm[i * S] += ga / total * mem_sign(mx[i * S]);
 		}
 		__syncthreads();
 		GM_NO_UNROLL for (ll s = tid; s < k; s += bd) {
 			T gu = 0;
-			GM_NO_UNROLL for (ll i = 0; i < n; i++) gu += h.lik[i * k + s];
+			GM_NO_UNROLL for (ll i = 0; i < n; i++) gu += h.gu[i * k + s];
 			h.fs[s].gu = gu;
 		}
 		if (tid == 0) {
@@ -300,16 +311,18 @@ __device__ void gm_mem_backward_d(T *dx, const T *x, const T *g, unsigned char *
 }
 
 // The exported kernels take D at run time and dispatch to its instantiation.
-template <typename T> __device__ void gm_mem(T *y, const T *x, unsigned char *scratch, ll nm, ll n, ll d, ll np, ll per) {
-	GM_BY_DIM(d, gm_mem_d, y, x, scratch, nm, n, np, per);
+template <typename T>
+__device__ void gm_mem(T *y, const T *x, unsigned char *scratch, ll nm, ll n, ll d, ll np, ll kept, ll per) {
+	GM_BY_DIM(d, gm_mem_d, y, x, scratch, nm, n, np, kept, per);
 }
-#define GM_MEM_PARAMS(T) (T * y, const T *x, unsigned char *scratch, ll nm, ll n, ll d, ll np, ll per)
-GM_EXPORT(gm_mem, GM_MEM_PARAMS, (y, x, scratch, nm, n, d, np, per))
+#define GM_MEM_PARAMS(T) (T * y, const T *x, unsigned char *scratch, ll nm, ll n, ll d, ll np, ll kept, ll per)
+GM_EXPORT(gm_mem, GM_MEM_PARAMS, (y, x, scratch, nm, n, d, np, kept, per))
 
 template <typename T>
 __device__ void gm_mem_backward(T *dx, const T *x, const T *g, unsigned char *scratch, ll nm, ll n, ll d, ll np,
-                                ll per) {
-	GM_BY_DIM(d, gm_mem_backward_d, dx, x, g, scratch, nm, n, np, per);
+                                ll kept, ll per) {
+	GM_BY_DIM(d, gm_mem_backward_d, dx, x, g, scratch, nm, n, np, kept, per);
 }
-#define GM_MEM_BW_PARAMS(T) (T * dx, const T *x, const T *g, unsigned char *scratch, ll nm, ll n, ll d, ll np, ll per)
-GM_EXPORT(gm_mem_backward, GM_MEM_BW_PARAMS, (dx, x, g, scratch, nm, n, d, np, per))
+#define GM_MEM_BW_PARAMS(T)                                                                                           \
+	(T * dx, const T *x, const T *g, unsigned char *scratch, ll nm, ll n, ll d, ll np, ll kept, ll per)
+GM_EXPORT(gm_mem_backward, GM_MEM_BW_PARAMS, (dx, x, g, scratch, nm, n, d, np, kept, per))

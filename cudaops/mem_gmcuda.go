@@ -17,14 +17,24 @@ const memBlock = 128
 // blocks loop on small inputs.
 var memGrid = 4096
 
-// memScratch returns the bytes of one block's scratch, laid out as
-// mem_setup in mem.cu says: 8 header values, 3·N·K and 3·N values and K
-// fitting components of 44 values each, of z bytes; K int32; rounded up to
-// 8 bytes (K = min(N, np)).
+// memScratch returns the bytes of one block's (or kept mixture's) scratch,
+// laid out as mem_setup in mem.cu says: 8 header values, 4·N·K and 3·N
+// values and K fitting components of 44 values each, of z bytes; K int32;
+// rounded up to 8 bytes (K = min(N, np)).
 func memScratch(l mixture.Layout, np, z int) int64 {
 	n, k := int64(l.N), int64(min(l.N, np))
-	vals := 8 + 3*n*k + 3*n + 44*k
+	vals := 8 + 4*n*k + 3*n + 44*k
 	return (vals*int64(z) + 4*k + 7) &^ 7
+}
+
+// memKeptBytes returns the bytes of the scratch a MEM forward leaves for
+// its backward (one region per mixture; see launchMEM), or 0 where that
+// would pass maxScratch and the backward makes its decisions again.
+func memKeptBytes(l mixture.Layout, np, z int) int64 {
+	if b := int64(l.Mixtures()) * memScratch(l, np, z); b <= maxScratch {
+		return b
+	}
+	return 0
 }
 
 // checkMEM checks a call's sizes: the input's nx values and the output's
@@ -43,13 +53,19 @@ func checkMEM(name string, l mixture.Layout, np, nx, ny int) error {
 }
 
 // launchMEM runs MEM's forward kernel (backward false: ptrs are y, x) or
-// its backward (ptrs are dx, x, g) on device operands, with one scratch
-// region per block in slotScratch.
-func launchMEM[T Float](s *seq, backward bool, l mixture.Layout, np int, ptrs ...devPtr) {
+// its backward (ptrs are dx, x, g) on device operands. With kept 0 the
+// scratch is one region per block, in slotScratch, and the backward makes
+// the forward's decisions again. Otherwise kept is memKeptBytes of device
+// memory with one region per mixture: the forward leaves its selection,
+// likelihoods and statistics there, and a backward for the same input given
+// the same memory starts from them.
+func launchMEM[T Float](s *seq, backward bool, l mixture.Layout, np int, kept devPtr, ptrs ...devPtr) {
 	per := memScratch(l, np, int(sizeOf[T]()))
 	grid := int(max(1, min(int64(min(l.Mixtures(), memGrid)), maxScratch/per)))
-	var scratch devPtr
-	if s.err == nil {
+	scratch, keep := kept, 0
+	if kept != 0 {
+		grid, keep = min(l.Mixtures(), memGrid), 1
+	} else if s.err == nil {
 		scratch, s.err = s.d.buf(slotScratch, int64(grid)*per)
 	}
 	name := "gm_mem"
@@ -60,7 +76,7 @@ func launchMEM[T Float](s *seq, backward bool, l mixture.Layout, np int, ptrs ..
 	for _, p := range ptrs {
 		args = append(args, p)
 	}
-	s.launch(name+suffix[T](), [2]int{grid, 1}, memBlock, 0, append(args, scratch, l.Mixtures(), l.N, l.D, np, int(per))...)
+	s.launch(name+suffix[T](), [2]int{grid, 1}, memBlock, 0, append(args, scratch, l.Mixtures(), l.N, l.D, np, keep, int(per))...)
 }
 
 // MEM is device.Kernels.MEM on the GPU (mem.cu).
@@ -71,7 +87,7 @@ func (c Kernels[T]) MEM(y, x []T, l mixture.Layout, np int) error {
 	return c.d.run(func(s *seq) {
 		px := in(s, slotIn0, x)
 		py := out[T](s, slotOut, len(y))
-		launchMEM[T](s, false, l, np, py, px)
+		launchMEM[T](s, false, l, np, 0, py, px)
 		get(s, y, py)
 	})
 }
@@ -89,7 +105,7 @@ func (c Kernels[T]) MEMBackward(dx, x, g []T, l mixture.Layout, np int) error {
 	return c.d.run(func(s *seq) {
 		px, pg := in(s, slotIn0, x), in(s, slotIn1, g)
 		pd := out[T](s, slotOut, len(dx))
-		launchMEM[T](s, true, l, np, pd, px, pg)
+		launchMEM[T](s, true, l, np, 0, pd, px, pg)
 		get(s, dx, pd)
 	})
 }
