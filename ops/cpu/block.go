@@ -11,16 +11,15 @@ import (
 
 // BlockState is what BlockSaving keeps for BlockBackward: the block's
 // intermediates (the convolution after ÷Fi, the ReLU fit's output, the
-// reduced mixtures of a block that integrates them), the saved states of
-// its parts (MEM's decisions in mem), and the gradient at the
-// convolution's output for the last incoming gradient, which the op's two
-// gradient nodes (data and kernels) share. It is Releasable: its buffers go to the next
+// reduced mixtures of a block that integrates them), the
+// saved states of its parts, and the gradient at the convolution's output
+// for the last incoming gradient, which the op's two gradient nodes (data
+// and kernels) share. It is Releasable: its buffers go to the next
 // BlockSaving of the same sizes, its parts' states to theirs.
 type BlockState[T Float] struct {
 	key             blockKey // the layouts and spec it was made for
 	v, r, y         []T      // ÷Fi-scaled convolution, ReLU fit output, reduced mixtures
 	conv, relu, red device.Saved
-	mem             *memKept[T] // a MEM block's selection and likelihoods
 	// mu guards the gradient part, which the op's two gradient nodes
 	// share: g, the last incoming gradient, dy, dr and dv its gradients at
 	// the reduced mixtures (of a block that integrates them), at the ReLU
@@ -69,9 +68,6 @@ func newBlockState[T Float](lx, lk mixture.Layout, b device.BlockSpec) *BlockSta
 	if b.NearTargets {
 		n := lv.Mixtures() * lv.N
 		st.c, st.dc, st.ndx, st.ndk = make([]T, n), make([]T, n), make([]T, lx.Len()), make([]T, lk.Len())
-	}
-	if b.Reduce == device.BlockMEM {
-		st.mem = newMEMKept[T](lv, b.Np)
 	}
 	if b.Integrate {
 		st.dy = make([]T, ly.Len())
@@ -155,7 +151,7 @@ func (st *BlockState[T]) forward(y, x, k []T, save bool) error {
 	case device.BlockKeepLargest:
 		KeepLargest(red, st.r, lv, b.Np)
 	case device.BlockMEM:
-		memReduce(red, st.r, lv, b.Np, st.mem, false)
+		MEM(red, st.r, lv, b.Np)
 	default:
 		if !b.Integrate {
 			copy(y, st.r)
@@ -242,8 +238,7 @@ func (st *BlockState[T]) convGrad(g, x, k []T) error {
 		KeepLargestBackward(st.dr, st.r, dy, lv, b.Np)
 		dr = st.dr
 	case device.BlockMEM:
-		// The forward's decisions, for st.r, from which the forward made them.
-		memGrad(st.dr, st.r, dy, lv, b.Np, st.mem, true)
+		MEMBackward(st.dr, st.r, dy, lv, b.Np)
 		dr = st.dr
 	}
 	sums, _ := st.relu.(*ReLUFitSums[T])

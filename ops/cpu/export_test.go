@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"github.com/gmcn-go/gmcn/internal/parallel"
 	"github.com/gmcn-go/gmcn/ops/mixture"
 )
 
@@ -26,20 +27,42 @@ func TreeHEMFrozen[T Float](y, x []T, dec *Decisions) error {
 // MEMFrozen and MEMBackwardSaved are a smooth function and its exact
 // gradient.
 func MEMDecisions[T Float](x []T, l mixture.Layout, np int) (sel []int, lik []T) {
-	kept := newMEMKept[T](l, np)
-	memReduce(make([]T, l.Mixtures()*np*l.Stride()), x, l, np, kept, false)
-	return kept.sel, kept.lik
+	k := memComponents(l.N, np)
+	sel, lik = make([]int, l.Mixtures()*k), make([]T, l.Mixtures()*l.N*k)
+	memEach(x, l, np, func(m int, _ []T, sc *memScratch[T]) {
+		copy(sel[m*k:(m+1)*k], sc.sel)
+		copy(lik[m*l.N*k:(m+1)*l.N*k], sc.lik)
+	})
+	return sel, lik
 }
 
 // MEMFrozen is MEM with the selection and likelihoods given (as returned by
 // MEMDecisions, possibly for other inputs).
 func MEMFrozen[T Float](y, x, lik []T, sel []int, l mixture.Layout, np int) {
-	memReduce(y, x, l, np, &memKept[T]{sel, lik}, true)
+	lo := l
+	lo.N = np
+	memEachFrozen(x, lik, sel, l, np, func(m int, mx, lik []T, sel []int, sc *memScratch[T]) {
+		memForward(mixture.Mixture(y, lo, m), mx, lik, sel, l.D, sc)
+	})
 }
 
 // MEMBackwardSaved is MEMBackward with the selection and likelihoods given.
 func MEMBackwardSaved[T Float](dx, x, gy, lik []T, sel []int, l mixture.Layout, np int) {
-	memGrad(dx, x, gy, l, np, &memKept[T]{sel, lik}, true)
+	lo := l
+	lo.N = np
+	memEachFrozen(x, lik, sel, l, np, func(m int, mx, lik []T, sel []int, sc *memScratch[T]) {
+		memBackward(mixture.Mixture(dx, l, m), mx, mixture.Mixture(gy, lo, m), lik, sel, l.D, sc)
+	})
+}
+
+// memEachFrozen is memEach with mixture m's likelihoods and selection taken
+// from lik and sel instead of computed.
+func memEachFrozen[T Float](x, lik []T, sel []int, l mixture.Layout, np int, f func(m int, mx, lik []T, sel []int, sc *memScratch[T])) {
+	k := memComponents(l.N, np)
+	scratch := newMEMScratch[T](parallel.Workers(l.Mixtures()), l.N, k)
+	parallel.ForWorker(l.Mixtures(), func(w, m int) {
+		f(m, mixture.Mixture(x, l, m), lik[m*l.N*k:(m+1)*l.N*k], sel[m*k:(m+1)*k], &scratch[w])
+	})
 }
 
 // evaluator is Evaluate as a mixture.Evaluator, for the fitting errors.

@@ -49,69 +49,34 @@ func memComponents(n, np int) int { return min(n, np) }
 // The likelihoods carry no gradient (the reference computes them on detached
 // copies); MEMBackward differentiates everything else.
 func MEM[T Float](y, x []T, l mixture.Layout, np int) {
-	memReduce(y, x, l, np, nil, false)
+	lo := l
+	lo.N = np
+	memEach(x, l, np, func(m int, mx []T, sc *memScratch[T]) {
+		memForward(mixture.Mixture(y, lo, m), mx, sc.lik, sc.sel, l.D, sc)
+	})
 }
 
 // MEMBackward writes ∂L/∂x for MEM given gy = ∂L/∂y. The selection and the
 // likelihoods are recomputed from x exactly as in the forward pass and held
 // constant; padding slots receive no gradient.
 func MEMBackward[T Float](dx, x, gy []T, l mixture.Layout, np int) {
-	memGrad(dx, x, gy, l, np, nil, false)
-}
-
-// memReduce is MEM, leaving the selection and the likelihoods it makes in
-// kept unless kept is nil, or with reuse taking them from kept.
-func memReduce[T Float](y, x []T, l mixture.Layout, np int, kept *memKept[T], reuse bool) {
 	lo := l
 	lo.N = np
-	memEach(x, l, np, kept, reuse, func(m int, mx []T, sc *memScratch[T]) {
-		memForward(mixture.Mixture(y, lo, m), mx, sc.lik, sc.sel, l.D, sc)
-	})
-}
-
-// memGrad is MEMBackward, with reuse taking the selection and the
-// likelihoods from kept (which memReduce of this x filled) instead of
-// making them again.
-func memGrad[T Float](dx, x, gy []T, l mixture.Layout, np int, kept *memKept[T], reuse bool) {
-	lo := l
-	lo.N = np
-	memEach(x, l, np, kept, reuse, func(m int, mx []T, sc *memScratch[T]) {
+	memEach(x, l, np, func(m int, mx []T, sc *memScratch[T]) {
 		memBackward(mixture.Mixture(dx, l, m), mx, mixture.Mixture(gy, lo, m), sc.lik, sc.sel, l.D, sc)
 	})
 }
 
-// memKept holds MEM's decisions for every mixture of one input, the
-// initial selections (K per mixture) and the likelihoods (N·K), so that a
-// backward for the same input can take them instead of making them again:
-// the block op keeps them from its forward to its backward.
-type memKept[T Float] struct {
-	sel []int
-	lik []T
-}
-
-func newMEMKept[T Float](l mixture.Layout, np int) *memKept[T] {
-	k := memComponents(l.N, np)
-	return &memKept[T]{sel: make([]int, l.Mixtures()*k), lik: make([]T, l.Mixtures()*l.N*k)}
-}
-
 // memEach runs f in parallel on every mixture m of x, given as its packed
 // components mx and a worker's scratch that holds m's selection and
-// likelihoods, the decisions MEM's forward and backward share. With kept
-// those are mixture m's part of kept: made here, or with reuse as kept
-// holds them.
-func memEach[T Float](x []T, l mixture.Layout, np int, kept *memKept[T], reuse bool, f func(m int, mx []T, sc *memScratch[T])) {
-	k := memComponents(l.N, np)
-	scratch := newMEMScratch[T](parallel.Workers(l.Mixtures()), l.N, k)
+// likelihoods, the decisions MEM's forward and backward share.
+func memEach[T Float](x []T, l mixture.Layout, np int, f func(m int, mx []T, sc *memScratch[T])) {
+	scratch := newMEMScratch[T](parallel.Workers(l.Mixtures()), l.N, memComponents(l.N, np))
 	parallel.ForWorker(l.Mixtures(), func(w, m int) {
 		sc := &scratch[w]
 		mx := mixture.Mixture(x, l, m)
-		if kept != nil {
-			sc.sel, sc.lik = kept.sel[m*k:(m+1)*k], kept.lik[m*l.N*k:(m+1)*l.N*k]
-		}
-		if !reuse {
-			memSelect(sc.sel, mx, l.D)
-			memLikelihoods(sc.lik, mx, sc.sel, l.D, sc)
-		}
+		memSelect(sc.sel, mx, l.D)
+		memLikelihoods(sc.lik, mx, sc.sel, l.D, sc)
 		f(m, mx, sc)
 	})
 }
