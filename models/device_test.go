@@ -83,6 +83,34 @@ func TestTwoModelsTwoDevices(t *testing.T) {
 	}
 }
 
+// TestMEMBlocks checks that a model reducing with MEM builds each block as
+// one op (gm.Block), on the CPU and on a device that computes elsewhere
+// alike, so that on the GPU its intermediates stay there, and has no
+// separate MEM op left.
+func TestMEMBlocks(t *testing.T) {
+	cpu := ops.CPU()
+	elsewhere := &device.Device{Name: "elsewhere", F32: cpu.F32, F64: cpu.F64, External: map[string]bool{"MEM": true, "MEMBackward": true}}
+	l, err := ParseLayout("1/16 -> 8/8 -> 16/4 -> 10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dev := range []*device.Device{cpu, elsewhere} {
+		m, err := Build(Config{Layout: l, D: 2, Classes: 10, Batch: 2, Reduction: gmnode.UseMEM(), Device: dev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops := map[string]int{}
+		for _, n := range m.Graph.AllNodes() {
+			if n.Op() != nil {
+				ops[n.Op().String()]++
+			}
+		}
+		if ops["gm.Block"] != 3 || ops["gm.MEM"] != 0 {
+			t.Errorf("device %s: %d block ops and %d MEM ops, want 3 and 0", dev.Name, ops["gm.Block"], ops["gm.MEM"])
+		}
+	}
+}
+
 // TestFusedExactWhere checks where a fused model's exact targets are
 // computed: inside its block ops on every device, the CPU and one that
 // evaluates mixtures elsewhere (as the GPU does) alike, and by the composed
