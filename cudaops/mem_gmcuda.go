@@ -61,13 +61,7 @@ func checkMEM(name string, l mixture.Layout, np, nx, ny int) error {
 // the same memory starts from them.
 func launchMEM[T Float](s *seq, backward bool, l mixture.Layout, np int, kept devPtr, ptrs ...devPtr) {
 	per := memScratch(l, np, int(sizeOf[T]()))
-	grid := int(max(1, min(int64(min(l.Mixtures(), memGrid)), maxScratch/per)))
-	scratch, keep := kept, 0
-	if kept != 0 {
-		grid, keep = min(l.Mixtures(), memGrid), 1
-	} else if s.err == nil {
-		scratch, s.err = s.d.buf(slotScratch, int64(grid)*per)
-	}
+	grid, scratch, keep := scratchRegions(s, l.Mixtures(), memGrid, per, kept)
 	name := "gm_mem"
 	if backward {
 		name += "_backward"

@@ -61,6 +61,24 @@ func checkTreeHEM(name string, l mixture.Layout, np int, o device.TreeHEMOptions
 	return nil
 }
 
+// scratchRegions places the scratch of a kernel that runs one block per
+// mixture, at most maxGrid blocks, each looping over the mixtures
+// m ≡ blockIdx.x beyond, with one region of per bytes per block: in
+// slotScratch, on a grid small enough that the regions stay under
+// maxScratch. With kept non-zero the regions are one per mixture at kept,
+// where a forward leaves what its backward starts from (TreeHEM, MEM), and
+// keep, the kernels' flag for it, is 1.
+func scratchRegions(s *seq, mixtures, maxGrid int, per int64, kept devPtr) (grid int, scratch devPtr, keep int) {
+	if kept != 0 {
+		return min(mixtures, maxGrid), kept, 1
+	}
+	grid = int(max(1, min(int64(min(mixtures, maxGrid)), maxScratch/per)))
+	if s.err == nil {
+		scratch, s.err = s.d.buf(slotScratch, int64(grid)*per)
+	}
+	return grid, scratch, 0
+}
+
 // hemKeptBytes returns the bytes of the scratch a TreeHEM forward leaves
 // for its backward (one region per mixture; see launchTreeHEM), or 0 where
 // that would pass maxScratch and the backward replays the forward instead.
@@ -85,13 +103,7 @@ func launchTreeHEM[T Float](s *seq, backward bool, l mixture.Layout, np int, o d
 		under = 1
 	}
 	per, p := hemScratch(l, np, o.Reduction, int(sizeOf[T]()))
-	grid := int(max(1, min(int64(min(l.Mixtures(), hemGrid)), maxScratch/per)))
-	scratch, keep := kept, 0
-	if kept != 0 {
-		grid, keep = min(l.Mixtures(), hemGrid), 1
-	} else if s.err == nil {
-		scratch, s.err = s.d.buf(slotScratch, int64(grid)*per)
-	}
+	grid, scratch, keep := scratchRegions(s, l.Mixtures(), hemGrid, per, kept)
 	name := fmt.Sprintf("gm_treehem%d", o.Reduction)
 	if backward {
 		name += "_backward"
