@@ -89,6 +89,9 @@ __device__ __forceinline__ double gm_sqrt(double x) { return sqrt(x); }
 __device__ __forceinline__ float gm_log(float x) { return logf(x); }
 __device__ __forceinline__ double gm_log(double x) { return log(x); }
 
+// gm_abs is |v| as the CPU kernels' abs helpers compute it (−0 stays −0).
+template <typename T> __device__ __forceinline__ T gm_abs(T v) { return v < 0 ? -v : v; }
+
 template <typename T> __device__ __forceinline__ T gm_norm_const(int d) {
 	return d == 2 ? T(GM_NORM2) : T(GM_NORM3);
 }

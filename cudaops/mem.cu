@@ -19,7 +19,6 @@
 #define MEM_DEAD_WEIGHT 1e-4
 #define MEM_DEAD_COV 1e-4
 
-template <typename T> __device__ __forceinline__ T mem_abs(T x) { return x < 0 ? -x : x; }
 template <typename T> __device__ __forceinline__ T mem_sign(T x) { return x > 0 ? T(1) : x < 0 ? T(-1) : T(0); }
 
 // MemFit is the state of one fitting component s (memFit on the CPU): the
@@ -73,15 +72,15 @@ template <typename T, int D> __device__ void mem_stats(Mem<T> &h, const T *mx) {
 	const ll tid = threadIdx.x, bd = blockDim.x, n = h.n, k = h.k, S = 1 + D + D * D;
 	if (tid == 0) {
 		T a = 0;
-		GM_NO_UNROLL for (ll i = 0; i < n; i++) a += mem_abs(mx[i * S]);
+		GM_NO_UNROLL for (ll i = 0; i < n; i++) a += gm_abs(mx[i * S]);
 		h.hd[0] = a > T(MEM_MIN_INTEGRAL) ? a : T(MEM_MIN_INTEGRAL);
 		h.hd[3] = a > T(MEM_MIN_INTEGRAL) ? T(1) : T(0);
 	}
 	GM_NO_UNROLL for (ll i = tid; i < n; i += bd) {
-		T wi = mem_abs(mx[i * S]);
+		T wi = gm_abs(mx[i * S]);
 		ll r = 0;
 		GM_NO_UNROLL for (ll j = 0; j < n; j++) {
-			T wj = mem_abs(mx[j * S]);
+			T wj = gm_abs(mx[j * S]);
 			r += wj > wi || (wj == wi && j < i);
 		}
 		if (r < k) h.sel[r] = (int)i;
@@ -89,7 +88,7 @@ template <typename T, int D> __device__ void mem_stats(Mem<T> &h, const T *mx) {
 	__syncthreads();
 	if (tid == 0) {
 		T v = 0;
-		GM_NO_UNROLL for (ll s = 0; s < k; s++) v += mem_abs(mx[(ll)h.sel[s] * S]);
+		GM_NO_UNROLL for (ll s = 0; s < k; s++) v += gm_abs(mx[(ll)h.sel[s] * S]);
 		h.hd[1] = v > T(MEM_MIN_INTEGRAL) ? v : T(MEM_MIN_INTEGRAL);
 		h.hd[4] = v > T(MEM_MIN_INTEGRAL) ? T(1) : T(0);
 	}
@@ -103,13 +102,13 @@ template <typename T, int D> __device__ void mem_stats(Mem<T> &h, const T *mx) {
 		T norm = (T)(gm_norm_const<double>(D) / sqrt((double)det));
 		f.logNorm = (T)log((double)norm);
 		for (int r = 0; r < D; r++) f.c[r] = g[1 + r], f.mu[r] = 0;
-		f.u = mem_abs(g[0]) / vsum, f.sign = mem_sign(g[0]);
+		f.u = gm_abs(g[0]) / vsum, f.sign = mem_sign(g[0]);
 		f.pi = f.gpi = f.gp = f.gu = 0;
 	}
 	__syncthreads();
 	GM_NO_UNROLL for (ll i = tid; i < n; i += bd) {
 		const T *g = mx + i * S;
-		T ai = mem_abs(g[0]) / total;
+		T ai = gm_abs(g[0]) / total;
 		h.a[i] = ai;
 		T *row = h.lik + i * k, *resp = h.resp + i * k;
 		GM_NO_UNROLL for (ll s = 0; s < k; s++) {

@@ -37,19 +37,12 @@ func memKeptBytes(l mixture.Layout, np, z int) int64 {
 	return 0
 }
 
-// checkMEM checks a call's sizes: the input's nx values and the output's
-// (or the incoming gradient's) ny.
+// checkMEM checks a call's np and sizes (checkReduction).
 func checkMEM(name string, l mixture.Layout, np, nx, ny int) error {
 	if np < 1 {
 		return errors.Errorf("cudaops %s: %d output components, need at least 1", name, np)
 	}
-	if nx != l.Len() {
-		return errors.Errorf("cudaops %s: input has %d values, layout %v needs %d", name, nx, l.Shape(), l.Len())
-	}
-	if want := l.Mixtures() * np * l.Stride(); ny != want {
-		return errors.Errorf("cudaops %s: output has %d values, [%d, %d, %d, %d] needs %d", name, ny, l.B, l.C, np, l.Stride(), want)
-	}
-	return nil
+	return checkReduction(name, l, np, nx, ny)
 }
 
 // launchMEM runs MEM's forward kernel (backward false: ptrs are y, x) or

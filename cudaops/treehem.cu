@@ -46,7 +46,6 @@
 // hem_at_least is max(x, lo) by one comparison, NaN passing through, as
 // atLeast on the CPU.
 template <typename T> __device__ __forceinline__ T hem_at_least(T x, T lo) { return x < lo ? lo : x; }
-template <typename T> __device__ __forceinline__ T hem_abs(T v) { return v < 0 ? -v : v; }
 
 // hem_exp is e^x; in float32 an argument above 88 gives +Inf, as hemExp on
 // the CPU, so that a likelihood that large makes the result non-finite.
@@ -158,7 +157,7 @@ template <typename T, int D, int M> struct HemFit {
 			if (label[c] != c) continue;
 			int best = c;
 			GM_NO_UNROLL for (int i = c + 1; i < m; i++)
-				if (label[i] == c && hem_abs(w[i]) > hem_abs(w[best])) best = i;
+				if (label[i] == c && gm_abs(w[i]) > gm_abs(w[best])) best = i;
 			init[s++] = best;
 		}
 	}
@@ -422,7 +421,7 @@ template <typename T, int D, int TR> struct Hem {
 			int cnt = count(ch[j]);
 			GM_NO_UNROLL for (int i = 0; i < cnt; i++, bit++) {
 				ll at = e < 0 ? ~(~e + i * S) : e + i * S;
-				if (record && hem_abs(value(at)[0]) >= T(HEM_EPS_LARGE)) keep |= 1u << bit;
+				if (record && gm_abs(value(at)[0]) >= T(HEM_EPS_LARGE)) keep |= 1u << bit;
 				if (keep >> bit & 1) loc[m++] = at;
 			}
 		}
@@ -669,7 +668,7 @@ __device__ void hem_forward(Hem<T, D, TR> &h, HemFit<T, D, 2 * TR> &f, const T *
 			GM_NO_UNROLL for (int i = 0; i < nsel; i++) {
 				ll x0 = h.sel[i];
 				if (x0 < n - 1 && h.count(x0) == TR) {
-					T rv = hem_abs(h.integ[x0]);
+					T rv = gm_abs(h.integ[x0]);
 					if (rv > bestR) best = i, bestR = rv;
 				}
 			}

@@ -46,12 +46,18 @@ func hemScratch(l mixture.Layout, np, t, z int) (per int64, p int) {
 	return (per + 7) &^ 7, p
 }
 
-// checkTreeHEM checks a call's sizes: the input's nx values and the
-// output's (or the incoming gradient's) ny.
+// checkTreeHEM checks a call's options and sizes (checkReduction).
 func checkTreeHEM(name string, l mixture.Layout, np int, o device.TreeHEMOptions, nx, ny int) error {
 	if err := o.Check(l, np); err != nil {
 		return err
 	}
+	return checkReduction(name, l, np, nx, ny)
+}
+
+// checkReduction checks the sizes of a call reducing mixtures of layout l
+// to np components: the input's nx values and the output's (or the
+// incoming gradient's) ny.
+func checkReduction(name string, l mixture.Layout, np, nx, ny int) error {
 	if nx != l.Len() {
 		return errors.Errorf("cudaops %s: input has %d values, layout %v needs %d", name, nx, l.Shape(), l.Len())
 	}
